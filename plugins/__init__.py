@@ -1,0 +1,1 @@
+"""satind's built-in application plugins (installed as ``satind_plugins``)."""

@@ -1,0 +1,166 @@
+"""Every setting of satind, its default, its unit and why.
+
+This is the only place a default lives. Code reads ``cfg.section.name``; docs point here
+instead of restating numbers (restated defaults drift). Presets are built by overriding
+(``dataclasses.replace``), in the manner of memberlist's DefaultLANConfig/DefaultWANConfig.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+StealAlgorithm = Literal["rs", "crs"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The compute side of one peer."""
+
+    # seconds. CPython hands the GIL between threads every switch interval. A pure-Python leaf
+    # holds the GIL, so the trio thread answers a steal request only after waiting up to this
+    # long, a few times per request. 5 ms (CPython's default) makes a steal round trip cost
+    # 10-20 ms; 0.2 ms keeps it near 1 ms at a compute cost we measured below 1%
+    # (docs/benchmarks.md).
+    switch_interval_s: float = 0.0002
+    # count. How deep stolen jobs may nest on the compute thread's stack while a sync waits
+    # for stolen children. Past it the waiting sync stops stealing and only waits, so the
+    # Python stack cannot overflow.
+    max_steal_nesting: int = 48
+    # bytes. Stack of the compute thread: nested jobs and stolen work recurse on it.
+    thread_stack_bytes: int = 256 * 1024 * 1024
+    # frames. Python recursion limit of the compute thread (see thread_stack_bytes).
+    recursion_limit: int = 20_000
+
+
+@dataclass(frozen=True)
+class StealConfig:
+    """Victim choice and pacing of steal attempts (satin-grid-programming-model §4.1.2)."""
+
+    # "crs": cluster-aware random stealing, one asynchronous wide-area steal in flight while
+    # stealing synchronously inside the own cluster. "rs": plain random stealing.
+    algorithm: StealAlgorithm = "crs"
+    # seconds. A synchronous steal request unanswered for this long counts as failed; the
+    # victim may be busy in a long leaf holding the GIL or may be gone.
+    request_timeout_s: float = 2.0
+    # seconds. A wide-area steal unanswered this long is given up, so CRS can send another.
+    wide_request_timeout_s: float = 10.0
+    # count. Failed attempts in a row before backing off. Idle thieves on a 2-core machine
+    # compete with working peers for the CPU, so they must not spin.
+    backoff_after: int = 4
+    # seconds. First and largest pause between failed steal rounds (doubling in between).
+    backoff_min_s: float = 0.0005
+    backoff_max_s: float = 0.02
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Framing, caps and timeouts of the wire (DESIGN "Wire and security")."""
+
+    # bytes. Largest frame accepted; a bigger length prefix closes the connection. Big enough
+    # for a stolen job carrying a sizeable array, small enough that a hostile prefix cannot
+    # make a peer allocate gigabytes.
+    max_frame_bytes: int = 64 * 1024 * 1024
+    # levels. Nesting cap for protocol messages and for application values.
+    max_depth: int = 200
+    # seconds. Connect plus handshake must finish within this.
+    connect_timeout_s: float = 5.0
+    # count. Outgoing frames buffered per connection before a sender waits.
+    send_buffer_frames: int = 256
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The run lifecycle on the master."""
+
+    # seconds. After the root finishes the master gathers run statistics from every member;
+    # a member that does not answer within this is left out of the sums.
+    stats_timeout_s: float = 2.0
+    # seconds. How often the launcher polls the master for progress on a terminal (the
+    # console refreshes at least twice a second).
+    progress_poll_s: float = 0.25
+
+
+@dataclass(frozen=True)
+class LauncherConfig:
+    """`satind run`: local peers started as child processes."""
+
+    # seconds. A peer that has not reported its port within this is a start-up failure.
+    start_timeout_s: float = 30.0
+    # seconds. After asking peers to stop, wait this long before SIGKILL.
+    stop_grace_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Config:
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    steal: StealConfig = field(default_factory=StealConfig)
+    net: NetConfig = field(default_factory=NetConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+
+
+DEFAULT = Config()
+
+
+def default_peer_count() -> int:
+    """One peer per core: a peer has one compute thread, and the GIL serialises more."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+class ConfigError(ValueError):
+    """A config file or override names an unknown setting or gives a value of the wrong type."""
+
+
+def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
+    """Return ``cfg`` with ``{"section": {"name": value}}`` overrides applied, type-checked.
+
+    Raises:
+        ConfigError: an unknown section or setting, or a value of the wrong type.
+    """
+    changes: dict[str, Any] = {}
+    for section_name, values in overrides.items():
+        if not hasattr(cfg, section_name):
+            known = ", ".join(f.name for f in dataclasses.fields(cfg))
+            raise ConfigError(f"unknown config section [{section_name}]; known: {known}")
+        section = getattr(cfg, section_name)
+        if not isinstance(values, dict):
+            raise ConfigError(f"[{section_name}] must be a table of settings")
+        fields = {f.name: f for f in dataclasses.fields(section)}
+        for name, value in values.items():
+            if name not in fields:
+                raise ConfigError(
+                    f"unknown setting {section_name}.{name}; known: {', '.join(fields)}"
+                )
+            current = getattr(section, name)
+            ok = isinstance(value, type(current)) or (
+                isinstance(current, float) and isinstance(value, int)
+            )
+            if not ok or isinstance(value, bool) != isinstance(current, bool):
+                raise ConfigError(
+                    f"{section_name}.{name} must be {type(current).__name__}, "
+                    f"got {value!r}"
+                )
+            if isinstance(current, float):
+                values = {**values, name: float(value)}
+        changes[section_name] = dataclasses.replace(section, **values)
+    return dataclasses.replace(cfg, **changes)
+
+
+def load(path: Path | None, base: Config = DEFAULT) -> Config:
+    """Load a TOML config file over ``base``.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or names unknown settings.
+    """
+    if path is None:
+        return base
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    return with_overrides(base, data)

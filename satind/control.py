@@ -1,0 +1,165 @@
+"""The client side: submit a run to a peer, follow its progress, fetch its result.
+
+A client is a party with the role "client" in the handshake; it is not a member, and peers
+answer it on the connection it opened.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from satind.config import Config
+from satind.engine.errors import RemoteJobError
+from satind.net import messages as m
+from satind.net.requests import Requests
+from satind.net.transport import Address, Connection, Identity, TcpTransport
+from satind.plugin import UnknownPlugin, UsageError
+
+
+class SubmitRefused(Exception):
+    """The peer refused the submission; ``info`` says why."""
+
+    def __init__(self, info: m.ErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+class PeerUnavailable(ConnectionError):
+    """The peer closed the connection or did not answer in time."""
+
+
+@dataclass
+class _RunWaiter:
+    event: trio.Event
+    result: m.RunResult | None = None
+
+
+class Client:
+    def __init__(self, transport: TcpTransport, conn: Connection, peer: str) -> None:
+        self.transport = transport
+        self.conn = conn
+        self.peer = peer
+        self.requests = Requests()
+        self._results: dict[str, _RunWaiter] = {}
+        self._closed = trio.Event()
+
+    def _on_message(self, conn: Connection, msg: m.Message) -> None:
+        if isinstance(msg, m.RunResult):
+            waiter = self._results.setdefault(msg.run_id, _RunWaiter(trio.Event()))
+            waiter.result = msg
+            waiter.event.set()
+        elif isinstance(msg, m.Submitted | m.ProgressReply):
+            self.requests.resolve(msg.req, msg)
+
+    def _on_closed(self, conn: Connection) -> None:
+        if conn is self.conn:
+            self._closed.set()
+
+    async def submit(self, plugin: str, argv: list[str], code_hash: str = "") -> str:
+        """Submit a run; returns its id.
+
+        Raises:
+            UsageError: bad arguments (the message carries the plugin's usage).
+            UnknownPlugin: the peer has no such plugin.
+            SubmitRefused: any other refusal.
+            PeerUnavailable: no answer.
+        """
+        req = self.requests.new()
+        self.conn.post(m.Submit(req, plugin, argv, code_hash))
+        reply = await self._wait_reply(req, 30.0)
+        assert isinstance(reply, m.Submitted)
+        if reply.error is not None:
+            if reply.error.type.endswith("UsageError"):
+                raise UsageError(reply.error.message)
+            if reply.error.type.endswith("UnknownPlugin"):
+                raise UnknownPlugin(plugin, [])
+            raise SubmitRefused(reply.error)
+        self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
+        return reply.run_id
+
+    async def _wait_reply(self, req: int, timeout: float) -> m.Message:
+        reply = None
+        async with trio.open_nursery() as nursery:
+
+            async def closed() -> None:
+                await self._closed.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(closed)
+            reply = await self.requests.wait(req, timeout)
+            nursery.cancel_scope.cancel()
+        if reply is None:
+            raise PeerUnavailable(f"peer {self.peer} did not answer")
+        return reply
+
+    async def result(self, run_id: str) -> m.RunResult:
+        """Wait for a run's result.
+
+        Raises:
+            PeerUnavailable: the connection to the master closed first.
+        """
+        waiter = self._results.setdefault(run_id, _RunWaiter(trio.Event()))
+        async with trio.open_nursery() as nursery:
+
+            async def closed() -> None:
+                await self._closed.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(closed)
+            await waiter.event.wait()
+            nursery.cancel_scope.cancel()
+        if waiter.result is None:
+            raise PeerUnavailable(f"lost the connection to {self.peer} before run {run_id} ended")
+        return waiter.result
+
+    async def progress(self, run_id: str, timeout: float = 2.0) -> m.ProgressReply | None:
+        req = self.requests.new()
+        self.conn.post(m.ProgressRequest(req, run_id))
+        reply = await self.requests.wait(req, timeout)
+        return reply if isinstance(reply, m.ProgressReply) else None
+
+    def shutdown(self, reason: str) -> None:
+        self.conn.post(m.Shutdown(reason))
+
+
+@asynccontextmanager
+async def connect(address: Address, cfg: Config, peer: str = "") -> AsyncIterator[Client]:
+    """A client connected to the peer at ``address``.
+
+    Raises:
+        PeerUnavailable: cannot connect.
+    """
+    name = f"client-{secrets.token_hex(4)}"
+    holder: list[Client] = []
+
+    def on_message(conn: Connection, msg: m.Message) -> None:
+        holder[0]._on_message(conn, msg)
+
+    def on_closed(conn: Connection) -> None:
+        if holder:
+            holder[0]._on_closed(conn)
+
+    transport = TcpTransport(Identity(name, "", "client"), cfg.net, on_message, on_closed=on_closed)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(transport.run, None)
+        try:
+            conn = await transport.dial(address, expect=peer or None)
+        except Exception as exc:
+            raise PeerUnavailable(f"cannot connect to {peer or address} at {address}: {exc}") from exc
+        client = Client(transport, conn, conn.remote_name)
+        holder.append(client)
+        try:
+            yield client
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def raise_for(result: m.RunResult) -> None:
+    """Raise the run's error as an exception carrying the remote traceback."""
+    if result.error is not None:
+        raise RemoteJobError(result.error.type, result.error.message, result.error.traceback)

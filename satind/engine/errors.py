@@ -1,0 +1,60 @@
+"""Exceptions that cross peers: raised in a job on one peer, re-raised by result() on another.
+
+Exceptions are never pickled. A job's exception travels as its type name, message and
+formatted traceback (messages.ErrorInfo). On arrival, a built-in exception type is rebuilt as
+itself so ``except ValueError`` in a plugin works the same for local and stolen children;
+anything else becomes ``RemoteJobError``. Either way the remote traceback is attached as a
+note, so the user sees where it really failed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import traceback
+
+from satind.net.messages import ErrorInfo
+
+
+class RemoteJobError(Exception):
+    """A job raised an exception of a type that cannot be rebuilt here.
+
+    Attributes:
+        type_name: the qualified name of the original exception type.
+        remote_traceback: the traceback as formatted where the job ran.
+    """
+
+    def __init__(self, type_name: str, message: str, remote_traceback: str = "") -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.remote_traceback = remote_traceback
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """Describe an exception for the wire."""
+    tb = "".join(traceback.format_exception(exc))
+    if isinstance(exc, RemoteJobError):
+        return ErrorInfo(exc.type_name, exc.message, exc.remote_traceback or tb)
+    remote = getattr(exc, "_satind_remote_traceback", None)
+    if remote:
+        # Rebuilt built-in exception passing through: keep the original traceback.
+        tb = remote
+    cls = type(exc)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    return ErrorInfo(name, str(exc), tb)
+
+
+def exception_from(info: ErrorInfo) -> Exception:
+    """Rebuild an exception that arrived from another peer."""
+    cls = getattr(builtins, info.type, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+        try:
+            exc = cls(info.message)
+        except Exception:
+            exc = RemoteJobError(info.type, info.message, info.traceback)
+    else:
+        exc = RemoteJobError(info.type, info.message, info.traceback)
+    if info.traceback:
+        exc._satind_remote_traceback = info.traceback  # type: ignore[attr-defined]
+        exc.add_note("remote traceback:\n" + info.traceback.rstrip())
+    return exc

@@ -1,0 +1,245 @@
+"""Job records, reproducible job ids (path stamps) and per-run bookkeeping on one peer.
+
+A job id is (run id, path). The root's path is empty; the i-th spawn of a job has its parent's
+path plus i. Re-executing a job respawns exactly the same ids, which orphan re-linking needs
+(satin-fault-tolerance-malleability-migration §3.7). The Satin paper numbers jobs as
+``parent * max_branching + i``; we use its "level stamps" form instead for every plugin, as a
+byte string with one unsigned LEB128 varint per level: one byte per level while the index is
+below 128, no overflow when the branching factor is unknown, and "a is an ancestor of b" is
+``b.startswith(a)`` because a varint sequence is a prefix-free code.
+
+The ``Job`` record doubles as the handle a spawn returns. It is created on the hot path of
+every spawn, so it carries only what a local job needs; its path is computed on demand (when
+the job is stolen, or when recovery asks) from the parent chain.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT_PATH = b""
+
+
+def child_path(parent: bytes, index: int) -> bytes:
+    """The path of the ``index``-th child of the job at ``parent``."""
+    if index < 0x80:
+        return parent + bytes((index,))
+    out = bytearray(parent)
+    while True:
+        byte = index & 0x7F
+        index >>= 7
+        if index:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def path_indices(path: bytes) -> list[int]:
+    """Decode a path into the child indices from the root.
+
+    Raises:
+        ValueError: the path ends inside a varint.
+    """
+    out: list[int] = []
+    value = shift = 0
+    for byte in path:
+        value |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+        else:
+            out.append(value)
+            value = shift = 0
+    if shift:
+        raise ValueError(f"truncated job path {path.hex()}")
+    return out
+
+
+def path_from_indices(indices: list[int]) -> bytes:
+    path = ROOT_PATH
+    for index in indices:
+        path = child_path(path, index)
+    return path
+
+
+def is_valid_path(path: bytes) -> bool:
+    """A well-formed path ends on a varint boundary."""
+    return not path or path[-1] < 0x80
+
+
+def is_ancestor(ancestor: bytes, path: bytes) -> bool:
+    """True when ``ancestor`` is ``path`` itself or lies above it in the tree."""
+    return path.startswith(ancestor)
+
+
+def format_path(path: bytes) -> str:
+    """Human form of a path: ``/`` for the root, ``/0/3/1`` below it."""
+    return "/" + "/".join(str(i) for i in path_indices(path))
+
+
+class _Unset:
+    """Marks a result slot not yet filled (None is a legitimate result)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Any = _Unset()
+
+
+class ResultNotReady(RuntimeError):
+    """``handle.result()`` was called before the ``sync()`` that waits for the job."""
+
+
+@dataclass
+class RunStats:
+    """Per-run counters on one peer (names are those of the run JSON ``stats``)."""
+
+    spawns: int = 0
+    syncs: int = 0
+    jobs_run: int = 0
+    # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
+    progress: float = 0.0
+
+    def as_dict(self) -> dict[str, int | float]:
+        return {
+            "spawns": self.spawns,
+            "syncs": self.syncs,
+            "jobs_run": self.jobs_run,
+            "progress": self.progress,
+        }
+
+
+@dataclass
+class RunState:
+    """What the compute thread of one peer knows of a run."""
+
+    run_id: str
+    plugin: str
+    # 1 / the plugin's maximum branching factor: a child's share of its parent's work.
+    inv_branching: float
+    stats: RunStats = field(default_factory=RunStats)
+    # Set when the run is over or cancelled: its remaining jobs are dropped, not run.
+    cancelled: bool = False
+
+
+class Job:
+    """One spawned invocation: the record in the work queue and the handle a spawn returns.
+
+    Attributes set at spawn: ``fn`` (the plain function), ``args``, ``parent`` (the Job whose
+    execution spawned it; None for a root or a job stolen from another peer), ``index`` (its
+    position among the parent's spawns), ``run`` and ``share`` (its fraction of the run's
+    tree, parent share / max branching: how progress is estimated from job ids).
+    """
+
+    __slots__ = (
+        "_path",
+        "args",
+        "exc",
+        "fn",
+        "index",
+        "nspawn",
+        "nsync",
+        "origin",
+        "parent",
+        "pending",
+        "run",
+        "share",
+        "value",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        parent: Job | None,
+        index: int,
+        run: RunState,
+        share: float,
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.parent = parent
+        self.index = index
+        self.run = run
+        self.share = share
+        self.value: Any = UNSET
+        # Children spawned and not yet finished; only the compute thread changes it.
+        self.pending = 0
+        self.nspawn = 0
+        self.nsync = 0
+        # Not set here, to keep the spawn path short (every store costs): ``exc`` (read only
+        # through ``error``), ``_path`` (see ``path``) and ``origin`` (set by whoever creates a
+        # job without a local parent: the peer id its result goes to, None for a root).
+
+    exc: BaseException | None
+    origin: str | None
+    _path: bytes
+
+    @property
+    def error(self) -> BaseException | None:
+        """The exception the job raised, or None."""
+        return getattr(self, "exc", None)
+
+    @property
+    def path(self) -> bytes:
+        """The job's path stamp, computed from the parent chain and cached."""
+        try:
+            return self._path
+        except AttributeError:
+            pass
+        # Iterative, not recursive: a stolen deep job must not blow the trio thread's stack.
+        chain: list[Job] = []
+        job: Job = self
+        while not hasattr(job, "_path"):
+            parent = job.parent
+            if parent is None:
+                job._path = ROOT_PATH
+                break
+            chain.append(job)
+            job = parent
+        path = job._path
+        for node in reversed(chain):
+            path = child_path(path, node.index)
+            node._path = path
+        return path
+
+    def set_path(self, path: bytes) -> None:
+        """Give a job with no local parent (root, stolen, restarted) its id."""
+        self._path = path
+
+    @property
+    def done(self) -> bool:
+        return self.value is not UNSET or self.error is not None
+
+    def result(self) -> Any:
+        """The child's value after ``sync()``; raises the child's exception if it raised.
+
+        Raises:
+            ResultNotReady: called before the sync that waits for this job.
+        """
+        value = self.value
+        if value is UNSET:
+            exc = self.error
+            if exc is not None:
+                raise exc
+            raise ResultNotReady(
+                f"result() of {getattr(self.fn, '__qualname__', self.fn)!r} before sync(): "
+                "call sync() after spawning and before reading results"
+            )
+        return value
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "pending"
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        return f"<Job {self.run.run_id}{format_path(self.path)} {name} {state}>"
+
+
+def size_of_job() -> int:
+    """Bytes of one Job record (without its arguments), for docs/benchmarks.md."""
+    return sys.getsizeof(Job.__new__(Job))

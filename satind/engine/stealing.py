@@ -1,0 +1,85 @@
+"""Victim choice and pacing: Random Stealing and Cluster-aware Random Stealing, as pure code.
+
+RS (Blumofe and Leiserson): an idle peer steals from a peer chosen uniformly at random and
+waits for the answer; with C clusters, (C-1)/C of its requests cross the wide area.
+
+CRS (satin-grid-programming-model §4.1.2): an idle peer sends one *asynchronous* steal request
+to a random peer in another cluster and, while that request is out, steals synchronously from
+random peers in its own cluster. It never has more than one wide-area request in flight, so
+wide-area latency is overlapped with local stealing instead of being waited for.
+
+Everything here is a synchronous function of plain data and a seeded ``random.Random``: the
+peer's trio loop and the simulator drive the same code.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from satind.config import StealAlgorithm, StealConfig
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Other members an idle peer may steal from, split by cluster."""
+
+    local: tuple[str, ...]
+    remote: tuple[str, ...]
+
+    @property
+    def everyone(self) -> tuple[str, ...]:
+        return self.local + self.remote
+
+
+def candidates(me: str, my_cluster: str, members: Sequence[tuple[str, str]]) -> Candidates:
+    """Split ``(name, cluster)`` pairs into local and remote victims, leaving out ``me``."""
+    local = tuple(name for name, cluster in members if cluster == my_cluster and name != me)
+    remote = tuple(name for name, cluster in members if cluster != my_cluster)
+    return Candidates(local, remote)
+
+
+@dataclass(frozen=True)
+class StealPlan:
+    """What to do in one steal round.
+
+    ``wide``: send an asynchronous wide-area request to this peer (CRS only), or None.
+    ``sync``: steal from this peer and wait for the answer, or None (nobody to ask).
+    ``sync_is_wide``: the synchronous victim is in another cluster (RS does that).
+    """
+
+    wide: str | None
+    sync: str | None
+    sync_is_wide: bool
+
+
+def plan_round(
+    algorithm: StealAlgorithm,
+    rng: random.Random,
+    victims: Candidates,
+    wide_in_flight: bool,
+) -> StealPlan:
+    """Choose the victims of one steal round."""
+    if algorithm == "rs":
+        if not victims.everyone:
+            return StealPlan(None, None, False)
+        victim = rng.choice(victims.everyone)
+        return StealPlan(None, victim, victim in victims.remote)
+    wide = None
+    if not wide_in_flight and victims.remote:
+        wide = rng.choice(victims.remote)
+    sync = rng.choice(victims.local) if victims.local else None
+    return StealPlan(wide, sync, False)
+
+
+def backoff_delay(cfg: StealConfig, failures: int) -> float:
+    """Pause after ``failures`` failed rounds in a row: none at first, then doubling to a cap.
+
+    Retrying at once keeps load balancing fast when work is about to appear; backing off
+    keeps idle thieves from stealing CPU from the peers that work (2 cores, several peers).
+    """
+    if failures < cfg.backoff_after:
+        return 0.0
+    doublings = min(failures - cfg.backoff_after, 30)
+    return float(min(cfg.backoff_max_s, cfg.backoff_min_s * (2**doublings)))

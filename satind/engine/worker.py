@@ -1,0 +1,261 @@
+"""The compute thread of one peer: run jobs, spawn, sync, and wait by stealing.
+
+One peer has one compute thread and one trio thread (DESIGN "One peer"). They meet here:
+
+* the work queue: the compute thread pushes and pops its head, the trio thread steals its
+  tail for other peers;
+* the mailbox: the trio thread posts events (a job stolen for us, the result of a child that
+  another peer ran, stop) and raises ``attention``; the compute thread drains the mailbox at
+  safe points (every sync, and whenever it has nothing to run);
+* the hooks: the compute thread tells the trio side that it wants work (so stealing starts)
+  and that a job without a local parent finished (a root, or a job stolen from a peer whose
+  result must travel back). The hooks must not block; the peer implements them with
+  ``TrioToken.run_sync_soon``.
+
+Spawn and sync follow Satin §4.1.1 without a bytecode rewriter: a spawn records a ``Job`` and
+pushes it at the head of the queue; sync runs jobs from the head until the current frame has
+no pending children; when the children left are stolen, it helps: it runs whatever local work
+there is and then asks for stolen work, until the results come back. Every job ends with an
+implicit sync, so no child outlives its parent (as in Cilk).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from satind.config import EngineConfig
+from satind.engine.jobs import UNSET, Job, RunState
+from satind.engine.workqueue import WorkQueue
+
+# The worker of this process while its compute thread runs, else None. A module global, not a
+# thread-local: a peer has exactly one compute thread, and a global read is the cheapest
+# lookup on the spawn path. None means "no satind here": spawns run as plain calls.
+CURRENT: Worker | None = None
+
+
+class WorkerHooks(Protocol):
+    """How the compute thread reaches the trio side. Both calls must return at once."""
+
+    def want_work(self, wanted: bool) -> None:
+        """The worker has nothing to run (True) or has work again (False)."""
+
+    def job_finished(self, job: Job) -> None:
+        """A job with no local parent (a root or a stolen job) finished: send its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobArrived:
+    """A job for this worker: a run's root on its master, or work stolen from a peer."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class ChildResult:
+    """The result of a child that another peer ran after stealing it from us."""
+
+    job: Job
+    value: Any
+    exc: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Unwind the compute thread."""
+
+
+MailboxEvent = JobArrived | ChildResult | Stop
+
+
+class WorkerStopped(BaseException):
+    """Raised on the compute thread at a safe point after ``Worker.stop``; unwinds every job."""
+
+
+def _idle_run() -> RunState:
+    return RunState(run_id="", plugin="", inv_branching=0.0)
+
+
+class Worker:
+    """The compute side of a peer. ``run_forever`` is the body of the compute thread."""
+
+    def __init__(self, cfg: EngineConfig, hooks: WorkerHooks) -> None:
+        self.cfg = cfg
+        self.hooks = hooks
+        self.queue = WorkQueue()
+        # The queue's deque itself, bound once for the spawn and sync hot paths.
+        self.jobs = self.queue.jobs
+        self.mailbox: queue.SimpleQueue[MailboxEvent] = queue.SimpleQueue()
+        # Set by the trio thread after it posts to the mailbox; read at every sync.
+        self.attention = False
+        # The frame of the job running now. Outside any job it is a sentinel that never has
+        # children, so sync() at the top level is a no-op rather than a special case.
+        self.idle_frame = Job(_noop, (), None, 0, _idle_run(), 0.0)
+        self.current: Job = self.idle_frame
+        # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
+        self.nesting = 0
+        self._wanting = False
+        self._stopped = False
+
+    # -- called from the trio thread ---------------------------------------------------
+
+    def post(self, event: MailboxEvent) -> None:
+        """Thread-safe: hand an event to the compute thread."""
+        self.mailbox.put(event)
+        # After the put: the compute thread clears the flag before draining, so an event is
+        # never left behind with the flag down.
+        self.attention = True
+
+    def stop(self) -> None:
+        """Thread-safe: make the compute thread unwind at its next safe point."""
+        self._stopped = True
+        self.post(Stop())
+
+    # -- the compute thread ------------------------------------------------------------
+
+    def run_forever(self) -> None:
+        """Run jobs until stopped. The body of the compute thread."""
+        global CURRENT
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), self.cfg.recursion_limit))
+        CURRENT = self
+        try:
+            while not self._stopped:
+                job = self.queue.pop()
+                if job is None:
+                    self._wait()
+                else:
+                    self.run_job(job)
+        except WorkerStopped:
+            pass
+        finally:
+            CURRENT = None
+
+    def run_job(self, job: Job) -> None:
+        """Run one job to completion on this thread, children included, and report it."""
+        parent = job.parent
+        if parent is None:
+            self.nesting += 1
+        prev = self.current
+        self.current = job
+        try:
+            job.value = job.fn(*job.args)
+        except WorkerStopped:
+            raise
+        except Exception as exc:
+            job.exc = exc
+        if job.pending:
+            # Implicit sync at the end of every job, also when it raised: a child must not
+            # outlive its parent, and the queue must hold no child of a finished frame.
+            self.sync_frame(job)
+        self.current = prev
+        run = job.run
+        stats = run.stats
+        stats.jobs_run += 1
+        stats.spawns += job.nspawn
+        stats.syncs += job.nsync
+        # A job's share of the tree goes to its children as it spawns them; what is left
+        # (all of it for a leaf) is finished now. The shares of a finished run sum to 1.
+        stats.progress += job.share * (1.0 - job.nspawn * run.inv_branching)
+        if parent is not None:
+            parent.pending -= 1
+        else:
+            self.nesting -= 1
+            self.hooks.job_finished(job)
+
+    def sync_frame(self, frame: Job) -> None:
+        """Run or wait for work until ``frame`` has no pending children."""
+        jobs = self.jobs
+        while frame.pending:
+            if self.attention:
+                self.drain()
+                continue
+            try:
+                job = jobs.pop()
+            except IndexError:
+                # Every child left is out on another peer: help until their results are in.
+                self._wait()
+                continue
+            self.run_job(job)
+        if self._wanting:
+            self._wanting = False
+            self.hooks.want_work(False)
+
+    def drain(self) -> None:
+        """Handle every event in the mailbox without blocking."""
+        self.attention = False
+        mailbox = self.mailbox
+        while True:
+            try:
+                event = mailbox.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(event)
+
+    def _wait(self) -> None:
+        """Nothing local to run: ask for work unless nested too deep, block for one event."""
+        if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
+            self._wanting = True
+            self.hooks.want_work(True)
+        self.attention = False
+        try:
+            event = self.mailbox.get(timeout=1.0)
+        except queue.Empty:
+            return
+        self._handle(event)
+        self.drain()
+
+    def _handle(self, event: MailboxEvent) -> None:
+        if isinstance(event, JobArrived):
+            # The trio side stops stealing when it delivers a job; it runs next.
+            self._wanting = False
+            self.jobs.append(event.job)
+        elif isinstance(event, ChildResult):
+            job = event.job
+            if job.done:
+                return  # a duplicate: a result is applied to its parent at most once
+            if event.exc is not None:
+                job.exc = event.exc
+            else:
+                job.value = event.value
+            parent = job.parent
+            if parent is not None:
+                parent.pending -= 1
+            else:
+                # A root that a thief took from our queue before we could run it.
+                self.hooks.job_finished(job)
+        else:
+            raise WorkerStopped
+
+
+def _noop() -> None:
+    return None
+
+
+def current_worker() -> Worker | None:
+    """The worker of this process's compute thread, or None when not inside satind."""
+    return CURRENT
+
+
+def make_root(fn: Callable[..., Any], args: tuple[Any, ...], run: RunState) -> Job:
+    """The root job of a run: no parent, path empty, the whole tree's share."""
+    job = Job(fn, args, None, 0, run, 1.0)
+    job.set_path(b"")
+    job.origin = None
+    return job
+
+
+__all__ = [
+    "UNSET",
+    "ChildResult",
+    "Job",
+    "JobArrived",
+    "Stop",
+    "Worker",
+    "WorkerHooks",
+    "WorkerStopped",
+    "current_worker",
+    "make_root",
+]

@@ -1,0 +1,51 @@
+"""The per-peer work queue: the owner pushes and pops the head, thieves take the tail.
+
+The tail holds the oldest jobs, the ones highest in the tree and so the largest: stealing
+them moves the most work per message (satin-grid-programming-model §4.1.2, after Cilk).
+
+Thread safety comes from ``collections.deque``: ``append``, ``pop`` and ``popleft`` are each
+atomic under the GIL, so the compute thread (head) and the trio thread (tail) need no lock.
+When one job is left, exactly one of a concurrent ``pop`` and ``popleft`` gets it and the
+other sees an empty deque. The compute thread's hot path uses ``.jobs`` directly; everything
+else goes through the methods.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from satind.engine.jobs import Job
+
+
+class WorkQueue:
+    """A double-ended queue of jobs not yet started."""
+
+    __slots__ = ("jobs",)
+
+    def __init__(self) -> None:
+        self.jobs: deque[Job] = deque()
+
+    def push(self, job: Job) -> None:
+        """Owner: put a job at the head (it runs next)."""
+        self.jobs.append(job)
+
+    def pop(self) -> Job | None:
+        """Owner: take the newest job, or None."""
+        try:
+            return self.jobs.pop()
+        except IndexError:
+            return None
+
+    def steal(self) -> Job | None:
+        """Thief: take the oldest job, or None."""
+        try:
+            return self.jobs.popleft()
+        except IndexError:
+            return None
+
+    def give_back(self, job: Job) -> None:
+        """Thief side: return a job taken by ``steal`` that could not be sent (it stays oldest)."""
+        self.jobs.appendleft(job)
+
+    def __len__(self) -> int:
+        return len(self.jobs)

@@ -1,0 +1,298 @@
+"""CBOR <-> messages, with strict validation and size caps; application values; framing.
+
+Frames are a 4-byte big-endian length followed by that many bytes of CBOR. A message is a CBOR
+map ``{"t": type code, field: value, ...}``. Decoding checks every field against the
+dataclass's type hints: a wrong type, a missing field, an unknown field or an unknown type code
+raises ``DecodeError``, which the transport turns into closing that one connection.
+
+Application values use their own encoding (``encode_value``/``decode_value``): plain CBOR plus
+a tag that keeps tuples tuples (a stolen job must see the same argument types as a local one)
+and tags that plugins register for their own types. Nothing is ever pickled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import cbor2
+
+from satind.net import messages as m
+
+FRAME_HEADER = struct.Struct(">I")
+
+
+class DecodeError(ValueError):
+    """Bytes that are not a valid message or value. The message says what was wrong."""
+
+
+class EncodeError(ValueError):
+    """A value CBOR cannot carry (for example an object of an unregistered class)."""
+
+
+# -- validation built once from the type hints -----------------------------------------------
+
+Check = Callable[[Any, str], Any]
+
+
+def _fail(where: str, expected: str, value: Any) -> DecodeError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return DecodeError(f"{where}: expected {expected}, got {type(value).__name__} {shown}")
+
+
+def _scalar(kind: type) -> Check:
+    def check(value: Any, where: str) -> Any:
+        # bool is an int in Python; a protocol int field must not accept True.
+        if type(value) is not kind:
+            raise _fail(where, kind.__name__, value)
+        return value
+
+    return check
+
+
+def _float(value: Any, where: str) -> Any:
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        return float(value)
+    raise _fail(where, "float", value)
+
+
+def _none(value: Any, where: str) -> Any:
+    if value is not None:
+        raise _fail(where, "null", value)
+    return None
+
+
+def _checker(hint: Any) -> Check:
+    origin = typing.get_origin(hint)
+    if hint is float:
+        return _float
+    if hint in (int, str, bytes, bool):
+        return _scalar(hint)
+    if hint is type(None):
+        return _none
+    if origin in (typing.Union, types.UnionType):
+        options = [_checker(arg) for arg in typing.get_args(hint)]
+
+        def check_union(value: Any, where: str) -> Any:
+            errors = []
+            for option in options:
+                try:
+                    return option(value, where)
+                except DecodeError as exc:
+                    errors.append(str(exc))
+            raise DecodeError(" or ".join(errors))
+
+        return check_union
+    if origin is list:
+        (item_hint,) = typing.get_args(hint)
+        item = _checker(item_hint)
+
+        def check_list(value: Any, where: str) -> Any:
+            if type(value) is not list:
+                raise _fail(where, "array", value)
+            return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+        return check_list
+    if origin is dict:
+        key_hint, value_hint = typing.get_args(hint)
+        if key_hint is not str:
+            raise TypeError(f"only str keys are supported, not {key_hint}")
+        item = _checker(value_hint)
+
+        def check_dict(value: Any, where: str) -> Any:
+            if type(value) is not dict:
+                raise _fail(where, "map", value)
+            out = {}
+            for k, v in value.items():
+                if type(k) is not str:
+                    raise _fail(f"{where} key", "str", k)
+                out[k] = item(v, f"{where}.{k}")
+            return out
+
+        return check_dict
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _record(hint)
+    raise TypeError(f"unsupported field type {hint!r}")
+
+
+def _record(cls: type) -> Check:
+    hints = typing.get_type_hints(cls, vars(m))
+    fields = [f for f in dataclasses.fields(cls)]
+    checks = {f.name: _checker(hints[f.name]) for f in fields}
+    required = {
+        f.name
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    name = cls.__name__
+
+    def check_record(value: Any, where: str) -> Any:
+        if type(value) is not dict:
+            raise _fail(where, f"{name} map", value)
+        kwargs = {}
+        for key, raw in value.items():
+            if key == "t" and where == name:
+                continue
+            check = checks.get(key)
+            if check is None:
+                raise DecodeError(f"{where}: unknown field {key!r}")
+            kwargs[key] = check(raw, f"{where}.{key}")
+        missing = required - kwargs.keys()
+        if missing:
+            raise DecodeError(f"{where}: missing field(s) {', '.join(sorted(missing))}")
+        return cls(**kwargs)
+
+    return check_record
+
+
+# type code -> (validating constructor, message name)
+_DECODERS: dict[int, tuple[Check, str]] = {}
+for _cls in m.MESSAGE_TYPES:
+    if _cls.TYPE in _DECODERS:
+        raise RuntimeError(f"type code {_cls.TYPE} used twice")
+    _DECODERS[_cls.TYPE] = (_record(_cls), _cls.__name__)
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list):
+        return [_to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _to_plain(v) for k, v in obj.items()}
+    return obj
+
+
+def encode_message(msg: m.Message) -> bytes:
+    """The CBOR body of one message (no frame header)."""
+    body = _to_plain(msg)
+    body["t"] = msg.TYPE
+    return bytes(cbor2.dumps(body))
+
+
+def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
+    """Decode and validate one message body.
+
+    Raises:
+        DecodeError: not CBOR, not a map with a known type code, or a field is wrong.
+    """
+    try:
+        body = cbor2.loads(data, max_depth=max_depth, allow_duplicate_keys=False)
+    except Exception as exc:  # cbor2 raises several types, all meaning "bad input"
+        raise DecodeError(f"not valid CBOR: {exc}") from None
+    if type(body) is not dict:
+        raise DecodeError(f"message must be a map, got {type(body).__name__}")
+    code = body.get("t")
+    if type(code) is not int:
+        raise DecodeError(f"message has no integer type code: {code!r}")
+    entry = _DECODERS.get(code)
+    if entry is None:
+        raise DecodeError(f"unknown message type {code}")
+    decoder, name = entry
+    result: m.Message = decoder(body, name)
+    return result
+
+
+def frame(body: bytes) -> bytes:
+    """Length-prefix one message body."""
+    return FRAME_HEADER.pack(len(body)) + body
+
+
+# -- application values ----------------------------------------------------------------------
+
+TUPLE_TAG = 39001
+# Plugins' own types: tag -> (class, to_plain, from_plain). Tags below 40000 are satind's.
+_APP_TAGS: dict[int, tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = {}
+_APP_TYPES: dict[type, tuple[int, Callable[[Any], Any]]] = {}
+
+
+def register_type(
+    cls: type, tag: int, to_plain: Callable[[Any], Any], from_plain: Callable[[Any], Any]
+) -> None:
+    """Let instances of ``cls`` travel as job arguments and results, under CBOR ``tag``.
+
+    ``to_plain`` turns an instance into CBOR-able data; ``from_plain`` turns that back.
+
+    Raises:
+        ValueError: the tag is below 40000 (reserved) or taken by another class.
+    """
+    if tag < 40000:
+        raise ValueError(f"application tags start at 40000, got {tag}")
+    known = _APP_TAGS.get(tag)
+    if known is not None and known[0] is not cls:
+        raise ValueError(f"CBOR tag {tag} is already registered for {known[0].__qualname__}")
+    _APP_TAGS[tag] = (cls, to_plain, from_plain)
+    _APP_TYPES[cls] = (tag, to_plain)
+
+
+def _encode_tuple(encoder: Any, value: tuple[Any, ...]) -> None:
+    encoder.encode(cbor2.CBORTag(TUPLE_TAG, list(value)))
+
+
+def _default(encoder: Any, value: Any) -> None:
+    entry = _APP_TYPES.get(type(value))
+    if entry is None:
+        raise EncodeError(
+            f"cannot send a {type(value).__qualname__} between peers: use plain data "
+            "(int, float, str, bytes, list, tuple, dict, set, None) or register the type "
+            "with satind.register_type"
+        )
+    tag, to_plain = entry
+    encoder.encode(cbor2.CBORTag(tag, to_plain(value)))
+
+
+def _decode_tuple(value: Any, immutable: bool) -> Any:
+    if type(value) is not list:
+        raise DecodeError("tuple tag must hold an array")
+    return tuple(value)
+
+
+def _tag_hook(tag: Any, immutable: bool) -> Any:
+    entry = _APP_TAGS.get(tag.tag)
+    if entry is None:
+        raise DecodeError(f"unknown CBOR tag {tag.tag} in an application value")
+    return entry[2](tag.value)
+
+
+def encode_value(value: Any) -> bytes:
+    """CBOR of an application value (job arguments, results).
+
+    Raises:
+        EncodeError: the value holds something CBOR cannot carry.
+    """
+    try:
+        return bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=_default))
+    except EncodeError:
+        raise
+    except Exception as exc:
+        raise EncodeError(f"cannot encode {type(value).__qualname__}: {exc}") from None
+
+
+def decode_value(data: bytes, max_depth: int = 200) -> Any:
+    """Inverse of ``encode_value``.
+
+    Raises:
+        DecodeError: not valid CBOR or an unknown tag.
+    """
+    try:
+        return cbor2.loads(
+            data,
+            max_depth=max_depth,
+            semantic_decoders={TUPLE_TAG: _decode_tuple},
+            tag_hook=_tag_hook,
+        )
+    except DecodeError:
+        raise
+    except Exception as exc:
+        cause = exc.__cause__
+        if isinstance(cause, DecodeError):
+            raise cause from None
+        raise DecodeError(f"bad application value: {exc}") from None

@@ -1,0 +1,234 @@
+"""Every message of the satind protocol: one frozen dataclass each, with a type code.
+
+Type codes are part of the protocol: append new ones, never renumber or reuse. A change that an
+old peer cannot read bumps PROTOCOL_VERSION, which the handshake compares. Field types are
+restricted to what codec.py validates: int, float, bool, str, bytes, None unions, list[T],
+dict[str, T] and nested records (frozen dataclasses below that have no type code).
+
+Application values (job arguments, results) travel as ``bytes`` holding their own CBOR (see
+codec.encode_value): the protocol layer validates the envelope and leaves application data
+opaque until the code that needs it decodes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Message:
+    """Base class; subclasses set TYPE."""
+
+    TYPE: ClassVar[int] = -1
+
+
+# -- records nested in messages ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An exception that crossed the wire: its type name, message and formatted traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What every peer knows of a run: enough to run its jobs and to respawn its root."""
+
+    run_id: str
+    plugin: str
+    code_hash: str
+    argv: list[str]
+    # CBOR of the root's arguments (the plugin's parse result), so no peer has to parse.
+    args: bytes
+    master: str
+    epoch: int = 0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A stolen job: which function, with which arguments, at which place in which run."""
+
+    run_id: str
+    plugin: str
+    code_hash: str
+    master: str
+    path: bytes
+    fn: str
+    args: bytes
+
+
+# -- connection --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hello(Message):
+    """First frame in each direction. ``role`` is "peer" or "client"."""
+
+    TYPE: ClassVar[int] = 1
+    version: int
+    sender: str
+    cluster: str
+    role: str
+
+
+@dataclass(frozen=True)
+class Bye(Message):
+    """The sender closes this connection, saying why."""
+
+    TYPE: ClassVar[int] = 2
+    reason: str
+
+
+# -- work stealing -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StealRequest(Message):
+    TYPE: ClassVar[int] = 10
+    req: int
+    wide: bool
+
+
+@dataclass(frozen=True)
+class StealReply(Message):
+    """The oldest job of the victim's queue, or None when it had none."""
+
+    TYPE: ClassVar[int] = 11
+    req: int
+    job: JobSpec | None
+
+
+@dataclass(frozen=True)
+class JobResult(Message):
+    """A thief returns the result of a job it stole: a value or an error."""
+
+    TYPE: ClassVar[int] = 12
+    run_id: str
+    path: bytes
+    value: bytes | None
+    error: ErrorInfo | None
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStart(Message):
+    """The master announces a run to every peer."""
+
+    TYPE: ClassVar[int] = 20
+    run: RunInfo
+
+
+@dataclass(frozen=True)
+class RunDone(Message):
+    """The master says a run is over; peers drop its state."""
+
+    TYPE: ClassVar[int] = 21
+    run_id: str
+
+
+@dataclass(frozen=True)
+class RunStatsRequest(Message):
+    TYPE: ClassVar[int] = 22
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class RunStatsReply(Message):
+    """One peer's counters for a run (names of the run JSON ``stats``)."""
+
+    TYPE: ClassVar[int] = 23
+    req: int
+    run_id: str
+    counters: dict[str, int | float]
+
+
+# -- clients ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submit(Message):
+    """A client asks a peer to run a plugin; that peer becomes the run's master."""
+
+    TYPE: ClassVar[int] = 30
+    req: int
+    plugin: str
+    argv: list[str]
+    code_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Submitted(Message):
+    """The run id, or why the submission was refused (``usage`` for bad arguments)."""
+
+    TYPE: ClassVar[int] = 31
+    req: int
+    run_id: str
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class RunResult(Message):
+    """The outcome of a run, sent to its submitter."""
+
+    TYPE: ClassVar[int] = 32
+    run_id: str
+    value: bytes | None
+    error: ErrorInfo | None
+    elapsed_s: float
+    peers: int
+    stats: dict[str, int | float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProgressRequest(Message):
+    TYPE: ClassVar[int] = 33
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ProgressReply(Message):
+    """Fraction of the run's tree finished (0..1) and cluster-wide counters so far."""
+
+    TYPE: ClassVar[int] = 34
+    req: int
+    run_id: str
+    progress: float
+    counters: dict[str, int | float]
+
+
+@dataclass(frozen=True)
+class Shutdown(Message):
+    """Stop the receiving peer (sent by the launcher that started it)."""
+
+    TYPE: ClassVar[int] = 40
+    reason: str
+
+
+MESSAGE_TYPES: tuple[type[Message], ...] = (
+    Hello,
+    Bye,
+    StealRequest,
+    StealReply,
+    JobResult,
+    RunStart,
+    RunDone,
+    RunStatsRequest,
+    RunStatsReply,
+    Submit,
+    Submitted,
+    RunResult,
+    ProgressRequest,
+    ProgressReply,
+    Shutdown,
+)

@@ -1,0 +1,55 @@
+"""Request/reply correlation over a message transport.
+
+Requests carry an integer ``req``; the reply carries the same one. ``wait`` gives the reply or
+None after a timeout. A reply that comes after its waiter gave up is handed back to the
+caller of ``resolve`` (returns False), because some late replies still matter: a steal reply
+carrying a job must not be dropped, or that job would be lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import trio
+
+from satind.net.messages import Message
+
+
+@dataclass
+class _Slot:
+    event: trio.Event = field(default_factory=trio.Event)
+    reply: Message | None = None
+
+
+class Requests:
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._slots: dict[int, _Slot] = {}
+
+    def new(self) -> int:
+        req = next(self._ids)
+        self._slots[req] = _Slot()
+        return req
+
+    def resolve(self, req: int, reply: Message) -> bool:
+        """Deliver a reply; False when nobody waits for it (unknown or timed out)."""
+        slot = self._slots.pop(req, None)
+        if slot is None:
+            return False
+        slot.reply = reply
+        slot.event.set()
+        return True
+
+    async def wait(self, req: int, timeout: float) -> Message | None:
+        """The reply to ``req``, or None after ``timeout`` seconds."""
+        slot = self._slots.get(req)
+        if slot is None:
+            return None
+        with trio.move_on_after(timeout):
+            await slot.event.wait()
+        self._slots.pop(req, None)
+        return slot.reply
+
+    def __len__(self) -> int:
+        return len(self._slots)

@@ -1,0 +1,391 @@
+"""The Transport interface and its TCP implementation.
+
+Peers talk in messages, not bytes: ``post(dest, msg)`` queues a message for a peer (or a
+connected client) and never blocks; incoming messages go to one ``on_message(conn, msg)``
+callback, which is synchronous (the decision code is sans-I/O; it spawns tasks when it has
+to wait). The TCP transport keeps at most one live connection per remote party and reuses a
+connection the other side opened, dials on first use, frames messages (codec.py), and closes a
+connection — only that one — on anything malformed.
+
+A connection starts with a Hello in each direction inside ``connect_timeout_s``: the protocol
+versions must match, and the Hello names the remote party and its cluster (with TLS, the name
+is checked against the certificate).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from satind.config import NetConfig
+from satind.net import codec
+from satind.net import messages as m
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who this end of a connection is."""
+
+    name: str
+    cluster: str
+    role: str  # "peer" or "client"
+
+
+@dataclass
+class TrafficCounters:
+    """What crossed the wire, split by whether the other end is in our cluster."""
+
+    messages_local: int = 0
+    messages_wide: int = 0
+    bytes_local: int = 0
+    bytes_wide: int = 0
+    messages_received: int = 0
+    bytes_received: int = 0
+    bad_frames: int = 0
+    send_failures: int = 0
+
+    @property
+    def messages(self) -> int:
+        return self.messages_local + self.messages_wide
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_local + self.bytes_wide
+
+
+class Connection:
+    """One live link to a remote party, with an outbox drained by its writer task."""
+
+    def __init__(
+        self, transport: TcpTransport, remote: Identity | None, outbound: bool,
+        cluster: str | None = None,
+    ) -> None:
+        self.transport = transport
+        self.remote = remote
+        # The remote's cluster (known before the handshake when dialling a member): it decides
+        # whether traffic counts as local or wide-area.
+        self.cluster = cluster if remote is None else remote.cluster
+        self.outbound = outbound
+        self.outbox: deque[bytes] = deque()
+        self.wakeup = trio.Event()
+        self.closed = False
+        self.cancel_scope = trio.CancelScope()
+
+    @property
+    def remote_name(self) -> str:
+        return self.remote.name if self.remote else "?"
+
+    def post(self, msg: m.Message) -> None:
+        """Queue a message; it is sent in order after everything queued before it."""
+        if self.closed:
+            self.transport.counters.send_failures += 1
+            return
+        data = codec.frame(codec.encode_message(msg))
+        counters = self.transport.counters
+        if self.cluster is not None and self.cluster != self.transport.identity.cluster:
+            counters.messages_wide += 1
+            counters.bytes_wide += len(data)
+        else:
+            counters.messages_local += 1
+            counters.bytes_local += len(data)
+        self.outbox.append(data)
+        self.wakeup.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.cancel_scope.cancel()
+
+
+MessageHandler = Callable[[Connection, m.Message], None]
+
+
+class Transport(Protocol):
+    """What a peer needs from the network (TCP here; memory.py for the simulator)."""
+
+    identity: Identity
+    counters: TrafficCounters
+
+    def post(self, dest: str, msg: m.Message) -> None: ...
+
+
+class _FrameReader:
+    def __init__(self, stream: trio.abc.ReceiveStream, max_frame: int) -> None:
+        self.stream = stream
+        self.max_frame = max_frame
+        self.buffer = bytearray()
+
+    async def _fill(self, n: int) -> bool:
+        while len(self.buffer) < n:
+            chunk = await self.stream.receive_some(65536)
+            if not chunk:
+                if self.buffer:
+                    raise codec.DecodeError(
+                        f"connection closed inside a frame ({len(self.buffer)} bytes pending)"
+                    )
+                return False
+            self.buffer += chunk
+        return True
+
+    async def read(self) -> bytes | None:
+        """The next frame's body, or None at a clean end of stream."""
+        if not await self._fill(4):
+            return None
+        (length,) = codec.FRAME_HEADER.unpack_from(self.buffer)
+        if length > self.max_frame:
+            raise codec.DecodeError(
+                f"frame of {length} bytes exceeds the cap of {self.max_frame} (net.max_frame_bytes)"
+            )
+        if not await self._fill(4 + length):
+            raise codec.DecodeError("connection closed inside a frame")
+        body = bytes(self.buffer[4 : 4 + length])
+        del self.buffer[: 4 + length]
+        return body
+
+
+class HandshakeError(Exception):
+    pass
+
+
+@dataclass
+class TcpTransport:
+    """Messages over TCP (optionally TLS). Run it with ``run``; post from trio code."""
+
+    identity: Identity
+    cfg: NetConfig
+    on_message: MessageHandler
+    # Maps a peer name to its address; None when unknown (then only a connection the peer
+    # opened to us can reach it).
+    resolve: Callable[[str], Address | None] = lambda name: None
+    cluster_of: Callable[[str], str | None] = lambda name: None
+    on_closed: Callable[[Connection], None] = lambda conn: None
+    counters: TrafficCounters = field(default_factory=TrafficCounters)
+    # Wraps a raw TCP stream (TLS); set by the security layer.
+    wrap_client: Callable[[trio.abc.Stream, str], trio.abc.Stream] | None = None
+    wrap_server: Callable[[trio.abc.Stream], trio.abc.Stream] | None = None
+
+    def __post_init__(self) -> None:
+        self._conns: dict[str, Connection] = {}
+        self._nursery: trio.Nursery | None = None
+        self.listen_address: Address | None = None
+
+    async def run(
+        self,
+        listen: Address | None = None,
+        *,
+        task_status: trio.TaskStatus[Address | None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until cancelled; ``started`` reports the bound address (port 0 resolved)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if listen is not None:
+                listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
+                sock = listeners[0].socket
+                host, port = sock.getsockname()[:2]
+                self.listen_address = Address(host, port)
+                nursery.start_soon(self._serve, listeners)
+            task_status.started(self.listen_address)
+            await trio.sleep_forever()
+
+    async def _serve(self, listeners: list[trio.SocketListener]) -> None:
+        await trio.serve_listeners(self._accepted, listeners)
+
+    def connection(self, name: str) -> Connection | None:
+        conn = self._conns.get(name)
+        return conn if conn is not None and not conn.closed else None
+
+    def post(self, dest: str, msg: m.Message) -> None:
+        """Send ``msg`` to ``dest`` over a live connection, dialling one when needed.
+
+        Never blocks. A message to a party that cannot be reached is dropped and counted in
+        ``counters.send_failures`` (the protocol above recovers: steals time out, tuples are
+        an optimisation, results are recomputed).
+        """
+        conn = self.connection(dest)
+        if conn is None:
+            address = self.resolve(dest)
+            if address is None or self._nursery is None:
+                self.counters.send_failures += 1
+                log.debug("no route to %s; dropped %s", dest, type(msg).__name__)
+                return
+            conn = Connection(self, None, outbound=True, cluster=self.cluster_of(dest))
+            self._conns[dest] = conn
+            self._nursery.start_soon(self._dial, dest, address, conn)
+        conn.post(msg)
+
+    async def dial(self, address: Address, expect: str | None = None) -> Connection:
+        """Open a connection now (clients use this); returns once the handshake is done.
+
+        Raises:
+            OSError, HandshakeError: the address does not answer or the handshake failed.
+        """
+        assert self._nursery is not None, "transport is not running"
+        conn = Connection(self, None, outbound=True)
+        ready = trio.Event()
+        failure: list[BaseException] = []
+
+        async def go() -> None:
+            try:
+                await self._dial(expect or str(address), address, conn, ready=ready)
+            except BaseException as exc:  # reported to the caller below
+                failure.append(exc)
+                ready.set()
+                if not isinstance(exc, Exception):
+                    raise
+
+        self._nursery.start_soon(go)
+        await ready.wait()
+        if failure:
+            raise failure[0]
+        return conn
+
+    async def _dial(
+        self, dest: str, address: Address, conn: Connection, ready: trio.Event | None = None
+    ) -> None:
+        try:
+            with trio.fail_after(self.cfg.connect_timeout_s):
+                tcp = await trio.open_tcp_stream(address.host, address.port)
+                stream: trio.abc.Stream = tcp
+                if self.wrap_client is not None:
+                    stream = self.wrap_client(tcp, dest)
+                reader = _FrameReader(stream, self.cfg.max_frame_bytes)
+                conn.remote = await self._handshake(stream, reader)
+                conn.cluster = conn.remote.cluster
+        except (OSError, trio.TooSlowError, HandshakeError, codec.DecodeError, trio.BrokenResourceError) as exc:
+            log.warning("cannot connect to %s at %s: %s", dest, address, exc)
+            self.counters.send_failures += len(conn.outbox)
+            conn.closed = True
+            if self._conns.get(dest) is conn:
+                del self._conns[dest]
+            self.on_closed(conn)
+            if ready is not None:
+                raise
+            return
+        if conn.remote.name != dest and ready is None:
+            log.warning("dialled %s at %s but %s answered", dest, address, conn.remote.name)
+        # Register under the name the remote proved, so replies find this connection.
+        self._conns.setdefault(conn.remote.name, conn)
+        if ready is not None:
+            ready.set()
+        await self._pump(stream, reader, conn)
+
+    async def _accepted(self, tcp: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = tcp
+        conn = Connection(self, None, outbound=False)
+        try:
+            with trio.fail_after(self.cfg.connect_timeout_s):
+                if self.wrap_server is not None:
+                    stream = self.wrap_server(tcp)
+                reader = _FrameReader(stream, self.cfg.max_frame_bytes)
+                conn.remote = await self._handshake(stream, reader)
+                conn.cluster = conn.remote.cluster
+        except (trio.TooSlowError, HandshakeError, codec.DecodeError, OSError, trio.BrokenResourceError) as exc:
+            log.warning("rejected connection from %s: %s", _peer_of(tcp), exc)
+            self.counters.bad_frames += 1
+            with trio.move_on_after(1):
+                await trio.aclose_forcefully(stream)
+            return
+        known = self.connection(conn.remote.name)
+        if known is None:
+            self._conns[conn.remote.name] = conn
+        await self._pump(stream, reader, conn)
+
+    async def _handshake(self, stream: trio.abc.Stream, reader: _FrameReader) -> Identity:
+        me = self.identity
+        hello = m.Hello(m.PROTOCOL_VERSION, me.name, me.cluster, me.role)
+        await stream.send_all(codec.frame(codec.encode_message(hello)))
+        body = await reader.read()
+        if body is None:
+            raise HandshakeError("closed during the handshake")
+        msg = codec.decode_message(body, self.cfg.max_depth)
+        if not isinstance(msg, m.Hello):
+            raise HandshakeError(f"expected Hello, got {type(msg).__name__}")
+        if msg.version != m.PROTOCOL_VERSION:
+            raise HandshakeError(
+                f"{msg.sender} speaks protocol {msg.version}, this peer {m.PROTOCOL_VERSION}"
+            )
+        if msg.role not in ("peer", "client"):
+            raise HandshakeError(f"unknown role {msg.role!r}")
+        return Identity(msg.sender, msg.cluster, msg.role)
+
+    async def _pump(self, stream: trio.abc.Stream, reader: _FrameReader, conn: Connection) -> None:
+        """Run a connection's writer and reader until either ends; then forget it."""
+        try:
+            with conn.cancel_scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._write_loop, stream, conn)
+                    await self._read_loop(reader, conn)
+                    nursery.cancel_scope.cancel()
+        finally:
+            conn.closed = True
+            if self._conns.get(conn.remote_name) is conn:
+                del self._conns[conn.remote_name]
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await trio.aclose_forcefully(stream)
+            self.on_closed(conn)
+
+    async def _write_loop(self, stream: trio.abc.Stream, conn: Connection) -> None:
+        try:
+            while True:
+                await conn.wakeup.wait()
+                conn.wakeup = trio.Event()
+                while conn.outbox:
+                    chunks = []
+                    while conn.outbox:
+                        chunks.append(conn.outbox.popleft())
+                    await stream.send_all(b"".join(chunks))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("write to %s failed: %s", conn.remote_name, exc)
+            conn.cancel_scope.cancel()
+
+    async def _read_loop(self, reader: _FrameReader, conn: Connection) -> None:
+        counters = self.counters
+        try:
+            while True:
+                body = await reader.read()
+                if body is None:
+                    return
+                counters.messages_received += 1
+                counters.bytes_received += len(body) + 4
+                msg = codec.decode_message(body, self.cfg.max_depth)
+                if isinstance(msg, m.Bye):
+                    log.debug("%s closed the connection: %s", conn.remote_name, msg.reason)
+                    return
+                try:
+                    self.on_message(conn, msg)
+                except Exception:
+                    # A bug in a handler must not take the peer down with it.
+                    log.exception("handler failed on %s from %s", type(msg).__name__, conn.remote_name)
+        except codec.DecodeError as exc:
+            counters.bad_frames += 1
+            log.warning("closing connection from %s: %s", conn.remote_name, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("connection to %s lost: %s", conn.remote_name, exc)
+
+    def close_all(self) -> None:
+        for conn in list(self._conns.values()):
+            conn.close()
+
+
+def _peer_of(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"
+

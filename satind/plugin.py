@@ -1,0 +1,241 @@
+"""The Plugin descriptor and plugin discovery.
+
+A plugin is an application: a spawnable entry function plus what satind needs to run it by
+name — argument parsing with a usage message, the maximum branching factor (progress is
+estimated from job ids with it), an optional independent check of the result, and an
+optional report that turns the raw result into what the user sees.
+
+Plugins are found in three places, later ones overriding earlier ones by name:
+
+1. the built-ins, modules of the ``satind_plugins`` package;
+2. installed distributions' entry points in the group ``satind.plugins``;
+3. each ``--plugin-path DIR``: every ``*.py`` there that defines a ``Plugin``, imported as
+   ``satind_path_plugins.<file stem>`` so that every peer, given the same directory, names
+   its spawnable functions the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import pkgutil
+import sys
+import types
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from satind.api import Spawnable
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "satind.plugins"
+PATH_PACKAGE = "satind_path_plugins"
+
+
+class UsageError(ValueError):
+    """Bad plugin arguments. The message says what was wrong; satind adds the usage line."""
+
+
+class CheckFailed(AssertionError):
+    """A plugin's independent check rejected a result."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """Describes an application that satind can run by name.
+
+    Args:
+        name: what users type after ``satind run``.
+        entry: the spawnable function the run's root job calls.
+        usage: the argument synopsis, e.g. ``"fib N [THRESHOLD]"``.
+        parse: turns the command-line arguments into the entry's arguments; raises
+            ``UsageError`` with a message saying what is wrong.
+        max_branching: the most children one job spawns. A job's share of its parent's work is
+            1/max_branching, which is how progress is estimated from job ids; None when not
+            known (job ids are level stamps either way; progress then assumes 2).
+        check: optional independent check of a result, ``check(entry_args, result)``; raises
+            (``CheckFailed`` or any exception) when the result is wrong.
+        report: optional, turns the raw result into the JSON-able value users see,
+            ``report(argv, result)``; may write files the arguments name. Runs where the
+            result is delivered (the submitting client). Default: the raw result.
+        description: one line for ``satind plugins``.
+    """
+
+    name: str
+    entry: Spawnable[Any]
+    usage: str
+    parse: Callable[[Sequence[str]], tuple[Any, ...]]
+    max_branching: int | None = None
+    check: Callable[[tuple[Any, ...], Any], None] | None = None
+    report: Callable[[Sequence[str], Any], Any] | None = None
+    description: str = ""
+    # Filled by discovery: where the plugin came from and the sha256 of its module's source.
+    source: str = field(default="", compare=False)
+    code_hash: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.entry, Spawnable):
+            raise TypeError(
+                f"plugin {self.name!r}: entry must be a @spawnable function, "
+                f"got {self.entry!r}"
+            )
+        if self.max_branching is not None and self.max_branching < 1:
+            raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
+
+    @property
+    def inv_branching(self) -> float:
+        return 1.0 / (self.max_branching or 2)
+
+    def parse_args(self, argv: Sequence[str]) -> tuple[Any, ...]:
+        """Parse arguments, turning any failure into a UsageError that carries the usage line.
+
+        Raises:
+            UsageError: the arguments are not valid for this plugin.
+        """
+        try:
+            return tuple(self.parse(list(argv)))
+        except UsageError as exc:
+            raise UsageError(f"{self.name}: {exc}\nusage: satind run {self.usage}") from None
+        except (ValueError, TypeError, IndexError) as exc:
+            raise UsageError(
+                f"{self.name}: bad arguments {list(argv)!r} ({exc})\n"
+                f"usage: satind run {self.usage}"
+            ) from None
+
+    def make_report(self, argv: Sequence[str], result: Any) -> Any:
+        return result if self.report is None else self.report(argv, result)
+
+
+class UnknownPlugin(LookupError):
+    def __init__(self, name: str, available: Iterable[str]) -> None:
+        self.name = name
+        self.available = sorted(available)
+        super().__init__(
+            f"unknown plugin {name!r}; available: {', '.join(self.available) or '(none)'}"
+        )
+
+
+def _module_hash(module: types.ModuleType) -> str:
+    """sha256 of the module's source file: the plugin's code version."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _plugins_in(module: types.ModuleType, source: str) -> list[Plugin]:
+    found = []
+    code_hash = _module_hash(module)
+    for value in vars(module).values():
+        if isinstance(value, Plugin) and value.entry.fn.__module__ == module.__name__:
+            found.append(_stamped(value, source, code_hash))
+    return found
+
+
+def _stamped(plugin: Plugin, source: str, code_hash: str) -> Plugin:
+    import dataclasses
+
+    return dataclasses.replace(plugin, source=source, code_hash=code_hash)
+
+
+def _builtin_plugins() -> list[Plugin]:
+    import satind_plugins
+
+    found: list[Plugin] = []
+    for info in pkgutil.iter_modules(satind_plugins.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"satind_plugins.{info.name}")
+        found.extend(_plugins_in(module, f"built-in ({module.__name__})"))
+    return found
+
+
+def _entry_point_plugins() -> list[Plugin]:
+    found: list[Plugin] = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken third-party plugin must not hide the others
+            log.warning("cannot load plugin entry point %s: %s", ep.value, exc)
+            continue
+        source = f"entry point {ep.name} ({ep.value})"
+        if isinstance(obj, Plugin):
+            module = sys.modules.get(obj.entry.fn.__module__)
+            code_hash = _module_hash(module) if module else ""
+            found.append(_stamped(obj, source, code_hash))
+        elif isinstance(obj, types.ModuleType):
+            found.extend(_plugins_in(obj, source))
+        else:
+            log.warning("entry point %s is neither a Plugin nor a module", ep.value)
+    return found
+
+
+def load_path_module(path: Path) -> types.ModuleType:
+    """Import one plugin file under ``satind_path_plugins.<stem>`` (once per process)."""
+    name = f"{PATH_PACKAGE}.{path.stem}"
+    module = sys.modules.get(name)
+    if module is not None and getattr(module, "__file__", None) == str(path):
+        return module
+    if PATH_PACKAGE not in sys.modules:
+        package = types.ModuleType(PATH_PACKAGE)
+        package.__path__ = []
+        sys.modules[PATH_PACKAGE] = package
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _path_plugins(dirs: Sequence[Path]) -> list[Plugin]:
+    found: list[Plugin] = []
+    for directory in dirs:
+        if not directory.is_dir():
+            raise FileNotFoundError(f"--plugin-path {directory}: no such directory")
+        for file in sorted(directory.glob("*.py")):
+            try:
+                module = load_path_module(file.resolve())
+            except Exception as exc:
+                log.warning("cannot import plugin file %s: %s", file, exc)
+                continue
+            found.extend(_plugins_in(module, f"path {file}"))
+    return found
+
+
+def discover(plugin_paths: Sequence[Path] = ()) -> dict[str, Plugin]:
+    """Every plugin this process can run, by name (paths override entry points, which
+    override built-ins)."""
+    plugins: dict[str, Plugin] = {}
+    for plugin in [*_builtin_plugins(), *_entry_point_plugins(), *_path_plugins(plugin_paths)]:
+        known = plugins.get(plugin.name)
+        if known is not None and known.source != plugin.source:
+            log.info("plugin %s from %s overrides %s", plugin.name, plugin.source, known.source)
+        plugins[plugin.name] = plugin
+    return plugins
+
+
+def find(name: str, plugin_paths: Sequence[Path] = ()) -> Plugin:
+    """The plugin called ``name``.
+
+    Raises:
+        UnknownPlugin: no plugin has that name (the error lists the available ones).
+    """
+    plugins = discover(plugin_paths)
+    try:
+        return plugins[name]
+    except KeyError:
+        raise UnknownPlugin(name, plugins) from None
