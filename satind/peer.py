@@ -210,8 +210,7 @@ class Peer:
                 )
         except plugins.UnknownPlugin as exc:
             refused = f"peer {self.name}: {exc}"
-        inv = plugin.inv_branching if plugin is not None else 0.5
-        state = RunState(info.run_id, info.plugin, inv)
+        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching))
         run = PeerRun(info, state, plugin, refused, baseline=self._counters())
         if refused:
             log.error("refusing run %s: %s", info.run_id, refused)
@@ -265,6 +264,7 @@ class Peer:
                     plugin=run.info.plugin,
                     code_hash=run.info.code_hash,
                     master=run.info.master,
+                    branching=run.info.branching,
                     path=job.path,
                     fn=name_of(job.fn),
                     args=codec.encode_value(job.args),
@@ -305,7 +305,7 @@ class Peer:
     def accept_stolen(self, spec: m.JobSpec, victim: str) -> Job | None:
         """Build the local record of a job stolen from ``victim``; on failure report it."""
         info = m.RunInfo(
-            spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master
+            spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching
         )
         run = self.runs.get(spec.run_id) or self._register_run(info)
         error: BaseException | None = None
@@ -382,6 +382,7 @@ class Peer:
             argv=list(msg.argv),
             args=encoded,
             master=self.name,
+            branching=plugin.branching(args),
         )
         for name in self.others():
             self.post(name, m.RunStart(info))

@@ -55,9 +55,10 @@ class Plugin:
         usage: the argument synopsis, e.g. ``"fib N [THRESHOLD]"``.
         parse: turns the command-line arguments into the entry's arguments; raises
             ``UsageError`` with a message saying what is wrong.
-        max_branching: the most children one job spawns. A job's share of its parent's work is
-            1/max_branching, which is how progress is estimated from job ids; None when not
-            known (job ids are level stamps either way; progress then assumes 2).
+        max_branching: the most children one job spawns, or a function of the entry's
+            arguments giving it. A job's share of its parent's work is 1/max_branching, which
+            is how progress is estimated from job ids; None when not known (job ids are level
+            stamps either way; progress then assumes 2).
         check: optional independent check of a result, ``check(entry_args, result)``; raises
             (``CheckFailed`` or any exception) when the result is wrong.
         report: optional, turns the raw result into the JSON-able value users see,
@@ -70,7 +71,7 @@ class Plugin:
     entry: Spawnable[Any]
     usage: str
     parse: Callable[[Sequence[str]], tuple[Any, ...]]
-    max_branching: int | None = None
+    max_branching: int | Callable[[tuple[Any, ...]], int] | None = None
     check: Callable[[tuple[Any, ...], Any], None] | None = None
     report: Callable[[Sequence[str], Any], Any] | None = None
     description: str = ""
@@ -84,12 +85,15 @@ class Plugin:
                 f"plugin {self.name!r}: entry must be a @spawnable function, "
                 f"got {self.entry!r}"
             )
-        if self.max_branching is not None and self.max_branching < 1:
+        if isinstance(self.max_branching, int) and self.max_branching < 1:
             raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
 
-    @property
-    def inv_branching(self) -> float:
-        return 1.0 / (self.max_branching or 2)
+    def branching(self, args: tuple[Any, ...]) -> int:
+        """The maximum branching factor of a run with these entry arguments (2 if unknown)."""
+        value = self.max_branching
+        if callable(value):
+            value = value(args)
+        return max(1, int(value or 2))
 
     def parse_args(self, argv: Sequence[str]) -> tuple[Any, ...]:
         """Parse arguments, turning any failure into a UsageError that carries the usage line.

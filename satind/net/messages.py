@@ -48,6 +48,8 @@ class RunInfo:
     # CBOR of the root's arguments (the plugin's parse result), so no peer has to parse.
     args: bytes
     master: str
+    # The plugin's maximum branching factor for these arguments (progress from job ids).
+    branching: int = 2
     epoch: int = 0
 
 
@@ -59,6 +61,7 @@ class JobSpec:
     plugin: str
     code_hash: str
     master: str
+    branching: int
     path: bytes
     fn: str
     args: bytes

@@ -1,0 +1,165 @@
+"""knapsack ITEMS SEED: the optimal value of a seeded 0/1 knapsack instance, by branch and bound.
+
+The instance: ITEMS items with weights and values drawn from ``random.Random(SEED)``, strongly
+correlated (value = weight + 50, the hard kind for branch and bound), capacity half the total
+weight. Items are sorted by value density; a node decides one item (take it or not) and prunes
+when the fractional-relaxation bound cannot beat the best value known.
+
+The first SPAWN_DEPTH levels are spawned (two children per node); below, a node searches its
+subtree sequentially. Without shared objects, a spawned child only knows the best value its
+parent knew (passed down), so the parallel search prunes somewhat less than the sequential
+one; the answer is the same.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from satind import Plugin, spawnable, sync
+from satind_plugins._args import at_most, int_arg
+
+SPAWN_DEPTH = 12
+# nodes of the depth-first dive that finds the first lower bound (about 50 ms of CPython)
+DIVE_NODES = 50_000
+
+Items = tuple[tuple[int, ...], tuple[int, ...]]  # (weights, values), sorted by density
+
+
+def instance(items: int, seed: int) -> tuple[Items, int]:
+    """The seeded instance: ((weights, values) sorted by value density, capacity)."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(items):
+        w = rng.randint(1, 1000)
+        pairs.append((w, w + 50))
+    pairs.sort(key=lambda p: p[1] / p[0], reverse=True)
+    weights = tuple(p[0] for p in pairs)
+    values = tuple(p[1] for p in pairs)
+    return (weights, values), sum(weights) // 2
+
+
+def bound(items: Items, i: int, room: int, value: int) -> float:
+    """Fractional relaxation: fill greedily by density, the last item in part."""
+    weights, values = items
+    n = len(weights)
+    while i < n and weights[i] <= room:
+        room -= weights[i]
+        value += values[i]
+        i += 1
+    if i < n:
+        return value + values[i] * room / weights[i]
+    return value
+
+
+def greedy(items: Items, capacity: int) -> int:
+    """Value of the greedy packing by density: the first lower bound every job starts from.
+
+    Without it each spawned subtree would have to find its own best packing before it could
+    prune, which is far harder than proving that nothing beats a good known packing.
+    """
+    weights, values = items
+    room, value = capacity, 0
+    for w, v in zip(weights, values, strict=True):
+        if w <= room:
+            room -= w
+            value += v
+    return value
+
+
+def dive(items: Items, capacity: int, budget: int) -> int:
+    """Best value a depth-first search finds within ``budget`` nodes, starting from greedy.
+
+    On these instances most of a branch-and-bound search is spent proving that no better
+    packing exists, not finding one: a short dive usually finds the optimum or gets close,
+    and every job then starts from it (knapsack has no shared bound between jobs yet).
+    """
+    weights, values = items
+    n = len(weights)
+    best = greedy(items, capacity)
+    left = budget
+    stack = [(0, capacity, 0)]
+    while stack and left > 0:
+        i, room, value = stack.pop()
+        left -= 1
+        if value > best:
+            best = value
+        if i == n or bound(items, i, room, value) <= best:
+            continue
+        stack.append((i + 1, room, value))
+        if weights[i] <= room:
+            stack.append((i + 1, room - weights[i], value + values[i]))
+    return best
+
+
+def search_seq(items: Items, i: int, room: int, value: int, best: int) -> int:
+    """Best value reachable from this node, or ``best`` if nothing beats it (sequential)."""
+    weights, values = items
+    n = len(weights)
+    if value > best:
+        best = value
+    if i == n or bound(items, i, room, value) <= best:
+        return best
+    if weights[i] <= room:
+        best = search_seq(items, i + 1, room - weights[i], value + values[i], best)
+    return search_seq(items, i + 1, room, value, best)
+
+
+@spawnable
+def knap(items: Items, i: int, room: int, value: int, best: int, depth: int) -> int:
+    weights, values = items
+    if depth == 0 or i == len(weights):
+        return search_seq(items, i, room, value, best)
+    best = max(best, value)
+    if bound(items, i, room, value) <= best:
+        return best
+    take = None
+    if weights[i] <= room:
+        take = knap.spawn(items, i + 1, room - weights[i], value + values[i], best, depth - 1)
+    leave = knap.spawn(items, i + 1, room, value, best, depth - 1)
+    sync()
+    result = leave.result()
+    if take is not None:
+        result = max(result, take.result())
+    return result
+
+
+def parse(argv: Sequence[str]) -> tuple[Items, int, int, int, int, int]:
+    at_most(argv, 2)
+    n = int_arg(argv, 0, "ITEMS", low=1, high=10_000)
+    seed = int_arg(argv, 1, "SEED", low=0, high=2**63)
+    items, capacity = instance(n, seed)
+    return items, 0, capacity, 0, dive(items, capacity, DIVE_NODES), SPAWN_DEPTH
+
+
+def optimum_dp(items: Items, capacity: int) -> int:
+    """Independent answer by dynamic programming over capacities (O(ITEMS x capacity))."""
+    weights, values = items
+    table = [0] * (capacity + 1)
+    for w, v in zip(weights, values, strict=True):
+        for c in range(capacity, w - 1, -1):
+            cand = table[c - w] + v
+            if cand > table[c]:
+                table[c] = cand
+    return table[capacity]
+
+
+def check(args: tuple[object, ...], result: int) -> None:
+    items, _, capacity = args[0], args[1], args[2]
+    assert isinstance(items, tuple) and isinstance(capacity, int)
+    if len(items[0]) * capacity > 20_000_000:
+        return  # too big to check by DP in reasonable time
+    expected = optimum_dp(items, capacity)
+    if result != expected:
+        raise AssertionError(f"optimal value is {expected}, not {result}")
+
+
+PLUGIN = Plugin(
+    name="knapsack",
+    entry=knap,
+    usage="knapsack ITEMS SEED",
+    parse=parse,
+    max_branching=2,
+    check=check,
+    description="0/1 knapsack optimum by branch and bound on a seeded instance",
+)

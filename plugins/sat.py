@@ -1,0 +1,223 @@
+"""sat FILE.cnf | sat random VARS SEED: satisfiability by DPLL, splitting on variables.
+
+A node simplifies the formula by unit propagation, picks the unassigned variable that occurs
+most often, and splits: one child assumes it true, the other false. The first SPAWN_DEPTH
+splits are spawned (both branches run; there is no abort yet, so a branch is explored even
+when its sibling already found a model); below, a node searches sequentially. The result is
+deterministic: the true branch's model wins when both branches are satisfiable.
+
+Result: a sorted list of literals (a model: variable v true is v, false is -v) or None for
+UNSAT. The check verifies a model against every clause; UNSAT cannot be checked cheaply.
+``random VARS SEED`` makes a random 3-SAT formula with round(4.26 * VARS) clauses, the ratio
+where random 3-SAT is hardest.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+from satind import Plugin, UsageError, spawnable, sync
+from satind_plugins._args import at_most, int_arg
+
+SPAWN_DEPTH = 8
+MAX_CNF_BYTES = 64 * 1024 * 1024
+
+Clauses = tuple[tuple[int, ...], ...]
+Model = tuple[int, ...]
+
+
+def random_3sat(variables: int, seed: int) -> Clauses:
+    rng = random.Random(seed)
+    clauses = []
+    for _ in range(round(4.26 * variables)):
+        chosen = rng.sample(range(1, variables + 1), 3)
+        clauses.append(tuple(v if rng.random() < 0.5 else -v for v in chosen))
+    return tuple(clauses)
+
+
+def parse_dimacs(text: str, source: str = "<cnf>") -> tuple[int, Clauses]:
+    """Parse DIMACS CNF.
+
+    Raises:
+        UsageError: the text is not valid DIMACS, naming the line.
+    """
+    variables = -1
+    declared = -1
+    clauses: list[tuple[int, ...]] = []
+    current: list[int] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "c%":
+            if line.startswith("%"):
+                break  # SATLIB files end with "%"
+            continue
+        if line.startswith("p"):
+            parts = line.split()
+            if len(parts) != 4 or parts[1] != "cnf":
+                raise UsageError(f"{source}:{number}: expected 'p cnf VARIABLES CLAUSES'")
+            try:
+                variables, declared = int(parts[2]), int(parts[3])
+            except ValueError:
+                raise UsageError(f"{source}:{number}: bad problem line {line!r}") from None
+            continue
+        if variables < 0:
+            raise UsageError(f"{source}:{number}: clause before the 'p cnf' line")
+        for token in line.split():
+            try:
+                literal = int(token)
+            except ValueError:
+                raise UsageError(f"{source}:{number}: {token!r} is not a literal") from None
+            if abs(literal) > variables:
+                raise UsageError(f"{source}:{number}: literal {literal} exceeds {variables} variables")
+            if literal == 0:
+                clauses.append(tuple(current))
+                current = []
+            else:
+                current.append(literal)
+    if current:
+        clauses.append(tuple(current))
+    if variables < 0:
+        raise UsageError(f"{source}: no 'p cnf' line")
+    if declared >= 0 and declared != len(clauses):
+        raise UsageError(f"{source}: declares {declared} clauses but has {len(clauses)}")
+    return variables, tuple(clauses)
+
+
+def simplify(clauses: Clauses, literal: int) -> Clauses | None:
+    """Clauses with ``literal`` true; None when a clause becomes empty (a conflict)."""
+    out = []
+    for clause in clauses:
+        if literal in clause:
+            continue
+        if -literal in clause:
+            reduced = tuple(x for x in clause if x != -literal)
+            if not reduced:
+                return None
+            out.append(reduced)
+        else:
+            out.append(clause)
+    return tuple(out)
+
+
+def propagate(clauses: Clauses, assigned: Model) -> tuple[Clauses, Model] | None:
+    """Unit propagation to a fixpoint; None on conflict."""
+    model = list(assigned)
+    while True:
+        unit = next((c[0] for c in clauses if len(c) == 1), None)
+        if unit is None:
+            return clauses, tuple(model)
+        model.append(unit)
+        reduced = simplify(clauses, unit)
+        if reduced is None:
+            return None
+        clauses = reduced
+
+
+def choose(clauses: Clauses) -> int:
+    """The variable occurring most often (ties to the smallest), as a positive literal."""
+    counts: dict[int, int] = {}
+    for clause in clauses:
+        for literal in clause:
+            v = abs(literal)
+            counts[v] = counts.get(v, 0) + 1
+    return min(counts, key=lambda v: (-counts[v], v))
+
+
+def solve_seq(clauses: Clauses, model: Model) -> Model | None:
+    state = propagate(clauses, model)
+    if state is None:
+        return None
+    clauses, model = state
+    if not clauses:
+        return model
+    v = choose(clauses)
+    for literal in (v, -v):
+        reduced = simplify(clauses, literal)
+        if reduced is not None:
+            found = solve_seq(reduced, (*model, literal))
+            if found is not None:
+                return found
+    return None
+
+
+@spawnable
+def solve(clauses: Clauses, model: Model, variables: int, depth: int) -> Model | None:
+    if depth == 0:
+        found = solve_seq(clauses, model)
+        return None if found is None else complete(found, variables)
+    state = propagate(clauses, model)
+    if state is None:
+        return None
+    clauses, model = state
+    if not clauses:
+        return complete(model, variables)
+    v = choose(clauses)
+    handles = []
+    for literal in (v, -v):
+        reduced = simplify(clauses, literal)
+        if reduced is not None:
+            handles.append(solve.spawn(reduced, (*model, literal), variables, depth - 1))
+    sync()
+    for handle in handles:
+        found = handle.result()
+        if found is not None:
+            return found
+    return None
+
+
+def complete(model: Model, variables: int) -> Model:
+    """A full assignment: variables the search left free are set true; sorted by variable."""
+    chosen = {abs(x): x for x in model}
+    return tuple(chosen.get(v, v) for v in range(1, variables + 1))
+
+
+def parse(argv: Sequence[str]) -> tuple[Clauses, Model, int, int]:
+    if not argv:
+        raise UsageError("give a DIMACS file or 'random VARS SEED'")
+    if argv[0] == "random":
+        at_most(argv, 3)
+        variables = int_arg(argv, 1, "VARS", low=1, high=100_000)
+        seed = int_arg(argv, 2, "SEED", low=0, high=2**63)
+        return random_3sat(variables, seed), (), variables, SPAWN_DEPTH
+    at_most(argv, 1)
+    path = Path(argv[0])
+    try:
+        if path.stat().st_size > MAX_CNF_BYTES:
+            raise UsageError(f"{path} is larger than {MAX_CNF_BYTES} bytes")
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    variables, clauses = parse_dimacs(text, str(path))
+    return clauses, (), variables, SPAWN_DEPTH
+
+
+def verify(clauses: Clauses, model: Model) -> bool:
+    true = set(model)
+    return all(any(literal in true for literal in clause) for clause in clauses)
+
+
+def check(args: tuple[object, ...], result: Model | None) -> None:
+    clauses = args[0]
+    assert isinstance(clauses, tuple)
+    if result is not None and not verify(clauses, tuple(result)):
+        raise AssertionError("the model does not satisfy every clause")
+
+
+def report(argv: Sequence[str], result: Model | None) -> dict[str, object]:
+    if result is None:
+        return {"sat": False}
+    return {"sat": True, "model": list(result)}
+
+
+PLUGIN = Plugin(
+    name="sat",
+    entry=solve,
+    usage="sat FILE.cnf | sat random VARS SEED",
+    parse=parse,
+    max_branching=2,
+    check=check,
+    report=report,
+    description="DPLL satisfiability; SAT with a verified model, or UNSAT",
+)

@@ -1,0 +1,153 @@
+"""tsp CITIES SEED: the length of the shortest round trip through seeded random cities.
+
+Cities lie on a 1000 x 1000 integer grid from ``random.Random(SEED)``; distances are Euclidean
+rounded to the nearest integer (TSPLIB's EUC_2D), so the optimum is an exact integer whatever
+the order of additions. Tours start at city 0. A node extends a partial path by one city;
+it is pruned when its length plus a lower bound for the rest (every unvisited city still needs
+an edge out, at least its cheapest one) reaches the best tour known. The nearest-neighbour tour
+gives the first bound.
+
+The first SPAWN_DEPTH levels are spawned, one job per next city; below, a node searches
+sequentially. As in knapsack, spawned children only know the bound their parent knew.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from satind import Plugin, spawnable, sync
+from satind_plugins._args import at_most, int_arg
+
+SPAWN_DEPTH = 3
+
+Dist = tuple[tuple[int, ...], ...]
+
+
+def cities(n: int, seed: int) -> list[tuple[int, int]]:
+    rng = random.Random(seed)
+    return [(rng.randint(0, 1000), rng.randint(0, 1000)) for _ in range(n)]
+
+
+def distances(points: list[tuple[int, int]]) -> Dist:
+    return tuple(
+        tuple(int(math.floor(math.hypot(ax - bx, ay - by) + 0.5)) for bx, by in points)
+        for ax, ay in points
+    )
+
+
+def nearest_neighbour(dist: Dist) -> int:
+    n = len(dist)
+    here, left, total = 0, set(range(1, n)), 0
+    while left:
+        nxt = min(left, key=lambda c: (dist[here][c], c))
+        total += dist[here][nxt]
+        left.remove(nxt)
+        here = nxt
+    return total + dist[here][0]
+
+
+def min_out(dist: Dist) -> tuple[int, ...]:
+    """Each city's cheapest edge: the bound's building block."""
+    n = len(dist)
+    return tuple(min(dist[i][j] for j in range(n) if j != i) for i in range(n))
+
+
+def search_seq(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: int,
+               rest_bound: int, best: int) -> int:
+    """Shortest completion from this partial tour, or ``best`` if none is shorter."""
+    n = len(dist)
+    if visited == (1 << n) - 1:
+        return min(best, length + dist[here][0])
+    row = dist[here]
+    for city in range(1, n):
+        bit = 1 << city
+        if visited & bit:
+            continue
+        new_length = length + row[city]
+        new_rest = rest_bound - cheap[city]
+        if new_length + new_rest + cheap[city] > best:
+            # The bound: every unvisited city (and this one) still needs its cheapest edge.
+            continue
+        best = search_seq(dist, cheap, city, visited | bit, new_length, new_rest, best)
+    return best
+
+
+@spawnable
+def tour(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: int,
+         rest_bound: int, best: int, depth: int) -> int:
+    n = len(dist)
+    if depth == 0 or visited == (1 << n) - 1:
+        return search_seq(dist, cheap, here, visited, length, rest_bound, best)
+    handles = []
+    row = dist[here]
+    for city in range(1, n):
+        bit = 1 << city
+        if visited & bit:
+            continue
+        new_length = length + row[city]
+        new_rest = rest_bound - cheap[city]
+        if new_length + new_rest + cheap[city] > best:
+            continue
+        handles.append(tour.spawn(dist, cheap, city, visited | bit, new_length, new_rest,
+                                  best, depth - 1))
+    sync()
+    for handle in handles:
+        best = min(best, handle.result())
+    return best
+
+
+def parse(argv: Sequence[str]) -> tuple[Dist, tuple[int, ...], int, int, int, int, int, int]:
+    at_most(argv, 2)
+    n = int_arg(argv, 0, "CITIES", low=3, high=64)
+    seed = int_arg(argv, 1, "SEED", low=0, high=2**63)
+    dist = distances(cities(n, seed))
+    cheap = min_out(dist)
+    # rest_bound covers the cities not yet entered plus the edge back into city 0.
+    rest = sum(cheap[1:]) + cheap[0]
+    return dist, cheap, 0, 1, 0, rest - cheap[0], nearest_neighbour(dist), SPAWN_DEPTH
+
+
+def held_karp(dist: Dist) -> int:
+    """Independent exact answer by dynamic programming over subsets (O(n^2 2^n))."""
+    n = len(dist)
+    full = 1 << n
+    inf = float("inf")
+    table = [[inf] * n for _ in range(full)]
+    table[1][0] = 0
+    for mask in range(1, full, 2):
+        row = table[mask]
+        for last in range(n):
+            cost = row[last]
+            if cost == inf:
+                continue
+            for nxt in range(1, n):
+                bit = 1 << nxt
+                if mask & bit:
+                    continue
+                cand = cost + dist[last][nxt]
+                if cand < table[mask | bit][nxt]:
+                    table[mask | bit][nxt] = cand
+    return int(min(table[full - 1][c] + dist[c][0] for c in range(1, n)))
+
+
+def check(args: tuple[object, ...], result: int) -> None:
+    dist = args[0]
+    assert isinstance(dist, tuple)
+    if len(dist) > 14:
+        return  # Held-Karp would take too long
+    expected = held_karp(dist)
+    if result != expected:
+        raise AssertionError(f"the optimal tour is {expected} long, not {result}")
+
+
+PLUGIN = Plugin(
+    name="tsp",
+    entry=tour,
+    usage="tsp CITIES SEED",
+    parse=parse,
+    max_branching=lambda args: len(args[0]),
+    check=check,
+    description="travelling salesman optimum by branch and bound on seeded cities",
+)
