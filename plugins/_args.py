@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from satind import UsageError
 
 
-def int_arg(argv: Sequence[str], index: int, name: str, *, low: int, high: int,
-            default: int | None = None) -> int:
+def int_arg(
+    argv: Sequence[str], index: int, name: str, *, low: int, high: int, default: int | None = None
+) -> int:
     """The ``index``-th argument as an int in [low, high], or ``default`` when absent."""
     if index >= len(argv):
         if default is None:

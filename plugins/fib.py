@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from satind import Plugin, spawnable, sync
-from satind_plugins._args import at_most, int_arg
+
+from ._args import at_most, int_arg
 
 DEFAULT_THRESHOLD = 20
 

@@ -17,7 +17,8 @@ import random
 from collections.abc import Sequence
 
 from satind import Plugin, spawnable, sync
-from satind_plugins._args import at_most, int_arg
+
+from ._args import at_most, int_arg
 
 SPAWN_DEPTH = 12
 # nodes of the depth-first dive that finds the first lower bound (about 50 ms of CPython)

@@ -11,12 +11,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from satind import Plugin, spawnable, sync
-from satind_plugins._args import at_most, int_arg
+
+from ._args import at_most, int_arg
 
 # Solutions for N = 0..20 (OEIS A000170): the independent check.
 KNOWN = (
-    1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200, 73712, 365596, 2279184, 14772512,
-    95815104, 666090624, 4968057848, 39029188884,
+    1,
+    1,
+    0,
+    0,
+    2,
+    10,
+    4,
+    40,
+    92,
+    352,
+    724,
+    2680,
+    14200,
+    73712,
+    365596,
+    2279184,
+    14772512,
+    95815104,
+    666090624,
+    4968057848,
+    39029188884,
 )
 
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from satind import Plugin, UsageError, spawnable, sync
-from satind_plugins._args import int_arg
+
+from ._args import int_arg
 
 TILE_PIXELS = 1024
 MAX_BOUNCES = 3
@@ -77,14 +78,18 @@ def trace(origin: Vec, direction: Vec, depth: int) -> Vec:
     if which == -2:
         sky = 0.5 + 0.5 * direction[1]
         return (0.35 * sky, 0.55 * sky, 0.9 * sky)
-    point = (origin[0] + t * direction[0], origin[1] + t * direction[1], origin[2] + t * direction[2])
+    point = (
+        origin[0] + t * direction[0],
+        origin[1] + t * direction[1],
+        origin[2] + t * direction[2],
+    )
     if which == -1:
         normal: Vec = (0.0, 1.0, 0.0)
-        check = (int(math.floor(point[0])) + int(math.floor(point[2]))) & 1
+        check = (math.floor(point[0]) + math.floor(point[2])) & 1
         colour: Vec = (0.8, 0.8, 0.8) if check else (0.25, 0.25, 0.3)
         reflect = 0.15
     else:
-        centre, radius, colour, reflect = SPHERES[which]
+        centre, _, colour, reflect = SPHERES[which]
         normal = _norm(_sub(point, centre))
     light = AMBIENT
     spec = 0.0
@@ -109,12 +114,18 @@ def trace(origin: Vec, direction: Vec, depth: int) -> Vec:
     result = (colour[0] * light + spec, colour[1] * light + spec, colour[2] * light + spec)
     if reflect > 0 and depth < MAX_BOUNCES:
         d = _dot(direction, normal)
-        bounce = (direction[0] - 2 * d * normal[0], direction[1] - 2 * d * normal[1],
-                  direction[2] - 2 * d * normal[2])
+        bounce = (
+            direction[0] - 2 * d * normal[0],
+            direction[1] - 2 * d * normal[1],
+            direction[2] - 2 * d * normal[2],
+        )
         mirrored = trace(point, bounce, depth + 1)
         keep = 1 - reflect
-        result = (keep * result[0] + reflect * mirrored[0], keep * result[1] + reflect * mirrored[1],
-                  keep * result[2] + reflect * mirrored[2])
+        result = (
+            keep * result[0] + reflect * mirrored[0],
+            keep * result[1] + reflect * mirrored[1],
+            keep * result[2] + reflect * mirrored[2],
+        )
     return result
 
 
@@ -133,7 +144,9 @@ def pixel(x: int, y: int, width: int, height: int) -> bytes:
 
 def render_tile(width: int, height: int, x0: int, y0: int, w: int, h: int) -> bytes:
     """Row-major RGB bytes of the tile at (x0, y0) of size w x h."""
-    return b"".join(pixel(x, y, width, height) for y in range(y0, y0 + h) for x in range(x0, x0 + w))
+    return b"".join(
+        pixel(x, y, width, height) for y in range(y0, y0 + h) for x in range(x0, x0 + w)
+    )
 
 
 @spawnable
@@ -141,16 +154,23 @@ def render(width: int, height: int, x0: int, y0: int, w: int, h: int) -> bytes:
     if w * h <= TILE_PIXELS or (w < 2 and h < 2):
         return render_tile(width, height, x0, y0, w, h)
     hw, hh = w // 2, h // 2
-    quads = [(x0, y0, hw, hh), (x0 + hw, y0, w - hw, hh),
-             (x0, y0 + hh, hw, h - hh), (x0 + hw, y0 + hh, w - hw, h - hh)]
+    quads = [
+        (x0, y0, hw, hh),
+        (x0 + hw, y0, w - hw, hh),
+        (x0, y0 + hh, hw, h - hh),
+        (x0 + hw, y0 + hh, w - hw, h - hh),
+    ]
     quads = [q for q in quads if q[2] > 0 and q[3] > 0]
     handles = [render.spawn(width, height, *q) for q in quads]
     sync()
-    return paste([(q, handle.result()) for q, handle in zip(quads, handles, strict=True)], x0, y0, w, h)
+    return paste(
+        [(q, handle.result()) for q, handle in zip(quads, handles, strict=True)], x0, y0, w, h
+    )
 
 
-def paste(tiles: list[tuple[tuple[int, int, int, int], bytes]], x0: int, y0: int, w: int,
-          h: int) -> bytes:
+def paste(
+    tiles: list[tuple[tuple[int, int, int, int], bytes]], x0: int, y0: int, w: int, h: int
+) -> bytes:
     """Assemble tiles (each (x, y, w, h) and its row-major bytes) into one region."""
     out = bytearray(w * h * 3)
     for (tx, ty, tw, th), data in tiles:
@@ -169,7 +189,12 @@ def png(width: int, height: int, rgb: bytes) -> bytes:
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
 
 
 def parse(argv: Sequence[str]) -> tuple[int, int, int, int, int, int]:

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from satind import Plugin, UsageError, spawnable, sync
-from satind_plugins._args import at_most, int_arg
+
+from ._args import at_most, int_arg
 
 SPAWN_DEPTH = 8
 MAX_CNF_BYTES = 64 * 1024 * 1024
@@ -70,7 +71,9 @@ def parse_dimacs(text: str, source: str = "<cnf>") -> tuple[int, Clauses]:
             except ValueError:
                 raise UsageError(f"{source}:{number}: {token!r} is not a literal") from None
             if abs(literal) > variables:
-                raise UsageError(f"{source}:{number}: literal {literal} exceeds {variables} variables")
+                raise UsageError(
+                    f"{source}:{number}: literal {literal} exceeds {variables} variables"
+                )
             if literal == 0:
                 clauses.append(tuple(current))
                 current = []

@@ -15,7 +15,8 @@ import time
 from collections.abc import Sequence
 
 from satind import Plugin, UsageError, spawnable, sync
-from satind_plugins._args import int_arg
+
+from ._args import int_arg
 
 MASK = (1 << 64) - 1
 
@@ -40,7 +41,9 @@ def node(path: tuple[int, ...], depth: int, branching: int, leaf_ms: float, mode
     if depth == 0:
         work(leaf_ms, mode)
         return leaf_value(path)
-    handles = [node.spawn((*path, i), depth - 1, branching, leaf_ms, mode) for i in range(branching)]
+    handles = [
+        node.spawn((*path, i), depth - 1, branching, leaf_ms, mode) for i in range(branching)
+    ]
     sync()
     return sum(h.result() for h in handles) & MASK
 
@@ -89,7 +92,7 @@ PLUGIN = Plugin(
     entry=node,
     usage="tree DEPTH BRANCHING LEAF_MS [sleep|busy]",
     parse=parse,
-    max_branching=lambda args: int(args[2]),  # type: ignore[call-overload]
+    max_branching=lambda args: int(args[2]),
     check=check,
     description="synthetic tree with sleeping or spinning leaves and a known answer",
 )

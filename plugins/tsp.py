@@ -18,7 +18,8 @@ import random
 from collections.abc import Sequence
 
 from satind import Plugin, spawnable, sync
-from satind_plugins._args import at_most, int_arg
+
+from ._args import at_most, int_arg
 
 SPAWN_DEPTH = 3
 
@@ -32,7 +33,7 @@ def cities(n: int, seed: int) -> list[tuple[int, int]]:
 
 def distances(points: list[tuple[int, int]]) -> Dist:
     return tuple(
-        tuple(int(math.floor(math.hypot(ax - bx, ay - by) + 0.5)) for bx, by in points)
+        tuple(math.floor(math.hypot(ax - bx, ay - by) + 0.5) for bx, by in points)
         for ax, ay in points
     )
 
@@ -54,8 +55,15 @@ def min_out(dist: Dist) -> tuple[int, ...]:
     return tuple(min(dist[i][j] for j in range(n) if j != i) for i in range(n))
 
 
-def search_seq(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: int,
-               rest_bound: int, best: int) -> int:
+def search_seq(
+    dist: Dist,
+    cheap: tuple[int, ...],
+    here: int,
+    visited: int,
+    length: int,
+    rest_bound: int,
+    best: int,
+) -> int:
     """Shortest completion from this partial tour, or ``best`` if none is shorter."""
     n = len(dist)
     if visited == (1 << n) - 1:
@@ -75,8 +83,16 @@ def search_seq(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, leng
 
 
 @spawnable
-def tour(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: int,
-         rest_bound: int, best: int, depth: int) -> int:
+def tour(
+    dist: Dist,
+    cheap: tuple[int, ...],
+    here: int,
+    visited: int,
+    length: int,
+    rest_bound: int,
+    best: int,
+    depth: int,
+) -> int:
     n = len(dist)
     if depth == 0 or visited == (1 << n) - 1:
         return search_seq(dist, cheap, here, visited, length, rest_bound, best)
@@ -90,8 +106,9 @@ def tour(dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: in
         new_rest = rest_bound - cheap[city]
         if new_length + new_rest + cheap[city] > best:
             continue
-        handles.append(tour.spawn(dist, cheap, city, visited | bit, new_length, new_rest,
-                                  best, depth - 1))
+        handles.append(
+            tour.spawn(dist, cheap, city, visited | bit, new_length, new_rest, best, depth - 1)
+        )
     sync()
     for handle in handles:
         best = min(best, handle.result())

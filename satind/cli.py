@@ -69,20 +69,31 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     run.add_argument("plugin", metavar="PLUGIN", help="plugin name (see `satind plugins`)")
     run.add_argument("args", metavar="ARGS", nargs="*", help="the plugin's arguments")
     run.add_argument(
-        "--peers", type=int, default=None,
-        help=f"number of peer processes (default: one per core, here {config_mod.default_peer_count()})",
+        "--peers",
+        type=int,
+        default=None,
+        help="number of peer processes (default: one per core, here "
+        f"{config_mod.default_peer_count()})",
     )
     run.add_argument(
-        "--clusters", type=int, default=1,
+        "--clusters",
+        type=int,
+        default=1,
         help="spread the peers over this many cluster labels (default 1)",
     )
     run.add_argument(
-        "--steal", choices=["rs", "crs"], default=None,
+        "--steal",
+        choices=["rs", "crs"],
+        default=None,
         help="work stealing: rs = random, crs = cluster-aware random (default: from config, crs)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     run.add_argument(
-        "--plugin-path", type=Path, action="append", default=[], metavar="DIR",
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
         help="also load plugins from every *.py in DIR (repeatable)",
     )
     run.add_argument("--config", type=Path, help="TOML config file (see configs/)")
@@ -178,8 +189,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     show_progress = not args.json and sys.stderr.isatty()
     try:
         outcome = trio.run(
-            run_local, plugin, args.args, peers, args.clusters, steal, args.plugin_path,
-            args.config, cfg, args.log_level, args.seed, show_progress,
+            run_local,
+            plugin,
+            args.args,
+            peers,
+            args.clusters,
+            steal,
+            args.plugin_path,
+            args.config,
+            cfg,
+            args.log_level,
+            args.seed,
+            show_progress,
         )
     except StartupError as exc:
         raise CliError(f"peers did not start: {exc}", EXIT_RUNTIME) from None

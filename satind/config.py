@@ -142,8 +142,7 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
             )
             if not ok or isinstance(value, bool) != isinstance(current, bool):
                 raise ConfigError(
-                    f"{section_name}.{name} must be {type(current).__name__}, "
-                    f"got {value!r}"
+                    f"{section_name}.{name} must be {type(current).__name__}, got {value!r}"
                 )
             if isinstance(current, float):
                 values = {**values, name: float(value)}

@@ -38,7 +38,7 @@ async def follow_run(
             nursery.start_soon(wait)
             started = trio.current_time()
             while True:
-                reply = await client.progress(run_id, timeout=cfg.run.progress_poll_s * 4)
+                reply = await client.progress(run_id, within_s=cfg.run.progress_poll_s * 4)
                 if reply is not None and reply.progress >= 0:
                     elapsed = max(trio.current_time() - started, 1e-9)
                     jobs = reply.counters.get("jobs_run", 0)

@@ -82,7 +82,7 @@ class Client:
         self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
         return reply.run_id
 
-    async def _wait_reply(self, req: int, timeout: float) -> m.Message:
+    async def _wait_reply(self, req: int, seconds: float) -> m.Message:
         reply = None
         async with trio.open_nursery() as nursery:
 
@@ -91,7 +91,7 @@ class Client:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(closed)
-            reply = await self.requests.wait(req, timeout)
+            reply = await self.requests.reply_within(req, seconds)
             nursery.cancel_scope.cancel()
         if reply is None:
             raise PeerUnavailable(f"peer {self.peer} did not answer")
@@ -117,10 +117,10 @@ class Client:
             raise PeerUnavailable(f"lost the connection to {self.peer} before run {run_id} ended")
         return waiter.result
 
-    async def progress(self, run_id: str, timeout: float = 2.0) -> m.ProgressReply | None:
+    async def progress(self, run_id: str, within_s: float = 2.0) -> m.ProgressReply | None:
         req = self.requests.new()
         self.conn.post(m.ProgressRequest(req, run_id))
-        reply = await self.requests.wait(req, timeout)
+        reply = await self.requests.reply_within(req, within_s)
         return reply if isinstance(reply, m.ProgressReply) else None
 
     def shutdown(self, reason: str) -> None:
@@ -150,7 +150,9 @@ async def connect(address: Address, cfg: Config, peer: str = "") -> AsyncIterato
         try:
             conn = await transport.dial(address, expect=peer or None)
         except Exception as exc:
-            raise PeerUnavailable(f"cannot connect to {peer or address} at {address}: {exc}") from exc
+            raise PeerUnavailable(
+                f"cannot connect to {peer or address} at {address}: {exc}"
+            ) from exc
         client = Client(transport, conn, conn.remote_name)
         holder.append(client)
         try:

@@ -10,6 +10,7 @@ session: a Ctrl-C reaches only the launcher, which then stops them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -85,9 +86,17 @@ async def local_peers(
             name = f"p{i}"
             cluster = cluster_label(i, count, clusters)
             cmd = [
-                sys.executable, "-m", CHILD_MODULE,
-                "--name", name, "--cluster", cluster, "--steal", steal,
-                "--log-level", log_level,
+                sys.executable,
+                "-m",
+                CHILD_MODULE,
+                "--name",
+                name,
+                "--cluster",
+                cluster,
+                "--steal",
+                steal,
+                "--log-level",
+                log_level,
             ]
             for path in plugin_paths:
                 cmd += ["--plugin-path", str(path)]
@@ -127,11 +136,11 @@ async def _stop(peers: list[LocalPeer], grace: float) -> None:
     """Close every child's stdin (the stop signal), then kill what is still there."""
     for peer in peers:
         if peer.process.stdin is not None:
-            with trio.move_on_after(0.5):
-                try:
-                    await peer.process.stdin.aclose()
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    pass
+            with (
+                trio.move_on_after(0.5),
+                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
+            ):
+                await peer.process.stdin.aclose()
     with trio.move_on_after(grace):
         for peer in peers:
             await peer.process.wait()
@@ -162,7 +171,9 @@ async def _child(args: argparse.Namespace) -> None:
     async with trio.open_nursery() as nursery:
         address = await nursery.start(peer.run, Address("127.0.0.1", 0))
         membership.set_me(Member(args.name, address, args.cluster))
-        sys.stdout.write(json.dumps({"name": args.name, "host": address.host, "port": address.port}) + "\n")
+        sys.stdout.write(
+            json.dumps({"name": args.name, "host": address.host, "port": address.port}) + "\n"
+        )
         sys.stdout.flush()
         roster = json.loads(await _read_line(stdin, limit=16 * 1024 * 1024) or b"[]")
         membership.set_members(
@@ -197,10 +208,8 @@ def child_main(argv: Sequence[str] | None = None) -> None:
 
     sys.setswitchinterval(load(args.config).engine.switch_interval_s)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         trio.run(_child, args)
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ The compute thread reaches this side only through the two hooks (``want_work``,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -166,10 +167,8 @@ class Peer:
 
     def _soon(self, fn: Any, *args: Any) -> None:
         assert self._token is not None
-        try:
+        with contextlib.suppress(trio.RunFinishedError):  # shutting down
             self._token.run_sync_soon(fn, *args)
-        except trio.RunFinishedError:
-            pass  # shutting down
 
     def deliver(self, job: Job) -> None:
         self.worker.post(JobArrived(job))
@@ -317,8 +316,7 @@ class Peer:
             spawnable = lookup_spawnable(spec.fn)
             if spawnable is None:
                 error = LookupError(
-                    f"peer {self.name} has no spawnable function {spec.fn} "
-                    f"(plugin {spec.plugin})"
+                    f"peer {self.name} has no spawnable function {spec.fn} (plugin {spec.plugin})"
                 )
             else:
                 fn = spawnable.fn
@@ -402,14 +400,14 @@ class Peer:
         out.update(counters_delta(self._counters(), run.baseline))
         return out
 
-    async def _gather(self, run_id: str, timeout: float) -> tuple[dict[str, float], int]:
+    async def _gather(self, run_id: str, within_s: float) -> tuple[dict[str, float], int]:
         """Every member's counters for a run, summed; and how many members answered."""
         parts: list[dict[str, float]] = [dict(self._run_counters(run_id))]
 
         async def ask(name: str) -> None:
             req = self.requests.new()
             self.post(name, m.RunStatsRequest(req, run_id))
-            reply = await self.requests.wait(req, timeout)
+            reply = await self.requests.reply_within(req, within_s)
             if isinstance(reply, m.RunStatsReply):
                 parts.append(dict(reply.counters))
 

@@ -82,8 +82,7 @@ class Plugin:
     def __post_init__(self) -> None:
         if not isinstance(self.entry, Spawnable):
             raise TypeError(
-                f"plugin {self.name!r}: entry must be a @spawnable function, "
-                f"got {self.entry!r}"
+                f"plugin {self.name!r}: entry must be a @spawnable function, got {self.entry!r}"
             )
         if isinstance(self.max_branching, int) and self.max_branching < 1:
             raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
@@ -107,8 +106,7 @@ class Plugin:
             raise UsageError(f"{self.name}: {exc}\nusage: satind run {self.usage}") from None
         except (ValueError, TypeError, IndexError) as exc:
             raise UsageError(
-                f"{self.name}: bad arguments {list(argv)!r} ({exc})\n"
-                f"usage: satind run {self.usage}"
+                f"{self.name}: bad arguments {list(argv)!r} ({exc})\nusage: satind run {self.usage}"
             ) from None
 
     def make_report(self, argv: Sequence[str], result: Any) -> Any:
@@ -151,10 +149,10 @@ def _stamped(plugin: Plugin, source: str, code_hash: str) -> Plugin:
 
 
 def _builtin_plugins() -> list[Plugin]:
-    import satind_plugins
-
+    # Imported by name: the package lives in plugins/ and is installed as satind_plugins.
+    package = importlib.import_module("satind_plugins")
     found: list[Plugin] = []
-    for info in pkgutil.iter_modules(satind_plugins.__path__):
+    for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"satind_plugins.{info.name}")

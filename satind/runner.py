@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from satind import control
 from satind.config import Config, StealAlgorithm
 from satind.launcher import local_peers
@@ -54,8 +52,14 @@ async def run_local(
         launcher.StartupError: a peer did not start.
     """
     async with local_peers(
-        peers, clusters=clusters, steal=steal, plugin_paths=plugin_paths,
-        config_file=config_file, cfg=cfg, log_level=log_level, seed=seed,
+        peers,
+        clusters=clusters,
+        steal=steal,
+        plugin_paths=plugin_paths,
+        config_file=config_file,
+        cfg=cfg,
+        log_level=log_level,
+        seed=seed,
     ) as started:
         master = started[0]
         assert master.address is not None

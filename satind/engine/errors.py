@@ -40,7 +40,9 @@ def error_info(exc: BaseException) -> ErrorInfo:
         # Rebuilt built-in exception passing through: keep the original traceback.
         tb = remote
     cls = type(exc)
-    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    name = (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
     return ErrorInfo(name, str(exc), tb)
 
 

@@ -151,7 +151,7 @@ class Thief:
         finally:
             self._wide_in_flight = False
 
-    async def _steal_from(self, victim: str, wide: bool, timeout: float) -> bool:
+    async def _steal_from(self, victim: str, wide: bool, within_s: float) -> bool:
         counters = self.counters
         if wide:
             counters.steal_attempts_wide += 1
@@ -161,7 +161,7 @@ class Thief:
         req = requests.new()
         started = trio.current_time()
         self.host.post(victim, m.StealRequest(req, wide))
-        reply = await requests.wait(req, timeout)
+        reply = await requests.reply_within(req, within_s)
         if reply is None:
             return False
         counters.record_rtt(trio.current_time() - started)

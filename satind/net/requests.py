@@ -1,8 +1,9 @@
 """Request/reply correlation over a message transport.
 
-Requests carry an integer ``req``; the reply carries the same one. ``wait`` gives the reply or
-None after a timeout. A reply that comes after its waiter gave up is handed back to the
-caller of ``resolve`` (returns False), because some late replies still matter: a steal reply
+Requests carry an integer ``req``; the reply carries the same one. ``wait`` gives the reply;
+callers bound it with a cancel scope (``reply_within``) and get None on timeout. A reply that
+comes after its waiter gave up is handed back to the caller of ``resolve`` (returns False),
+because some late replies still matter: a steal reply
 carrying a job must not be dropped, or that job would be lost.
 """
 
@@ -41,15 +42,24 @@ class Requests:
         slot.event.set()
         return True
 
-    async def wait(self, req: int, timeout: float) -> Message | None:
-        """The reply to ``req``, or None after ``timeout`` seconds."""
+    async def wait(self, req: int) -> Message | None:
+        """The reply to ``req``; cancelling the wait forgets the request."""
         slot = self._slots.get(req)
         if slot is None:
             return None
-        with trio.move_on_after(timeout):
+        try:
             await slot.event.wait()
-        self._slots.pop(req, None)
+        finally:
+            self._slots.pop(req, None)
         return slot.reply
+
+    async def reply_within(self, req: int, seconds: float) -> Message | None:
+        """The reply to ``req``, or None when none came within ``seconds``."""
+        reply = None
+        with trio.move_on_after(seconds):
+            reply = await self.wait(req)
+        self._slots.pop(req, None)
+        return reply
 
     def __len__(self) -> int:
         return len(self._slots)

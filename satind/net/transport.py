@@ -73,7 +73,10 @@ class Connection:
     """One live link to a remote party, with an outbox drained by its writer task."""
 
     def __init__(
-        self, transport: TcpTransport, remote: Identity | None, outbound: bool,
+        self,
+        transport: TcpTransport,
+        remote: Identity | None,
+        outbound: bool,
         cluster: str | None = None,
     ) -> None:
         self.transport = transport
@@ -266,7 +269,13 @@ class TcpTransport:
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
                 conn.cluster = conn.remote.cluster
-        except (OSError, trio.TooSlowError, HandshakeError, codec.DecodeError, trio.BrokenResourceError) as exc:
+        except (
+            OSError,
+            trio.TooSlowError,
+            HandshakeError,
+            codec.DecodeError,
+            trio.BrokenResourceError,
+        ) as exc:
             log.warning("cannot connect to %s at %s: %s", dest, address, exc)
             self.counters.send_failures += len(conn.outbox)
             conn.closed = True
@@ -294,7 +303,13 @@ class TcpTransport:
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
                 conn.cluster = conn.remote.cluster
-        except (trio.TooSlowError, HandshakeError, codec.DecodeError, OSError, trio.BrokenResourceError) as exc:
+        except (
+            trio.TooSlowError,
+            HandshakeError,
+            codec.DecodeError,
+            OSError,
+            trio.BrokenResourceError,
+        ) as exc:
             log.warning("rejected connection from %s: %s", _peer_of(tcp), exc)
             self.counters.bad_frames += 1
             with trio.move_on_after(1):
@@ -370,7 +385,9 @@ class TcpTransport:
                     self.on_message(conn, msg)
                 except Exception:
                     # A bug in a handler must not take the peer down with it.
-                    log.exception("handler failed on %s from %s", type(msg).__name__, conn.remote_name)
+                    log.exception(
+                        "handler failed on %s from %s", type(msg).__name__, conn.remote_name
+                    )
         except codec.DecodeError as exc:
             counters.bad_frames += 1
             log.warning("closing connection from %s: %s", conn.remote_name, exc)
@@ -388,4 +405,3 @@ def _peer_of(stream: trio.SocketStream) -> str:
         return f"{host}:{port}"
     except OSError:
         return "?"
-
