@@ -13,6 +13,7 @@ and tags that plugins register for their own types. Nothing is ever pickled.
 from __future__ import annotations
 
 import dataclasses
+import io
 import struct
 import types
 import typing
@@ -184,10 +185,14 @@ def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
     Raises:
         DecodeError: not CBOR, not a map with a known type code, or a field is wrong.
     """
+    fp = io.BytesIO(data)
     try:
-        body = cbor2.loads(data, max_depth=max_depth, allow_duplicate_keys=False)
+        body = cbor2.CBORDecoder(fp, max_depth=max_depth, allow_duplicate_keys=False).decode()
     except Exception as exc:  # cbor2 raises several types, all meaning "bad input"
         raise DecodeError(f"not valid CBOR: {exc}") from None
+    if fp.tell() != len(data):
+        # One message per frame: trailing bytes mean a confused or hostile sender.
+        raise DecodeError(f"not valid CBOR: {len(data) - fp.tell()} bytes after the message")
     if type(body) is not dict:
         raise DecodeError(f"message must be a map, got {type(body).__name__}")
     code = body.get("t")
@@ -250,7 +255,8 @@ def _default(encoder: Any, value: Any) -> None:
 
 
 def _decode_tuple(value: Any, immutable: bool) -> Any:
-    if type(value) is not list:
+    # An array inside a set or a map key arrives already immutable (a tuple).
+    if type(value) is not list and type(value) is not tuple:
         raise DecodeError("tuple tag must hold an array")
     return tuple(value)
 

@@ -1,0 +1,192 @@
+"""Every built-in plugin, called without satind, against an independent implementation;
+argument parsing and discovery."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from pathlib import Path
+
+import pytest
+
+from satind import UsageError
+from satind import plugin as plugins
+from satind_plugins import fib, knapsack, nqueens, raytracer, sat, tree, tsp
+from tests import independent
+
+
+def _run(plugin: plugins.Plugin, argv: list[str]) -> object:
+    """The plugin's sequential answer: its entry called as a plain function."""
+    return plugin.entry(*plugin.parse_args(argv))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 10, 24])
+def test_fib(n: int) -> None:
+    assert _run(fib.PLUGIN, [str(n), "5"]) == independent.fib(n)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_nqueens(n: int) -> None:
+    assert _run(nqueens.PLUGIN, [str(n)]) == independent.nqueens(n) == nqueens.KNOWN[n]
+
+
+@pytest.mark.parametrize(("items", "seed"), [(10, 1), (20, 2), (30, 3), (45, 4)])
+def test_knapsack(items: int, seed: int) -> None:
+    (weights, values), capacity = knapsack.instance(items, seed)
+    expected = independent.knapsack(list(weights), list(values), capacity)
+    assert _run(knapsack.PLUGIN, [str(items), str(seed)]) == expected
+
+
+@pytest.mark.parametrize(("cities", "seed"), [(4, 1), (6, 2), (8, 3), (9, 4)])
+def test_tsp(cities: int, seed: int) -> None:
+    assert _run(tsp.PLUGIN, [str(cities), str(seed)]) == independent.tsp(tsp.cities(cities, seed))
+
+
+def test_tsp_held_karp_agrees_with_brute_force() -> None:
+    points = tsp.cities(8, 11)
+    assert tsp.held_karp(tsp.distances(points)) == independent.tsp(points)
+
+
+@pytest.mark.parametrize(("variables", "seed"), [(8, 1), (10, 2), (12, 3), (12, 4), (6, 9)])
+def test_sat_random(variables: int, seed: int) -> None:
+    clauses = sat.random_3sat(variables, seed)
+    result = _run(sat.PLUGIN, ["random", str(variables), str(seed)])
+    assert (result is not None) == independent.satisfiable(list(clauses), variables)
+    if result is not None:
+        assert sat.verify(clauses, result)  # type: ignore[arg-type]
+
+
+def test_sat_dimacs_file(tmp_path: Path) -> None:
+    cnf = tmp_path / "f.cnf"
+    cnf.write_text("c a comment\np cnf 3 4\n1 2 0\n-1 2 0\n-2 3 0\n-3 -2 0\n")
+    assert _run(sat.PLUGIN, [str(cnf)]) is None  # 2 is forced true, then 3 and not 3
+    cnf.write_text("p cnf 3 2\n1 -2 0\n2 3 0\n")
+    model = _run(sat.PLUGIN, [str(cnf)])
+    assert model is not None and sat.verify(((1, -2), (2, 3)), model)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("1 2 0\n", "before the 'p cnf' line"),
+        ("p cnf 2 1\n1 x 0\n", "'x' is not a literal"),
+        ("p cnf 2 1\n1 3 0\n", "exceeds 2 variables"),
+        ("p cnf 2 2\n1 2 0\n", "declares 2 clauses but has 1"),
+        ("p dnf 2 1\n", "expected 'p cnf"),
+    ],
+)
+def test_sat_dimacs_errors_name_the_problem(tmp_path: Path, text: str, error: str) -> None:
+    cnf = tmp_path / "bad.cnf"
+    cnf.write_text(text)
+    with pytest.raises(UsageError, match=error):
+        sat.PLUGIN.parse_args([str(cnf)])
+
+
+@pytest.mark.parametrize(("depth", "branching"), [(0, 3), (1, 5), (3, 3), (4, 2)])
+def test_tree(depth: int, branching: int) -> None:
+    want = independent.tree(depth, branching)
+    assert tree.expected(depth, branching) == want
+    assert _run(tree.PLUGIN, [str(depth), str(branching), "0"]) == want
+
+
+def test_raytracer_tiles_equal_a_plain_row_by_row_render(tmp_path: Path) -> None:
+    width, height = 70, 45  # odd sizes: uneven quadrants
+    pixels = _run(raytracer.PLUGIN, [str(width), str(height)])
+    plain = b"".join(raytracer.pixel(x, y, width, height) for y in range(height) for x in range(width))
+    assert pixels == plain
+    out = tmp_path / "img.png"
+    digest = raytracer.PLUGIN.make_report([str(width), str(height), str(out)], pixels)
+    assert digest == hashlib.sha256(plain).hexdigest()
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    idat = data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8]
+    rows = zlib.decompress(idat)
+    assert len(rows) == height * (1 + width * 3)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "argv", "error"),
+    [
+        (fib.PLUGIN, [], "missing N"),
+        (fib.PLUGIN, ["x"], "N must be an integer"),
+        (fib.PLUGIN, ["30", "5", "7"], "too many arguments"),
+        (nqueens.PLUGIN, ["0"], "between 1 and 32"),
+        (knapsack.PLUGIN, ["10"], "missing SEED"),
+        (tsp.PLUGIN, ["2", "1"], "between 3 and 64"),
+        (raytracer.PLUGIN, ["10", "10", "out.jpg"], "must be a .png"),
+        (sat.PLUGIN, [], "DIMACS file or 'random VARS SEED'"),
+        (sat.PLUGIN, ["/nonexistent.cnf"], "cannot read"),
+        (tree.PLUGIN, ["3", "2", "5", "nap"], "'sleep' or 'busy'"),
+        (tree.PLUGIN, ["30", "256", "1"], "more than 10\\*\\*8"),
+    ],
+)
+def test_bad_arguments_give_usage(plugin: plugins.Plugin, argv: list[str], error: str) -> None:
+    with pytest.raises(UsageError, match=error) as info:
+        plugin.parse_args(argv)
+    assert f"usage: satind run {plugin.usage}" in str(info.value)
+
+
+def test_checks_reject_wrong_results() -> None:
+    with pytest.raises(AssertionError):
+        fib.check((10, 5), 56)
+    with pytest.raises(AssertionError):
+        nqueens.check((8, 0, 0, 0, 2), 91)
+    args = knapsack.parse(["20", "1"])
+    with pytest.raises(AssertionError):
+        knapsack.check(args, knapsack.knap(*args) + 1)
+    with pytest.raises(AssertionError):
+        sat.check((((1,), (-1, 2)),), (-1, 2))
+
+
+def test_discovery_finds_builtins_and_path_plugins(tmp_path: Path) -> None:
+    found = plugins.discover()
+    assert {"fib", "nqueens", "knapsack", "tsp", "raytracer", "sat", "tree"} <= found.keys()
+    assert all(p.code_hash and p.source.startswith("built-in") for p in found.values())
+    (tmp_path / "double.py").write_text(
+        "from satind import Plugin, spawnable\n"
+        "@spawnable\n"
+        "def double(x: int) -> int:\n"
+        "    return 2 * x\n"
+        "PLUGIN = Plugin(name='double', entry=double, usage='double X',\n"
+        "                parse=lambda argv: (int(argv[0]),))\n"
+    )
+    (tmp_path / "notes.py").write_text("x = 1\n")  # no Plugin: ignored
+    found = plugins.discover([tmp_path])
+    assert found["double"].source.startswith("path")
+    assert found["double"].entry(21) == 42
+
+
+def test_unknown_plugin_lists_the_available_ones() -> None:
+    with pytest.raises(plugins.UnknownPlugin) as info:
+        plugins.find("fibonacci")
+    assert "fib" in info.value.available and "available:" in str(info.value)
+
+
+def test_entry_point_plugins_are_discovered(monkeypatch: pytest.MonkeyPatch) -> None:
+    class EntryPoint:
+        name = "fake"
+        value = "satind_plugins.fib:PLUGIN"
+
+        def load(self) -> object:
+            import dataclasses
+
+            return dataclasses.replace(fib.PLUGIN, name="fib-from-ep")
+
+    def entry_points(group: str) -> list[EntryPoint]:
+        assert group == "satind.plugins"
+        return [EntryPoint()]
+
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", entry_points)
+    found = plugins.discover()
+    assert found["fib-from-ep"].source.startswith("entry point fake")
+
+
+def test_plugin_descriptor_rejects_a_plain_function() -> None:
+    with pytest.raises(TypeError, match="@spawnable"):
+        plugins.Plugin(name="x", entry=len, usage="x", parse=lambda a: ())  # type: ignore[arg-type]
+
+
+def test_results_are_json_reportable() -> None:
+    for plugin, argv in [(fib.PLUGIN, ["10"]), (sat.PLUGIN, ["random", "6", "1"])]:
+        json.dumps(plugin.make_report(argv, _run(plugin, argv)))

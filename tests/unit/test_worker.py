@@ -1,0 +1,243 @@
+"""The compute side: spawn/sync semantics, exceptions, stolen children, the mailbox."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from satind import ResultNotReady, spawnable, sync
+from satind.config import EngineConfig
+from satind.engine import worker as worker_mod
+from satind.engine.jobs import Job, RunState
+from satind.engine.worker import ChildResult, JobArrived, Worker, make_root
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+    def want_work(self, wanted: bool) -> None:
+        self.events.put(("want", wanted))
+
+    def job_finished(self, job: Job) -> None:
+        self.events.put(("finished", job))
+
+    def next(self, kind: str, timeout: float = 10.0) -> Any:
+        while True:
+            got, value = self.events.get(timeout=timeout)
+            if got == kind:
+                return value
+
+
+@spawnable
+def fib(n: int) -> int:
+    if n < 2:
+        return n
+    a = fib.spawn(n - 1)
+    b = fib.spawn(n - 2)
+    sync()
+    return a.result() + b.result()
+
+
+@spawnable
+def fail(n: int) -> int:
+    if n == 0:
+        raise ValueError("leaf failed")
+    h = fail.spawn(n - 1)
+    sync()
+    return h.result()
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    w = Worker(EngineConfig(), Hooks())
+    worker_mod.CURRENT = w
+    try:
+        yield w
+    finally:
+        worker_mod.CURRENT = None
+
+
+def _run() -> RunState:
+    return RunState("r1", "test", 0.5)
+
+
+def test_fib_runs_and_counts(worker: Worker) -> None:
+    run = _run()
+    root = make_root(fib.fn, (15,), run)
+    worker.run_job(root)
+    assert root.result() == 610
+    assert run.stats.jobs_run == run.stats.spawns + 1
+    assert run.stats.syncs == run.stats.spawns // 2
+    assert run.stats.progress == pytest.approx(1.0)
+
+
+def test_child_exception_reaches_the_parent(worker: Worker) -> None:
+    root = make_root(fail.fn, (5,), _run())
+    worker.run_job(root)
+    assert isinstance(root.error, ValueError)
+    with pytest.raises(ValueError, match="leaf failed"):
+        root.result()
+
+
+def test_job_without_sync_is_synced_implicitly(worker: Worker) -> None:
+    seen: list[int] = []
+
+    @spawnable
+    def record(i: int) -> None:
+        seen.append(i)
+
+    @spawnable
+    def parent() -> str:
+        for i in range(3):
+            record.spawn(i)
+        return "returned before its children"
+
+    run = _run()
+    root = make_root(parent.fn, (), run)
+    worker.run_job(root)
+    assert root.result() == "returned before its children"
+    assert sorted(seen) == [0, 1, 2]
+    assert len(worker.queue) == 0
+
+
+def test_result_before_sync_is_an_error(worker: Worker) -> None:
+    @spawnable
+    def eager() -> int:
+        h = fib.spawn(3)
+        return int(h.result())
+
+    root = make_root(eager.fn, (), _run())
+    worker.run_job(root)
+    assert isinstance(root.error, ResultNotReady)
+
+
+def test_without_satind_spawn_is_a_plain_call() -> None:
+    assert worker_mod.CURRENT is None
+    assert fib(20) == 6765
+    h = fib.spawn(10)
+    sync()
+    assert h.result() == 55
+    handle = fail.spawn(2)  # the exception waits for result(), as with satind
+    with pytest.raises(ValueError):
+        handle.result()
+
+
+def _thread(w: Worker, job: Job) -> threading.Thread:
+    def body() -> None:
+        worker_mod.CURRENT = w
+        try:
+            w.run_job(job)
+        finally:
+            worker_mod.CURRENT = None
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t
+
+
+def test_stolen_child_result_completes_the_frame() -> None:
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    release = threading.Event()
+    stolen: list[Job] = []
+
+    @spawnable
+    def slow(x: int) -> int:
+        release.wait(10)
+        return x
+
+    @spawnable
+    def two() -> int:
+        a = slow.spawn(1)  # oldest: at the tail, where a thief takes it
+        b = slow.spawn(2)
+        sync()
+        return a.result() * 10 + b.result()
+
+    run = _run()
+    root = make_root(two.fn, (), run)
+    # The root's own children are pushed while it runs; steal the oldest as a thief would,
+    # while the newest blocks the compute thread.
+    t = _thread(w, root)
+    for _ in range(1000):
+        if len(w.queue) == 1:
+            break
+        threading.Event().wait(0.005)
+    job = w.queue.steal()
+    assert job is not None and job.args == (1,)
+    stolen.append(job)
+    release.set()
+    # Out of local work with a child out: the worker asks for work ...
+    assert hooks.next("want") is True
+    # ... runs a job stolen for it meanwhile (its parent is elsewhere) ...
+    other = Job(fib.fn, (10,), None, 0, run, 0.1)
+    other.set_path(b"\x09")
+    other.origin = "p7"
+    w.post(JobArrived(other))
+    assert hooks.next("finished") is other and other.result() == 55
+    # ... and completes when the stolen child's result arrives, applied once.
+    w.post(ChildResult(stolen[0], 4, None))
+    w.post(ChildResult(stolen[0], 999, None))
+    assert hooks.next("finished") is root
+    t.join(10)
+    assert root.result() == 42
+
+
+def test_stolen_child_exception_is_raised_by_result() -> None:
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+
+    @spawnable
+    def one() -> int:
+        h = fib.spawn(3)
+        # Take our own child away, as a thief would, before syncing.
+        taken = w.queue.steal()
+        assert taken is not None
+        w.post(ChildResult(taken, None, KeyError("remote")))
+        sync()
+        return int(h.result())
+
+    root = make_root(one.fn, (), _run())
+    t = _thread(w, root)
+    assert hooks.next("finished") is root
+    t.join(10)
+    assert isinstance(root.error, KeyError)
+
+
+def test_no_stealing_past_the_nesting_limit() -> None:
+    hooks = Hooks()
+    w = Worker(EngineConfig(max_steal_nesting=1), hooks)  # the root itself is nesting 1
+
+    @spawnable
+    def one() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()
+        assert taken is not None
+        w.post(ChildResult(taken, 2, None))
+        sync()
+        return int(h.result())
+
+    root = make_root(one.fn, (), _run())
+    t = _thread(w, root)
+    assert hooks.next("finished") is root
+    t.join(10)
+    assert root.result() == 2
+    # It waited for the result without asking for work.
+    drained = []
+    while not hooks.events.empty():
+        drained.append(hooks.events.get()[0])
+    assert "want" not in drained
+
+
+def test_stop_unwinds_an_idle_worker() -> None:
+    w = Worker(EngineConfig(), Hooks())
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    w.stop()
+    t.join(10)
+    assert not t.is_alive()
+    assert worker_mod.CURRENT is None

@@ -1,0 +1,69 @@
+"""The work queue: owner at the head, thieves at the tail, each job taken once."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+
+from satind.engine.jobs import Job, RunState
+from satind.engine.workqueue import WorkQueue
+
+
+def _jobs(n: int) -> list[Job]:
+    run = RunState("r", "p", 0.5)
+    return [Job(print, (i,), None, i, run, 1.0) for i in range(n)]
+
+
+def test_owner_lifo_thief_fifo() -> None:
+    q = WorkQueue()
+    a, b, c = _jobs(3)
+    for job in (a, b, c):
+        q.push(job)
+    assert q.steal() is a  # oldest
+    assert q.pop() is c  # newest
+    assert q.pop() is b
+    assert q.pop() is None and q.steal() is None
+
+
+def test_give_back_keeps_job_oldest() -> None:
+    q = WorkQueue()
+    a, b = _jobs(2)
+    q.push(a)
+    q.push(b)
+    stolen = q.steal()
+    assert stolen is a
+    q.give_back(stolen)
+    assert q.steal() is a
+
+
+def test_concurrent_owner_and_thief_take_each_job_exactly_once() -> None:
+    # Rounds of one owner and one thief racing to empty a small queue (the one-job case
+    # included): every job must be taken by exactly one of them.
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for size in [1, 2, 3] * 150:
+            q = WorkQueue()
+            jobs = _jobs(size)
+            for job in jobs:
+                q.push(job)
+            taken: list[Job] = []
+            start = threading.Barrier(2)
+
+            def drain(take: Callable[[], Job | None]) -> None:
+                start.wait()
+                while (job := take()) is not None:
+                    taken.append(job)  # list.append is atomic under the GIL
+
+            threads = [
+                threading.Thread(target=drain, args=(q.pop,)),
+                threading.Thread(target=drain, args=(q.steal,)),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=10)
+            assert sorted(map(id, taken)) == sorted(map(id, jobs))
+    finally:
+        sys.setswitchinterval(old)
