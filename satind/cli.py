@@ -188,7 +188,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     steal = args.steal or cfg.steal.algorithm
     show_progress = not args.json and sys.stderr.isatty()
     try:
-        outcome = trio.run(
+        outcome = run_trio(
             run_local,
             plugin,
             args.args,
@@ -238,6 +238,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"satind: the result failed the plugin's check: {check_error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out
+
+
+def run_trio(fn: Any, *args: Any) -> Any:
+    """``trio.run``, with the exception groups of its nurseries flattened for the CLI.
+
+    A Ctrl-C wins over everything else; a single failure is raised as itself.
+    """
+    try:
+        return trio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        for leaf in leaves:
+            if isinstance(leaf, KeyboardInterrupt):
+                raise leaf from None
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
 
 
 def _print_summary(report: dict[str, Any]) -> None:

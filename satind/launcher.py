@@ -2,7 +2,9 @@
 
 Start-up is a small handshake over the children's pipes: each child binds 127.0.0.1 on port 0
 and prints one JSON line with its name and port; when all have reported, the launcher writes
-the full member list to each child's stdin. A child stops when its stdin reaches end of file,
+the full member list to each child's stdin, and each child answers with a second line once it
+has installed the list (only then may a run be submitted: a master that does not yet know the
+others would keep the run to itself). A child stops when its stdin reaches end of file,
 so no peer outlives its launcher, even one killed with SIGKILL. Children run in their own
 session: a Ctrl-C reaches only the launcher, which then stops them.
 """
@@ -126,6 +128,11 @@ async def local_peers(
         for peer in peers:
             assert peer.process.stdin is not None
             await peer.process.stdin.send_all(line)
+        with trio.fail_after(cfg.launcher.start_timeout_s):
+            for peer in peers:
+                assert peer.process.stdout is not None
+                if not await _read_line(peer.process.stdout):
+                    raise StartupError(f"peer {peer.name} exited while joining")
         yield peers
     finally:
         with trio.CancelScope(shield=True):
@@ -179,6 +186,8 @@ async def _child(args: argparse.Namespace) -> None:
         membership.set_members(
             [Member(r["name"], Address(r["host"], int(r["port"])), r["cluster"]) for r in roster]
         )
+        sys.stdout.write(json.dumps({"name": args.name, "members": len(roster)}) + "\n")
+        sys.stdout.flush()
 
         async def watch_stdin() -> None:
             # End of file on stdin: the launcher is gone or asks us to stop.

@@ -81,7 +81,6 @@ class Peer:
             cfg.net,
             self._on_message,
             resolve=self._resolve,
-            cluster_of=self._cluster_of,
         )
         self.thief = Thief(cfg.steal, random.Random(seed), self)
         self._plugins: dict[str, plugins.Plugin] | None = None

@@ -72,18 +72,9 @@ class TrafficCounters:
 class Connection:
     """One live link to a remote party, with an outbox drained by its writer task."""
 
-    def __init__(
-        self,
-        transport: TcpTransport,
-        remote: Identity | None,
-        outbound: bool,
-        cluster: str | None = None,
-    ) -> None:
+    def __init__(self, transport: TcpTransport, remote: Identity | None, outbound: bool) -> None:
         self.transport = transport
         self.remote = remote
-        # The remote's cluster (known before the handshake when dialling a member): it decides
-        # whether traffic counts as local or wide-area.
-        self.cluster = cluster if remote is None else remote.cluster
         self.outbound = outbound
         self.outbox: deque[bytes] = deque()
         self.wakeup = trio.Event()
@@ -99,15 +90,7 @@ class Connection:
         if self.closed:
             self.transport.counters.send_failures += 1
             return
-        data = codec.frame(codec.encode_message(msg))
-        counters = self.transport.counters
-        if self.cluster is not None and self.cluster != self.transport.identity.cluster:
-            counters.messages_wide += 1
-            counters.bytes_wide += len(data)
-        else:
-            counters.messages_local += 1
-            counters.bytes_local += len(data)
-        self.outbox.append(data)
+        self.outbox.append(codec.frame(codec.encode_message(msg)))
         self.wakeup.set()
 
     def close(self) -> None:
@@ -175,7 +158,6 @@ class TcpTransport:
     # Maps a peer name to its address; None when unknown (then only a connection the peer
     # opened to us can reach it).
     resolve: Callable[[str], Address | None] = lambda name: None
-    cluster_of: Callable[[str], str | None] = lambda name: None
     on_closed: Callable[[Connection], None] = lambda conn: None
     counters: TrafficCounters = field(default_factory=TrafficCounters)
     # Wraps a raw TCP stream (TLS); set by the security layer.
@@ -226,7 +208,7 @@ class TcpTransport:
                 self.counters.send_failures += 1
                 log.debug("no route to %s; dropped %s", dest, type(msg).__name__)
                 return
-            conn = Connection(self, None, outbound=True, cluster=self.cluster_of(dest))
+            conn = Connection(self, None, outbound=True)
             self._conns[dest] = conn
             self._nursery.start_soon(self._dial, dest, address, conn)
         conn.post(msg)
@@ -268,7 +250,6 @@ class TcpTransport:
                     stream = self.wrap_client(tcp, dest)
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
-                conn.cluster = conn.remote.cluster
         except (
             OSError,
             trio.TooSlowError,
@@ -302,7 +283,6 @@ class TcpTransport:
                     stream = self.wrap_server(tcp)
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
-                conn.cluster = conn.remote.cluster
         except (
             trio.TooSlowError,
             HandshakeError,
@@ -355,6 +335,10 @@ class TcpTransport:
             self.on_closed(conn)
 
     async def _write_loop(self, stream: trio.abc.Stream, conn: Connection) -> None:
+        counters = self.counters
+        # Counted here, once the handshake has told us the remote's cluster.
+        assert conn.remote is not None
+        wide = conn.remote.role == "peer" and conn.remote.cluster != self.identity.cluster
         try:
             while True:
                 await conn.wakeup.wait()
@@ -363,7 +347,14 @@ class TcpTransport:
                     chunks = []
                     while conn.outbox:
                         chunks.append(conn.outbox.popleft())
-                    await stream.send_all(b"".join(chunks))
+                    data = b"".join(chunks)
+                    if wide:
+                        counters.messages_wide += len(chunks)
+                        counters.bytes_wide += len(data)
+                    else:
+                        counters.messages_local += len(chunks)
+                        counters.bytes_local += len(data)
+                    await stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.debug("write to %s failed: %s", conn.remote_name, exc)
             conn.cancel_scope.cancel()

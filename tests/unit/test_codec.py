@@ -30,9 +30,11 @@ scalars = (
 )
 values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=5)
-    | st.lists(children, max_size=5).map(tuple)
-    | st.dictionaries(st.text(max_size=5), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.lists(children, max_size=5).map(tuple)
+        | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -139,7 +141,12 @@ def test_type_codes_are_unique_and_stable() -> None:
     codes = [cls.TYPE for cls in m.MESSAGE_TYPES]
     assert len(codes) == len(set(codes))
     # Part of the protocol: changing these breaks every deployed peer.
-    assert (m.Hello.TYPE, m.StealRequest.TYPE, m.StealReply.TYPE, m.JobResult.TYPE) == (1, 10, 11, 12)
+    assert (m.Hello.TYPE, m.StealRequest.TYPE, m.StealReply.TYPE, m.JobResult.TYPE) == (
+        1,
+        10,
+        11,
+        12,
+    )
 
 
 @pytest.mark.parametrize(
@@ -209,6 +216,8 @@ async def test_truncated_frame_is_an_error() -> None:
 
 
 def test_float_fields_accept_integers() -> None:
-    body = cbor2.dumps({"t": 32, "run_id": "r", "value": None, "error": None, "elapsed_s": 3, "peers": 1})
+    body = cbor2.dumps(
+        {"t": 32, "run_id": "r", "value": None, "error": None, "elapsed_s": 3, "peers": 1}
+    )
     msg = codec.decode_message(body)
     assert isinstance(msg, m.RunResult) and msg.elapsed_s == 3.0 and not math.isnan(msg.elapsed_s)

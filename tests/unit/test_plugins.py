@@ -9,10 +9,10 @@ import zlib
 from pathlib import Path
 
 import pytest
+from satind_plugins import fib, knapsack, nqueens, raytracer, sat, tree, tsp
 
 from satind import UsageError
 from satind import plugin as plugins
-from satind_plugins import fib, knapsack, nqueens, raytracer, sat, tree, tsp
 from tests import independent
 
 
@@ -93,7 +93,9 @@ def test_tree(depth: int, branching: int) -> None:
 def test_raytracer_tiles_equal_a_plain_row_by_row_render(tmp_path: Path) -> None:
     width, height = 70, 45  # odd sizes: uneven quadrants
     pixels = _run(raytracer.PLUGIN, [str(width), str(height)])
-    plain = b"".join(raytracer.pixel(x, y, width, height) for y in range(height) for x in range(width))
+    plain = b"".join(
+        raytracer.pixel(x, y, width, height) for y in range(height) for x in range(width)
+    )
     assert pixels == plain
     out = tmp_path / "img.png"
     digest = raytracer.PLUGIN.make_report([str(width), str(height), str(out)], pixels)

@@ -1,0 +1,275 @@
+"""`satind run` end to end with real peer processes: every plugin's answer under every
+stealing algorithm, the JSON, the exit codes, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from satind_plugins import knapsack, sat, tsp
+
+from tests import independent
+from tests.integration.procs import alive, children_of, kill_all
+
+pytestmark = pytest.mark.slow
+DATA = Path(__file__).parent.parent / "data"
+RUN_TIMEOUT = 120
+
+
+def satind(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "satind", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    proc = satind("run", *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout  # exactly one JSON object on stdout
+    result: dict[str, Any] = json.loads(lines[0])
+    return result
+
+
+def _knapsack_answer(items: int, seed: int) -> int:
+    (w, v), cap = knapsack.instance(items, seed)
+    return independent.knapsack(list(w), list(v), cap)
+
+
+def _sat_answer(variables: int, seed: int) -> bool:
+    return independent.satisfiable(list(sat.random_3sat(variables, seed)), variables)
+
+
+WORKLOADS = [
+    (["fib", "25", "12"], lambda r: r == independent.fib(25)),
+    (["nqueens", "9", "2"], lambda r: r == independent.nqueens(9)),
+    (["knapsack", "40", "1"], lambda r: r == _knapsack_answer(40, 1)),
+    (["tsp", "8", "5"], lambda r: r == independent.tsp(tsp.cities(8, 5))),
+    (["raytracer", "64", "48"], None),  # compared with the 1-peer hash below
+    (["sat", "random", "14", "3"], lambda r: r["sat"] == _sat_answer(14, 3)),
+    (["tree", "3", "4", "4", "sleep"], lambda r: r == independent.tree(3, 4)),
+]
+CONFIGS = [
+    ["--peers", "1"],
+    ["--peers", "4", "--steal", "rs", "--clusters", "2"],
+    ["--peers", "4", "--steal", "crs", "--clusters", "2"],
+]
+
+_raytracer_hashes: set[str] = set()
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["1peer", "4rs", "4crs"])
+@pytest.mark.parametrize("workload", WORKLOADS, ids=[w[0][0] for w in WORKLOADS])
+def test_every_plugin_gives_the_sequential_answer(workload: Any, config: list[str]) -> None:
+    argv, is_right = workload
+    out = run_json(*argv, *config, "--seed", "3")
+    assert out["check"] in ("ok", "skipped")
+    if is_right is None:
+        _raytracer_hashes.add(out["result"])
+        assert len(_raytracer_hashes) == 1  # the same picture on 1 peer, under RS and CRS
+    else:
+        assert is_right(out["result"]), out
+    stats = out["stats"]
+    # Every spawned job ran exactly once, wherever it ran.
+    assert stats["jobs_run"] == stats["spawns"] + 1
+    assert stats["stolen_local"] + stats["stolen_wide"] == stats["jobs_given"]
+    assert out["peers"] == int(config[1])
+    if config[1] == "1":
+        assert stats["steal_attempts_local"] == stats["steal_attempts_wide"] == 0
+
+
+def test_json_has_the_documented_fields() -> None:
+    out = run_json("fib", "22", "10", "--peers", "2")
+    assert {"run_id", "plugin", "args", "result", "elapsed_s", "peers", "stats"} <= out.keys()
+    assert out["plugin"] == "fib" and out["args"] == ["22", "10"] and out["result"] == 17711
+    for name in (
+        "spawns",
+        "syncs",
+        "jobs_run",
+        "steal_attempts_local",
+        "steal_attempts_wide",
+        "stolen_local",
+        "stolen_wide",
+        "messages",
+        "bytes",
+    ):
+        assert isinstance(out["stats"][name], int), name
+    assert 0 < out["elapsed_s"] < RUN_TIMEOUT
+
+
+def test_crs_steals_inside_the_cluster_and_rs_across() -> None:
+    crs = run_json(
+        "tree",
+        "4",
+        "4",
+        "3",
+        "sleep",
+        "--peers",
+        "4",
+        "--clusters",
+        "2",
+        "--steal",
+        "crs",
+        "--seed",
+        "1",
+    )["stats"]
+    rs = run_json(
+        "tree",
+        "4",
+        "4",
+        "3",
+        "sleep",
+        "--peers",
+        "4",
+        "--clusters",
+        "2",
+        "--steal",
+        "rs",
+        "--seed",
+        "1",
+    )["stats"]
+    # CRS: at most one wide-area request in flight per peer, so most attempts stay local.
+    assert crs["steal_attempts_local"] > crs["steal_attempts_wide"]
+    assert rs["steal_attempts_wide"] > 0 and rs["stolen_wide"] > 0
+
+
+def test_unknown_plugin_is_a_usage_error_listing_plugins() -> None:
+    proc = satind("run", "fibonacci", "10")
+    assert proc.returncode == 2
+    assert "unknown plugin 'fibonacci'" in proc.stderr and "nqueens" in proc.stderr
+
+
+def test_bad_arguments_print_the_plugins_usage() -> None:
+    proc = satind("run", "nqueens", "many")
+    assert proc.returncode == 2
+    assert "N must be an integer" in proc.stderr
+    assert "usage: satind run nqueens N [DEPTH]" in proc.stderr
+    proc = satind("run", "fib", "10", "--peers", "0")
+    assert proc.returncode == 2 and "--peers" in proc.stderr
+    proc = satind("run", "fib", "10", "--steal", "greedy")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_plugin_exception_exits_1_with_the_remote_traceback() -> None:
+    proc = satind(
+        "run", "explode", "3", "0", "--peers", "3", "--plugin-path", str(DATA / "plugins")
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "ValueError: boom in a leaf" in proc.stderr
+    assert "in explode" in proc.stderr  # the traceback of the peer where it was raised
+    assert proc.stdout == ""
+
+
+def test_jobs_whose_arguments_cannot_travel_run_where_spawned() -> None:
+    out = run_json("opaque", "5", "4", "--peers", "3", "--plugin-path", str(DATA / "plugins"))
+    assert out["result"] == 5 * 2**4
+    assert out["stats"]["jobs_given"] == out["stats"]["stolen_local"] == 0
+
+
+def test_help_explains_the_run_options() -> None:
+    proc = satind("run", "--help")
+    assert proc.returncode == 0
+    for option in ("--peers", "--clusters", "--steal", "--json", "--plugin-path"):
+        assert option in proc.stdout
+
+
+def _start_long_run(*extra: str) -> tuple[subprocess.Popen[str], list[int]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "satind",
+            "run",
+            "tree",
+            "2",
+            "2",
+            "60000",
+            "sleep",
+            "--peers",
+            "3",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    peers: list[int] = []
+    while time.monotonic() < deadline and len(peers) < 3:
+        time.sleep(0.1)
+        peers = children_of(proc.pid)
+    assert len(peers) == 3, "peers did not start"
+    time.sleep(1.0)  # let the run get going
+    return proc, peers
+
+
+def test_ctrl_c_stops_every_peer() -> None:
+    proc, peers = _start_long_run()
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(alive(p) for p in peers):
+            time.sleep(0.1)
+        assert not any(alive(p) for p in peers)
+    finally:
+        proc.kill()
+        kill_all(peers)
+
+
+def test_peers_exit_when_the_launcher_is_killed() -> None:
+    proc, peers = _start_long_run()
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        # Orphaned peers see end of file on stdin and stop on their own.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(alive(p) for p in peers):
+            time.sleep(0.1)
+        assert not any(alive(p) for p in peers)
+    finally:
+        kill_all(peers)
+
+
+def test_finished_run_leaves_no_process_behind() -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "satind",
+            "run",
+            "tree",
+            "2",
+            "3",
+            "300",
+            "sleep",
+            "--peers",
+            "3",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: set[int] = set()
+    try:
+        while proc.poll() is None:
+            seen.update(children_of(proc.pid))
+            time.sleep(0.05)
+        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+        assert len(seen) >= 3
+        assert not any(alive(p) for p in seen)
+    finally:
+        proc.kill()
+        kill_all(list(seen))
