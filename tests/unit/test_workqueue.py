@@ -51,7 +51,11 @@ def test_concurrent_owner_and_thief_take_each_job_exactly_once() -> None:
             taken: list[Job] = []
             start = threading.Barrier(2)
 
-            def drain(take: Callable[[], Job | None]) -> None:
+            def drain(
+                take: Callable[[], Job | None],
+                start: threading.Barrier = start,
+                taken: list[Job] = taken,
+            ) -> None:
                 start.wait()
                 while (job := take()) is not None:
                     taken.append(job)  # list.append is atomic under the GIL
