@@ -395,7 +395,7 @@ class Peer:
         run = self.runs.get(run_id)
         if run is None:
             return {}
-        out: dict[str, int | float] = dict(run.state.stats.as_dict())
+        out: dict[str, int | float] = run.state.counters()
         out.update(counters_delta(self._counters(), run.baseline))
         return out
 

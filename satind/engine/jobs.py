@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 ROOT_PATH = b""
@@ -96,17 +95,28 @@ class ResultNotReady(RuntimeError):
     """``handle.result()`` was called before the ``sync()`` that waits for the job."""
 
 
-@dataclass
-class RunStats:
-    """Per-run counters on one peer (names are those of the run JSON ``stats``)."""
+class RunState:
+    """What the compute thread of one peer knows of a run, and its counters there.
 
-    spawns: int = 0
-    syncs: int = 0
-    jobs_run: int = 0
-    # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
-    progress: float = 0.0
+    The counters live here, not in a nested object, because the compute thread updates them
+    at the end of every job: one attribute hop fewer on the hot path. Names are those of the
+    run JSON ``stats``.
+    """
 
-    def as_dict(self) -> dict[str, int | float]:
+    __slots__ = ("inv_branching", "jobs_run", "plugin", "progress", "run_id", "spawns", "syncs")
+
+    def __init__(self, run_id: str, plugin: str, inv_branching: float) -> None:
+        self.run_id = run_id
+        self.plugin = plugin
+        # 1 / the plugin's maximum branching factor: a child's share of its parent's work.
+        self.inv_branching = inv_branching
+        self.spawns = 0
+        self.syncs = 0
+        self.jobs_run = 0
+        # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
+        self.progress = 0.0
+
+    def counters(self) -> dict[str, int | float]:
         return {
             "spawns": self.spawns,
             "syncs": self.syncs,
@@ -114,18 +124,8 @@ class RunStats:
             "progress": self.progress,
         }
 
-
-@dataclass
-class RunState:
-    """What the compute thread of one peer knows of a run."""
-
-    run_id: str
-    plugin: str
-    # 1 / the plugin's maximum branching factor: a child's share of its parent's work.
-    inv_branching: float
-    stats: RunStats = field(default_factory=RunStats)
-    # Set when the run is over or cancelled: its remaining jobs are dropped, not run.
-    cancelled: bool = False
+    def __repr__(self) -> str:
+        return f"<RunState {self.run_id} {self.plugin} {self.counters()}>"
 
 
 class Job:

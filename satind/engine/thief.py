@@ -28,12 +28,43 @@ log = logging.getLogger(__name__)
 
 # Upper bounds (seconds) of the steal round-trip histogram buckets; the last bucket is open.
 # Buckets, unlike a median, add up across peers.
-RTT_BUCKETS_S = (0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1)
+RTT_BUCKETS_S = (
+    0.0001,
+    0.0002,
+    0.0003,
+    0.0005,
+    0.00075,
+    0.001,
+    0.0015,
+    0.002,
+    0.003,
+    0.005,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+)
 
 
 def rtt_bucket_names() -> list[str]:
     names = [f"steal_rtt_le_{bound * 1000:g}ms" for bound in RTT_BUCKETS_S]
-    return [*names, "steal_rtt_gt_100ms"]
+    return [*names, f"steal_rtt_gt_{RTT_BUCKETS_S[-1] * 1000:g}ms"]
+
+
+def rtt_median_s(hist: list[float]) -> float | None:
+    """Median round trip from histogram counts, interpolated inside its bucket."""
+    total = sum(hist)
+    if total == 0:
+        return None
+    half = total / 2
+    seen = 0.0
+    low = 0.0
+    for bound, count in zip(RTT_BUCKETS_S, hist, strict=False):
+        if count and seen + count >= half:
+            return low + (bound - low) * (half - seen) / count
+        seen += count
+        low = bound
+    return RTT_BUCKETS_S[-1]
 
 
 @dataclass

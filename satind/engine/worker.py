@@ -152,13 +152,16 @@ class Worker:
             self.sync_frame(job)
         self.current = prev
         run = job.run
-        stats = run.stats
-        stats.jobs_run += 1
-        stats.spawns += job.nspawn
-        stats.syncs += job.nsync
+        run.jobs_run += 1
+        run.syncs += job.nsync
         # A job's share of the tree goes to its children as it spawns them; what is left
         # (all of it for a leaf) is finished now. The shares of a finished run sum to 1.
-        stats.progress += job.share * (1.0 - job.nspawn * run.inv_branching)
+        nspawn = job.nspawn
+        if nspawn:
+            run.spawns += nspawn
+            run.progress += job.share * (1.0 - nspawn * run.inv_branching)
+        else:
+            run.progress += job.share
         if parent is not None:
             parent.pending -= 1
         else:
@@ -209,8 +212,11 @@ class Worker:
 
     def _handle(self, event: MailboxEvent) -> None:
         if isinstance(event, JobArrived):
-            # The trio side stops stealing when it delivers a job; it runs next.
-            self._wanting = False
+            # Work is here (stolen for us, or a root): stop asking. The thief stops by itself
+            # when it delivers, but a root or a late steal reply does not go through it.
+            if self._wanting:
+                self._wanting = False
+                self.hooks.want_work(False)
             self.jobs.append(event.job)
         elif isinstance(event, ChildResult):
             job = event.job

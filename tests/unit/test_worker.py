@@ -71,9 +71,9 @@ def test_fib_runs_and_counts(worker: Worker) -> None:
     root = make_root(fib.fn, (15,), run)
     worker.run_job(root)
     assert root.result() == 610
-    assert run.stats.jobs_run == run.stats.spawns + 1
-    assert run.stats.syncs == run.stats.spawns // 2
-    assert run.stats.progress == pytest.approx(1.0)
+    assert run.jobs_run == run.spawns + 1
+    assert run.syncs == run.spawns // 2
+    assert run.progress == pytest.approx(1.0)
 
 
 def test_child_exception_reaches_the_parent(worker: Worker) -> None:

@@ -1,0 +1,256 @@
+"""Core runtime benchmarks (issue: core runtime): spawn+sync cost, sequential efficiency,
+parallel efficiency on this machine, steal round trip, peer memory.
+
+    python benchmarks/core.py [--repeat 5] [--quick]
+
+Prints a markdown report; every number is the median of --repeat runs, and every ratio is
+taken between runs of the same invocation, interleaved so machine noise hits both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from satind_plugins import fib as fib_plugin
+from satind_plugins import knapsack, nqueens
+
+from satind.api import spawnable, sync
+from satind.config import EngineConfig
+from satind.engine import worker as worker_mod
+from satind.engine.jobs import RunState, size_of_job
+from satind.engine.thief import rtt_bucket_names, rtt_median_s
+from satind.engine.worker import Worker, make_root
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- spawn + sync cost -----------------------------------------------------------------------
+
+
+@spawnable
+def fib_all(n: int) -> int:
+    """fib spawning every call (no threshold): the spawn/sync micro-benchmark."""
+    if n < 2:
+        return n
+    a = fib_all.spawn(n - 1)
+    b = fib_all.spawn(n - 2)
+    sync()
+    return a.result() + b.result()
+
+
+def fib_plain(n: int) -> int:
+    if n < 2:
+        return n
+    return fib_plain(n - 1) + fib_plain(n - 2)
+
+
+def calls(n: int) -> int:
+    a, b = 1, 1  # calls(0) = calls(1) = 1; calls(n) = 1 + calls(n-1) + calls(n-2)
+    for _ in range(n - 1):
+        a, b = b, 1 + a + b
+    return b if n >= 1 else 1
+
+
+class _NoHooks:
+    def want_work(self, wanted: bool) -> None:
+        pass
+
+    def job_finished(self, job: object) -> None:
+        pass
+
+
+def spawn_cost(n: int, repeat: int) -> dict[str, float]:
+    """(time of fib(n) spawning every call - time of plain fib(n)) / spawns, in-process."""
+    w = Worker(EngineConfig(), _NoHooks())
+    worker_mod.CURRENT = w
+    per_spawn = []
+    plain_ns = []
+    try:
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fib_plain(n)
+            plain = time.perf_counter() - t
+            run = RunState("bench", "fib", 0.5)
+            root = make_root(fib_all.fn, (n,), run)
+            t = time.perf_counter()
+            w.run_job(root)
+            spawned = time.perf_counter() - t
+            spawns = run.spawns
+            assert spawns == calls(n) - 1
+            per_spawn.append((spawned - plain) / spawns * 1e9)
+            plain_ns.append(plain / calls(n) * 1e9)
+    finally:
+        worker_mod.CURRENT = None
+    return {
+        "n": n,
+        "spawns": calls(n) - 1,
+        "spawn_sync_ns": statistics.median(per_spawn),
+        "plain_call_ns": statistics.median(plain_ns),
+    }
+
+
+# -- whole runs ------------------------------------------------------------------------------
+
+
+def satind_run(*args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "satind", "run", *args, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def nqueens_seq(n: int) -> Callable[[], object]:
+    return lambda: nqueens.count_seq(n, 0, 0, 0)
+
+
+def knapsack_seq(items: int, seed: int) -> Callable[[], object]:
+    args = knapsack.parse([str(items), str(seed)])
+    # The same algorithm without satind: the dive's bound, then one sequential search.
+    return lambda: knapsack.search_seq(
+        args[0], 0, args[2], 0, knapsack.dive(args[0], args[2], knapsack.DIVE_NODES)
+    )
+
+
+def fib_seq(n: int) -> Callable[[], object]:
+    return lambda: fib_plugin.fib_seq(n)
+
+
+def efficiency(
+    name: str, argv: list[str], seq: Callable[[], object], peers: int, repeat: int
+) -> dict[str, Any]:
+    seq_times, par_times = [], []
+    rtt = [0.0] * len(rtt_bucket_names())
+    for _ in range(repeat):
+        seq_times.append(timed(seq))
+        out = satind_run(*argv, "--peers", str(peers), "--no-check")
+        par_times.append(out["elapsed_s"])
+        for i, key in enumerate(rtt_bucket_names()):
+            rtt[i] += out["stats"].get(key, 0)
+    seq_s = statistics.median(seq_times)
+    par_s = statistics.median(par_times)
+    median_rtt = rtt_median_s(rtt)
+    return {
+        "workload": name,
+        "peers": peers,
+        "sequential_s": seq_s,
+        "satind_s": par_s,
+        "efficiency": seq_s / (peers * par_s),
+        "steal_rtt_median_ms": None if median_rtt is None else median_rtt * 1000,
+        "steal_replies": sum(rtt),
+    }
+
+
+def idle_peer_rss_mb() -> float:
+    """Peak RSS of an idle peer process (VmHWM), started as `satind run` starts them."""
+    import trio
+
+    from satind.config import DEFAULT
+    from satind.launcher import local_peers
+
+    result: list[float] = []
+
+    async def main() -> None:
+        async with local_peers(1, cfg=DEFAULT) as peers:
+            import satind_plugins  # noqa: F401  (the parent has it; the peer imports on demand)
+
+            await trio.sleep(1.0)
+            status = Path(f"/proc/{peers[0].process.pid}/status").read_text()
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    result.append(int(line.split()[1]) / 1024)
+
+    trio.run(main)
+    return result[0]
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    args = parser.parse_args()
+    r = args.repeat
+    print(f"machine: {machine()}")
+    print(f"command: python benchmarks/core.py --repeat {r}{' --quick' if args.quick else ''}\n")
+
+    cost = spawn_cost(20 if args.quick else 25, r)
+    print("## spawn + sync cost (one peer, in-process engine)\n")
+    print(
+        f"fib({cost['n']}) spawning every call: {cost['spawns']:,} spawns; plain call "
+        f"{cost['plain_call_ns']:.0f} ns; **spawn+sync {cost['spawn_sync_ns']:.0f} ns** "
+        f"(goal <= 1000 ns; Satin/Java 314 ns). Job record: {size_of_job()} bytes.\n"
+    )
+
+    if args.quick:
+        seq_rows = [
+            ("nqueens 11", ["nqueens", "11"], nqueens_seq(11)),
+            ("knapsack 60 5", ["knapsack", "60", "5"], knapsack_seq(60, 5)),
+        ]
+        par_rows = [("nqueens 12", ["nqueens", "12"], nqueens_seq(12))]
+    else:
+        seq_rows = [
+            ("nqueens 14", ["nqueens", "14"], nqueens_seq(14)),
+            ("knapsack 80 4", ["knapsack", "80", "4"], knapsack_seq(80, 4)),
+        ]
+        par_rows = [
+            ("nqueens 14", ["nqueens", "14"], nqueens_seq(14)),
+            ("knapsack 80 4", ["knapsack", "80", "4"], knapsack_seq(80, 4)),
+            ("fib 38", ["fib", "38"], fib_seq(38)),
+        ]
+    rows = [efficiency(name, argv, seq, 1, r) for name, argv, seq in seq_rows]
+    rows += [efficiency(name, argv, seq, 2, r) for name, argv, seq in par_rows]
+    print("## sequential and parallel efficiency\n")
+    print(
+        "| workload | peers | sequential s | satind s | efficiency | steal RTT median ms (replies) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        rtt = (
+            "-"
+            if row["steal_rtt_median_ms"] is None
+            else f"{row['steal_rtt_median_ms']:.2f} ({int(row['steal_replies'])})"
+        )
+        print(
+            f"| {row['workload']} | {row['peers']} | {row['sequential_s']:.3f} | "
+            f"{row['satind_s']:.3f} | {row['efficiency']:.3f} | {rtt} |"
+        )
+    print(f"\nidle peer peak RSS: {idle_peer_rss_mb():.1f} MB (goal < 60 MB)")
+
+
+if __name__ == "__main__":
+    main()
