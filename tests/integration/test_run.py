@@ -273,3 +273,40 @@ def test_finished_run_leaves_no_process_behind() -> None:
     finally:
         proc.kill()
         kill_all(list(seen))
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    blocks, inside, current = [], False, []
+    for line in markdown.splitlines():
+        if line.startswith("```python"):
+            inside, current = True, []
+        elif line.startswith("```") and inside:
+            inside = False
+            blocks.append("\n".join(current) + "\n")
+        elif inside:
+            current.append(line)
+    return blocks
+
+
+def test_the_plugin_guide_example_runs(tmp_path: Path) -> None:
+    docs = Path(__file__).parent.parent.parent / "docs" / "plugins.md"
+    (tmp_path / "sumsq.py").write_text(_python_blocks(docs.read_text())[1])
+    out = run_json("sumsq", "200000", "5000", "--peers", "2", "--plugin-path", str(tmp_path))
+    assert out["result"] == sum(i * i for i in range(200000)) and out["check"] == "ok"
+
+
+def test_the_readme_example_runs(tmp_path: Path) -> None:
+    readme = Path(__file__).parent.parent.parent / "README.md"
+    (tmp_path / "squares.py").write_text(_python_blocks(readme.read_text())[0])
+    out = run_json("squares", "100000", "--peers", "2", "--plugin-path", str(tmp_path))
+    assert out["result"] == sum(i * i for i in range(100000))
+
+
+def test_a_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[steal]\nalgorithm_typo = 'rs'\n")
+    proc = satind("run", "fib", "10", "--config", str(bad))
+    assert proc.returncode == 2 and "unknown setting steal.algorithm_typo" in proc.stderr
+    bad.write_text("[engine]\nswitch_interval_s = 'fast'\n")
+    proc = satind("run", "fib", "10", "--config", str(bad))
+    assert proc.returncode == 2 and "must be float" in proc.stderr
