@@ -30,6 +30,7 @@ from satind.engine import worker as worker_mod
 from satind.engine.jobs import RunState, size_of_job
 from satind.engine.thief import rtt_bucket_names, rtt_median_s
 from satind.engine.worker import Worker, make_root
+from satind.plugin import find
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,12 +125,24 @@ def nqueens_seq(n: int) -> Callable[[], object]:
     return lambda: nqueens.count_seq(n, 0, 0, 0)
 
 
-def knapsack_seq(items: int, seed: int) -> Callable[[], object]:
-    args = knapsack.parse([str(items), str(seed)])
-    # The same algorithm without satind: the dive's bound, then one sequential search.
-    return lambda: knapsack.search_seq(
-        args[0], 0, args[2], 0, knapsack.dive(args[0], args[2], knapsack.DIVE_NODES)
-    )
+def knapsack_best_seq(items: int, seed: int) -> Callable[[], object]:
+    """The best sequential program: the dive's bound, then one branch-and-bound search that
+    improves its bound as it goes (what the spawned version cannot do without shared objects).
+    """
+
+    def run() -> object:
+        args = knapsack.parse([str(items), str(seed)])
+        return knapsack.search_seq(args[0], 0, args[2], 0, args[4])
+
+    return run
+
+
+def plugin_without_satind(argv: list[str]) -> Callable[[], object]:
+    """The plugin's own program called without satind (spawn = plain call). Parsing is left
+    out, as satind's elapsed_s leaves it out."""
+    plugin = find(argv[0])
+    args = plugin.parse_args(argv[1:])
+    return lambda: plugin.entry(*args)
 
 
 def fib_seq(n: int) -> Callable[[], object]:
@@ -139,6 +152,7 @@ def fib_seq(n: int) -> Callable[[], object]:
 def efficiency(
     name: str, argv: list[str], seq: Callable[[], object], peers: int, repeat: int
 ) -> dict[str, Any]:
+    """sequential / (peers x satind time), medians; runs interleaved."""
     seq_times, par_times = [], []
     rtt = [0.0] * len(rtt_bucket_names())
     for _ in range(repeat):
@@ -172,10 +186,8 @@ def idle_peer_rss_mb() -> float:
 
     async def main() -> None:
         async with local_peers(1, cfg=DEFAULT) as peers:
-            import satind_plugins  # noqa: F401  (the parent has it; the peer imports on demand)
-
             await trio.sleep(1.0)
-            status = Path(f"/proc/{peers[0].process.pid}/status").read_text()
+            status = await trio.Path(f"/proc/{peers[0].process.pid}/status").read_text()
             for line in status.splitlines():
                 if line.startswith("VmHWM:"):
                     result.append(int(line.split()[1]) / 1024)
@@ -216,37 +228,61 @@ def main() -> None:
         f"(goal <= 1000 ns; Satin/Java 314 ns). Job record: {size_of_job()} bytes.\n"
     )
 
-    if args.quick:
-        seq_rows = [
-            ("nqueens 11", ["nqueens", "11"], nqueens_seq(11)),
-            ("knapsack 60 5", ["knapsack", "60", "5"], knapsack_seq(60, 5)),
-        ]
-        par_rows = [("nqueens 12", ["nqueens", "12"], nqueens_seq(12))]
-    else:
-        seq_rows = [
-            ("nqueens 14", ["nqueens", "14"], nqueens_seq(14)),
-            ("knapsack 80 4", ["knapsack", "80", "4"], knapsack_seq(80, 4)),
-        ]
-        par_rows = [
-            ("nqueens 14", ["nqueens", "14"], nqueens_seq(14)),
-            ("knapsack 80 4", ["knapsack", "80", "4"], knapsack_seq(80, 4)),
-            ("fib 38", ["fib", "38"], fib_seq(38)),
-        ]
-    rows = [efficiency(name, argv, seq, 1, r) for name, argv, seq in seq_rows]
-    rows += [efficiency(name, argv, seq, 2, r) for name, argv, seq in par_rows]
-    print("## sequential and parallel efficiency\n")
+    q = args.quick
+    seq_rows = [
+        (
+            "nqueens 12" if q else "nqueens 14",
+            "plain bit-mask search",
+            ["nqueens", "12" if q else "14"],
+            nqueens_seq(12 if q else 14),
+        ),
+        (
+            "knapsack 60 5" if q else "knapsack 80 1",
+            "the plugin without satind",
+            ["knapsack", "60", "5"] if q else ["knapsack", "80", "1"],
+            plugin_without_satind(["knapsack", "60", "5"] if q else ["knapsack", "80", "1"]),
+        ),
+        (
+            "knapsack 60 5" if q else "knapsack 80 1",
+            "best sequential B&B",
+            ["knapsack", "60", "5"] if q else ["knapsack", "80", "1"],
+            knapsack_best_seq(60, 5) if q else knapsack_best_seq(80, 1),
+        ),
+    ]
+    par_rows = [
+        (
+            "nqueens 12" if q else "nqueens 14",
+            "plain bit-mask search",
+            ["nqueens", "12" if q else "14"],
+            nqueens_seq(12 if q else 14),
+        ),
+        (
+            "fib 30" if q else "fib 39",
+            "plain recursion",
+            ["fib", "30" if q else "39"],
+            fib_seq(30 if q else 39),
+        ),
+        (
+            "tree 3 8 2 busy" if q else "tree 3 8 12 busy",
+            "the plugin without satind",
+            ["tree", "3", "8", "2" if q else "12", "busy"],
+            plugin_without_satind(["tree", "3", "8", "2" if q else "12", "busy"]),
+        ),
+    ]
+    rows = [(base, efficiency(name, argv, seq, 1, r)) for name, base, argv, seq in seq_rows]
+    rows += [(base, efficiency(name, argv, seq, 2, r)) for name, base, argv, seq in par_rows]
+    print("## sequential (1 peer) and parallel (2 peers) efficiency\n")
     print(
-        "| workload | peers | sequential s | satind s | efficiency | steal RTT median ms (replies) |"
+        "| workload | sequential baseline | peers | sequential s | satind s | efficiency "
+        "| steal RTT median ms (replies) |"
     )
-    print("|---|---|---|---|---|---|")
-    for row in rows:
-        rtt = (
-            "-"
-            if row["steal_rtt_median_ms"] is None
-            else f"{row['steal_rtt_median_ms']:.2f} ({int(row['steal_replies'])})"
-        )
+    print("|---|---|---|---|---|---|---|")
+    for base, row in rows:
+        rtt = "-"
+        if row["steal_rtt_median_ms"] is not None:
+            rtt = f"{row['steal_rtt_median_ms']:.2f} ({int(row['steal_replies'])})"
         print(
-            f"| {row['workload']} | {row['peers']} | {row['sequential_s']:.3f} | "
+            f"| {row['workload']} | {base} | {row['peers']} | {row['sequential_s']:.3f} | "
             f"{row['satind_s']:.3f} | {row['efficiency']:.3f} | {rtt} |"
         )
     print(f"\nidle peer peak RSS: {idle_peer_rss_mb():.1f} MB (goal < 60 MB)")

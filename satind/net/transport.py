@@ -15,6 +15,7 @@ is checked against the certificate).
 from __future__ import annotations
 
 import logging
+import ssl
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Protocol
 import trio
 
 from satind.config import NetConfig
-from satind.net import codec
+from satind.net import codec, tls
 from satind.net import messages as m
 
 log = logging.getLogger(__name__)
@@ -160,14 +161,47 @@ class TcpTransport:
     resolve: Callable[[str], Address | None] = lambda name: None
     on_closed: Callable[[Connection], None] = lambda conn: None
     counters: TrafficCounters = field(default_factory=TrafficCounters)
-    # Wraps a raw TCP stream (TLS); set by the security layer.
-    wrap_client: Callable[[trio.abc.Stream, str], trio.abc.Stream] | None = None
-    wrap_server: Callable[[trio.abc.Stream], trio.abc.Stream] | None = None
+    # TLS credentials; None means plain TCP (only for tests and benchmarks that say so).
+    credentials: tls.Credentials | None = None
 
     def __post_init__(self) -> None:
         self._conns: dict[str, Connection] = {}
         self._nursery: trio.Nursery | None = None
         self.listen_address: Address | None = None
+        self._server_ctx = self._client_ctx = None
+        if self.credentials is not None:
+            self._server_ctx = self.credentials.server_context()
+            self._client_ctx = self.credentials.client_context()
+
+    async def _secure(self, tcp: trio.SocketStream, server_side: bool) -> trio.abc.Stream:
+        """Wrap a fresh TCP stream in TLS 1.3 and finish the TLS handshake (no-op without TLS).
+
+        Raises:
+            HandshakeError: the other side has no valid certificate from our CA.
+        """
+        ctx = self._server_ctx if server_side else self._client_ctx
+        if ctx is None:
+            return tcp
+        stream = trio.SSLStream(tcp, ctx, server_side=server_side, server_hostname=None)
+        try:
+            await stream.do_handshake()
+        except (trio.BrokenResourceError, ssl.SSLError) as exc:
+            raise HandshakeError(f"TLS handshake failed: {exc.__cause__ or exc}") from None
+        return stream
+
+    def _check_certificate(self, stream: trio.abc.Stream, hello: m.Hello) -> None:
+        """The Hello's name and role must be those the verified certificate grants."""
+        if not isinstance(stream, trio.SSLStream):
+            return
+        try:
+            cert_name, cert_role = tls.certificate_identity(stream.getpeercert())
+        except ValueError as exc:
+            raise HandshakeError(f"bad peer certificate: {exc}") from None
+        if not tls.name_allowed(hello.sender, hello.role, cert_name, cert_role):
+            raise HandshakeError(
+                f"{hello.sender!r} ({hello.role}) presented the certificate of "
+                f"{cert_name!r} ({cert_role or 'no role'})"
+            )
 
     async def run(
         self,
@@ -245,11 +279,13 @@ class TcpTransport:
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 tcp = await trio.open_tcp_stream(address.host, address.port)
-                stream: trio.abc.Stream = tcp
-                if self.wrap_client is not None:
-                    stream = self.wrap_client(tcp, dest)
+                stream = await self._secure(tcp, server_side=False)
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
+                if ready is None and conn.remote.name != dest:
+                    # A member's address now answers under another name (a restart, a
+                    # reused port): talking to it as `dest` would misroute everything.
+                    raise HandshakeError(f"dialled {dest} but {conn.remote.name} answered")
         except (
             OSError,
             trio.TooSlowError,
@@ -266,8 +302,6 @@ class TcpTransport:
             if ready is not None:
                 raise
             return
-        if conn.remote.name != dest and ready is None:
-            log.warning("dialled %s at %s but %s answered", dest, address, conn.remote.name)
         # Register under the name the remote proved, so replies find this connection.
         self._conns.setdefault(conn.remote.name, conn)
         if ready is not None:
@@ -279,8 +313,7 @@ class TcpTransport:
         conn = Connection(self, None, outbound=False)
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
-                if self.wrap_server is not None:
-                    stream = self.wrap_server(tcp)
+                stream = await self._secure(tcp, server_side=True)
                 reader = _FrameReader(stream, self.cfg.max_frame_bytes)
                 conn.remote = await self._handshake(stream, reader)
         except (
@@ -316,6 +349,7 @@ class TcpTransport:
             )
         if msg.role not in ("peer", "client"):
             raise HandshakeError(f"unknown role {msg.role!r}")
+        self._check_certificate(stream, msg)
         return Identity(msg.sender, msg.cluster, msg.role)
 
     async def _pump(self, stream: trio.abc.Stream, reader: _FrameReader, conn: Connection) -> None:

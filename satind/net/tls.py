@@ -1,0 +1,258 @@
+"""The cluster CA, node and client certificates, and the TLS contexts peers and clients use.
+
+Every connection is TLS 1.3 with a certificate on both sides, checked against the cluster CA
+(DESIGN "Wire and security"). A certificate's common name is the party's identity: a node
+certificate named ``NAME`` lets a machine run peers ``NAME/0``, ``NAME/1``...; a client
+certificate named ``NAME`` lets clients call themselves ``NAME~<anything>``. The organizational
+unit says which kind it is ("peer" or "client"), so a client certificate cannot pose as a peer.
+Host names are not checked — peers are identified by certificate names, not by DNS.
+
+Key files are written 0600, and a key file that others can read is refused: a cluster's security
+is its keys.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_CERT = "ca.pem"
+CA_KEY = "ca.key"
+ROLE_PEER = "peer"
+ROLE_CLIENT = "client"
+# Separators between a certificate's name and the instance suffix of a party's name.
+PEER_SEPARATOR = "/"
+CLIENT_SEPARATOR = "~"
+
+
+class KeysError(Exception):
+    """A key directory problem, with what to do about it."""
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def check_key_file(path: Path) -> None:
+    """Refuse a key file that anyone but its owner can read or write.
+
+    Raises:
+        KeysError: the file is missing or its mode lets others in.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise KeysError(f"cannot read key {path}: {exc.strerror}") from None
+    if mode & 0o077:
+        raise KeysError(
+            f"key {path} is readable by others (mode {mode & 0o777:o}); run: chmod 600 {path}"
+        )
+
+
+def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) -> Path:
+    """Create a cluster CA (EC P-256) in ``directory``; returns the certificate's path.
+
+    Raises:
+        KeysError: the directory already holds a CA.
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if (directory / CA_CERT).exists() or (directory / CA_KEY).exists():
+        raise KeysError(f"{directory} already holds a CA ({CA_CERT}); use another directory")
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = _now()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    _write_private(directory / CA_KEY, _key_pem(key))
+    (directory / CA_CERT).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return directory / CA_CERT
+
+
+def issue(
+    directory: Path,
+    name: str,
+    *,
+    client: bool = False,
+    days: int = 825,
+    not_before: datetime.datetime | None = None,
+) -> tuple[Path, Path]:
+    """Issue a node (or client) certificate ``NAME.pem`` with key ``NAME.key``, signed by the CA.
+
+    Raises:
+        KeysError: no CA here, a bad name, or the files exist already.
+    """
+    if (
+        not name
+        or any(c in name for c in f"{PEER_SEPARATOR}{CLIENT_SEPARATOR}\\ ")
+        or name.startswith(".")
+    ):
+        raise KeysError(
+            f"bad certificate name {name!r}: use letters, digits, '-', '_' or '.', "
+            f"without {PEER_SEPARATOR!r}, {CLIENT_SEPARATOR!r} or spaces"
+        )
+    if name == "ca":
+        raise KeysError("'ca' is the CA's own file name; pick another name")
+    ca_cert_path, ca_key_path = directory / CA_CERT, directory / CA_KEY
+    if not ca_key_path.exists():
+        raise KeysError(f"no CA in {directory}: run `satind keys init {directory}` first")
+    check_key_file(ca_key_path)
+    cert_path, key_path = directory / f"{name}.pem", directory / f"{name}.key"
+    if cert_path.exists() or key_path.exists():
+        raise KeysError(f"{cert_path} already exists")
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
+    ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    role = ROLE_CLIENT if client else ROLE_PEER
+    start = not_before or (_now() - datetime.timedelta(minutes=5))
+    usages = (
+        [ExtendedKeyUsageOID.CLIENT_AUTH]
+        if client
+        else [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.COMMON_NAME, name),
+                    x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role),
+                ]
+            )
+        )
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_private(key_path, _key_pem(key))
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What one party needs for TLS: the CA and its own certificate and key."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    name: str
+    role: str
+
+    @classmethod
+    def load(cls, directory: Path, name: str, role: str) -> Credentials:
+        """Find ``NAME.pem``/``NAME.key`` and the CA in ``directory``.
+
+        Raises:
+            KeysError: a file is missing or a key is readable by others.
+        """
+        ca, cert, key = directory / CA_CERT, directory / f"{name}.pem", directory / f"{name}.key"
+        for path in (ca, cert):
+            if not path.exists():
+                flag = " --client" if role == ROLE_CLIENT else ""
+                hint = (
+                    f"satind keys issue {directory} {name}{flag}"
+                    if path == cert
+                    else f"satind keys init {directory}"
+                )
+                raise KeysError(f"missing {path}; create it with: {hint}")
+        check_key_file(key)
+        return cls(ca, cert, key, name, role)
+
+    def _context(self, purpose: ssl.Purpose) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(purpose, cafile=str(self.ca))
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        ctx.check_hostname = False  # identities are certificate names, checked in the handshake
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_cert_chain(str(self.cert), str(self.key))
+        return ctx
+
+    def server_context(self) -> ssl.SSLContext:
+        return self._context(ssl.Purpose.CLIENT_AUTH)
+
+    def client_context(self) -> ssl.SSLContext:
+        return self._context(ssl.Purpose.SERVER_AUTH)
+
+
+def certificate_identity(peercert: dict[str, object] | None) -> tuple[str, str]:
+    """(common name, role) of a verified peer certificate (``SSLObject.getpeercert()``).
+
+    Raises:
+        ValueError: no certificate or no common name.
+    """
+    if not peercert:
+        raise ValueError("no certificate")
+    fields: dict[str, str] = {}
+    subject = peercert.get("subject", ())
+    assert isinstance(subject, tuple)
+    for rdn in subject:
+        for key, value in rdn:
+            fields[key] = value
+    if "commonName" not in fields:
+        raise ValueError("certificate has no common name")
+    return fields["commonName"], fields.get("organizationalUnitName", "")
+
+
+def name_allowed(claimed: str, role: str, cert_name: str, cert_role: str) -> bool:
+    """May a party whose certificate says (cert_name, cert_role) call itself ``claimed``?"""
+    if role != cert_role:
+        return False
+    separator = PEER_SEPARATOR if role == ROLE_PEER else CLIENT_SEPARATOR
+    return claimed == cert_name or claimed.startswith(cert_name + separator)

@@ -1,0 +1,184 @@
+"""Mutual TLS: who gets past the handshake, and key handling."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import ssl
+from pathlib import Path
+
+import pytest
+import trio
+
+from satind.config import NetConfig
+from satind.net import codec, tls
+from satind.net import messages as m
+from satind.net.transport import Address, Connection, Identity, TcpTransport
+
+CFG = NetConfig(connect_timeout_s=5.0)
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("keys")
+    tls.init_ca(directory)
+    for name in ("alpha", "beta"):
+        tls.issue(directory, name)
+    tls.issue(directory, "alice", client=True)
+    expired_start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=30)
+    tls.issue(directory, "old", days=1, not_before=expired_start)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def other_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("other")
+    tls.init_ca(directory)
+    tls.issue(directory, "alpha")  # same name, wrong CA
+    return directory
+
+
+def test_key_files_are_private_and_world_readable_keys_are_refused(keys: Path) -> None:
+    for key in (keys / "ca.key", keys / "alpha.key", keys / "alice.key"):
+        assert key.stat().st_mode & 0o777 == 0o600
+    tls.Credentials.load(keys, "alpha", "peer")
+    os.chmod(keys / "beta.key", 0o644)
+    try:
+        with pytest.raises(tls.KeysError, match="chmod 600"):
+            tls.Credentials.load(keys, "beta", "peer")
+    finally:
+        os.chmod(keys / "beta.key", 0o600)
+
+
+def test_missing_files_say_how_to_make_them(tmp_path: Path, keys: Path) -> None:
+    with pytest.raises(tls.KeysError, match="satind keys init"):
+        tls.Credentials.load(tmp_path, "x", "peer")
+    with pytest.raises(tls.KeysError, match=r"satind keys issue .* gamma --client"):
+        tls.Credentials.load(keys, "gamma", "client")
+    with pytest.raises(tls.KeysError, match="already holds a CA"):
+        tls.init_ca(keys)
+    with pytest.raises(tls.KeysError, match="bad certificate name"):
+        tls.issue(keys, "a/b")
+
+
+def test_identity_rules() -> None:
+    assert tls.name_allowed("alpha/3", "peer", "alpha", "peer")
+    assert tls.name_allowed("alpha", "peer", "alpha", "peer")
+    assert not tls.name_allowed("alphabet/0", "peer", "alpha", "peer")
+    assert not tls.name_allowed("alice~1", "peer", "alice", "client")  # a client posing as a peer
+    assert tls.name_allowed("alice~1f2e", "client", "alice", "client")
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.got: list[tuple[str, m.Message]] = []
+        self.event = trio.Event()
+
+    def __call__(self, conn: Connection, msg: m.Message) -> None:
+        self.got.append((conn.remote_name, msg))
+        self.event.set()
+
+
+async def _server(nursery: trio.Nursery, keys: Path) -> tuple[TcpTransport, Inbox, Address]:
+    inbox = Inbox()
+    server = TcpTransport(
+        Identity("alpha/0", "c0", "peer"),
+        CFG,
+        inbox,
+        credentials=tls.Credentials.load(keys, "alpha", "peer"),
+    )
+    address = await nursery.start(server.run, Address("127.0.0.1", 0))
+    return server, inbox, address
+
+
+async def test_peers_with_cluster_certificates_talk(keys: Path) -> None:
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            _, inbox, address = await _server(nursery, keys)
+            client = TcpTransport(
+                Identity("beta/1", "c1", "peer"),
+                CFG,
+                Inbox(),
+                credentials=tls.Credentials.load(keys, "beta", "peer"),
+                resolve=lambda name: address,
+            )
+            await nursery.start(client.run, None)
+            client.post("alpha/0", m.StealRequest(1, True))
+            await inbox.event.wait()
+            assert inbox.got == [("beta/1", m.StealRequest(1, True))]
+            nursery.cancel_scope.cancel()
+
+
+async def _attempt(address: Address, transport: TcpTransport, nursery: trio.Nursery) -> str:
+    await nursery.start(transport.run, None)
+    try:
+        conn = await transport.dial(address)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    conn.post(m.StealRequest(99, False))
+    await trio.sleep(0.5)
+    return "connected"
+
+
+@pytest.mark.parametrize(
+    ("who", "creds", "role"),
+    [
+        ("alpha/9", "other-ca", "peer"),  # right name, certificate from another CA
+        ("old/0", "expired", "peer"),  # our CA, expired certificate
+        ("alice~x", "alice-as-peer", "peer"),  # a client certificate posing as a peer
+        ("beta/0", "alpha-as-beta", "peer"),  # another node's certificate
+    ],
+)
+async def test_bad_certificates_are_rejected_before_any_message(
+    keys: Path, other_ca: Path, who: str, creds: str, role: str
+) -> None:
+    credentials = {
+        "other-ca": tls.Credentials.load(other_ca, "alpha", "peer"),
+        "expired": tls.Credentials.load(keys, "old", "peer"),
+        "alice-as-peer": tls.Credentials.load(keys, "alice", "peer"),
+        "alpha-as-beta": tls.Credentials.load(keys, "alpha", "peer"),
+    }[creds]
+    with trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            server, inbox, address = await _server(nursery, keys)
+            intruder = TcpTransport(
+                Identity(who, "c9", role), CFG, Inbox(), credentials=credentials
+            )
+            outcome = await _attempt(address, intruder, nursery)
+            await trio.sleep(0.2)
+            assert inbox.got == [], outcome
+            assert server.counters.bad_frames >= 1 or outcome != "connected"
+            nursery.cancel_scope.cancel()
+
+
+async def test_plain_tcp_and_no_certificate_are_rejected(keys: Path) -> None:
+    hello = codec.frame(codec.encode_message(m.Hello(m.PROTOCOL_VERSION, "x", "c9", "peer")))
+    with trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            server, inbox, address = await _server(nursery, keys)
+            # Plain TCP speaking the protocol: the TLS server sees garbage and hangs up.
+            stream = await trio.open_tcp_stream(address.host, address.port)
+            await stream.send_all(
+                hello + codec.frame(codec.encode_message(m.StealRequest(1, False)))
+            )
+            with trio.move_on_after(5):
+                while await stream.receive_some(4096):
+                    pass
+            await stream.aclose()
+            # TLS without a client certificate.
+            ctx = ssl.create_default_context(cafile=str(keys / "ca.pem"))
+            ctx.check_hostname = False
+            tcp = await trio.open_tcp_stream(address.host, address.port)
+            tls_stream = trio.SSLStream(tcp, ctx, server_hostname=None)
+            with trio.move_on_after(5):
+                try:
+                    await tls_stream.do_handshake()
+                    await tls_stream.send_all(hello)
+                    while await tls_stream.receive_some(4096):
+                        pass
+                except trio.BrokenResourceError:
+                    pass
+            await trio.aclose_forcefully(tls_stream)
+            assert inbox.got == []
+            assert server.counters.bad_frames >= 2
+            nursery.cancel_scope.cancel()
