@@ -74,6 +74,42 @@ class NetConfig:
 
 
 @dataclass(frozen=True)
+class MembershipConfig:
+    """SWIM failure detection with the Lifeguard refinements, and gossip (after memberlist's
+    DefaultLANConfig; the formulas are in membership/swim.py)."""
+
+    # seconds. One member probed per interval, round robin. Detection time grows with it,
+    # probe traffic falls with it.
+    probe_interval_s: float = 1.0
+    # seconds. Wait this long for a direct ack before asking others to probe.
+    probe_timeout_s: float = 0.5
+    # count. Members asked to probe indirectly when a direct probe fails.
+    indirect_checks: int = 3
+    # multiplier. Suspicion lasts suspicion_mult * max(1, log10 N) * probe interval at least
+    # (more members, slower spread of the refutation)...
+    suspicion_mult: int = 4
+    # multiplier. ... and at most this many times that, shrinking as independent members
+    # confirm the suspicion (Lifeguard).
+    suspicion_max_mult: int = 6
+    # multiplier. An update is gossiped retransmit_mult * ceil(log10(N + 1)) times.
+    retransmit_mult: int = 4
+    # seconds. A gossip round: send pending updates to gossip_nodes random members.
+    gossip_interval_s: float = 0.2
+    gossip_nodes: int = 3
+    # count. Most updates piggybacked on one message.
+    gossip_max_items: int = 64
+    # seconds. Full state exchange with a random member, repairing what gossip missed.
+    push_pull_interval_s: float = 30.0
+    # count. Lifeguard's local health score ceiling: probe timeouts scale by (score + 1).
+    awareness_max: int = 8
+    # seconds. Dead and left members are remembered this long (so stale gossip cannot revive
+    # them), then forgotten.
+    tombstone_s: float = 600.0
+    # seconds. A joiner retries its seeds this long before giving up.
+    join_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """The run lifecycle on the master."""
 
@@ -100,6 +136,7 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     steal: StealConfig = field(default_factory=StealConfig)
     net: NetConfig = field(default_factory=NetConfig)
+    membership: MembershipConfig = field(default_factory=MembershipConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
 

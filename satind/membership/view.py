@@ -1,17 +1,48 @@
-"""The member table: who is in the system, where, and in which cluster.
+"""The member table: who is in the system, where, in which cluster, and in which state.
 
-This issue's membership is static — the launcher hands every peer the full list — behind the
-small interface the peer uses (``alive``, ``get``), which the gossip-based membership of the
-daemon replaces.
+The rules for applying an update are SWIM's (Das et al.) as hashicorp/memberlist implements
+them, as pure code over plain data:
+
+* every member has an **incarnation** number that only it increments; an update about a member
+  overrides what we know when its incarnation is higher, or equal with a stronger state
+  (alive < suspect < dead/left);
+* a member that hears itself suspected or declared dead refutes it by bumping its incarnation
+  and announcing itself alive (``MemberTable.apply`` returns what to broadcast);
+* a member that is **dead** or has **left** is never made alive again by an update of the same
+  incarnation.
+
+One addition: each process has an ``instance`` (its start time in nanoseconds). A peer restarted
+under the same name is a new instance; an update with a newer instance replaces the member
+outright, and the old instance counts as gone (its stolen jobs must be recovered), even if
+nobody saw it die.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
 from typing import Protocol
 
+from satind.net.messages import MemberUpdate
 from satind.net.transport import Address
+
+
+class State(IntEnum):
+    """Member states, ordered by precedence at equal incarnation."""
+
+    ALIVE = 0
+    SUSPECT = 1
+    DEAD = 2
+    LEFT = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @property
+    def gone(self) -> bool:
+        return self >= State.DEAD
 
 
 @dataclass(frozen=True)
@@ -19,6 +50,58 @@ class Member:
     name: str
     address: Address
     cluster: str
+    state: State = State.ALIVE
+    incarnation: int = 0
+    instance: int = 0
+    draining: bool = False
+    # plugin name -> code hash: a master refuses a run some member has another version of.
+    plugins: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def alive(self) -> bool:
+        return self.state in (State.ALIVE, State.SUSPECT)
+
+    def update(self, state: State | None = None, origin: str = "") -> MemberUpdate:
+        """This member as a gossip update (with another state when given)."""
+        return MemberUpdate(
+            name=self.name,
+            host=self.address.host,
+            port=self.address.port,
+            cluster=self.cluster,
+            state=(state if state is not None else self.state).label,
+            incarnation=self.incarnation,
+            instance=self.instance,
+            draining=self.draining,
+            plugins=dict(self.plugins),
+            origin=origin,
+        )
+
+
+STATES = {s.label: s for s in State}
+
+
+def member_from(update: MemberUpdate) -> Member:
+    """Raises KeyError for an unknown state label."""
+    return Member(
+        name=update.name,
+        address=Address(update.host, update.port),
+        cluster=update.cluster,
+        state=STATES[update.state],
+        incarnation=update.incarnation,
+        instance=update.instance,
+        draining=update.draining,
+        plugins=dict(update.plugins),
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """What applying an update did (for the failure detector and the recovery hooks)."""
+
+    before: Member | None
+    after: Member
+    # The previous instance of a restarted member is gone (its work must be recovered).
+    replaced: bool = False
 
 
 class MembershipView(Protocol):
@@ -28,37 +111,126 @@ class MembershipView(Protocol):
     def me(self) -> Member: ...
 
     def alive(self) -> Sequence[Member]:
-        """Every member believed alive, this peer included, in a stable order."""
+        """Every member believed alive or suspect, this peer included, in name order."""
         ...
 
     def get(self, name: str) -> Member | None: ...
 
 
-class StaticMembership:
-    """A fixed member list (the embedded launcher's)."""
+class MemberTable:
+    """Every member this peer knows of, dead and left ones included (as tombstones)."""
 
-    def __init__(self, me: Member, members: Sequence[Member] = ()) -> None:
+    def __init__(self, me: Member) -> None:
         self._me = me
-        self._members: dict[str, Member] = {}
-        self.set_members(members)
-
-    def set_members(self, members: Sequence[Member]) -> None:
-        """Replace the list (the launcher sends it once every peer has bound its port)."""
-        by_name = {member.name: member for member in members}
-        by_name[self._me.name] = self._me
-        self._members = dict(sorted(by_name.items()))
+        self._members: dict[str, Member] = {me.name: me}
 
     @property
     def me(self) -> Member:
         return self._me
 
     def set_me(self, me: Member) -> None:
-        """Fix our own address once the listener is bound (port 0 resolved)."""
         self._me = me
         self._members[me.name] = me
 
-    def alive(self) -> Sequence[Member]:
-        return list(self._members.values())
-
     def get(self, name: str) -> Member | None:
         return self._members.get(name)
+
+    def alive(self) -> list[Member]:
+        return [m for _, m in sorted(self._members.items()) if m.alive]
+
+    def everyone(self) -> list[Member]:
+        return [m for _, m in sorted(self._members.items())]
+
+    def __len__(self) -> int:
+        return sum(1 for m in self._members.values() if m.alive)
+
+    def apply(self, update: MemberUpdate) -> tuple[Change | None, MemberUpdate | None]:
+        """Apply one update. Returns (the change, or None if it changed nothing; and a
+        refutation to broadcast when the update wrongly says this peer is not alive).
+
+        Raises:
+            KeyError: an unknown state label (the codec cannot check string enums).
+        """
+        new = member_from(update)
+        if new.name == self._me.name:
+            return None, self._refute(new)
+        old = self._members.get(new.name)
+        if old is None:
+            if new.state.gone:
+                # A tombstone for someone we never knew: remember it so a stale "alive" of
+                # the same incarnation cannot bring it back.
+                self._members[new.name] = new
+                return Change(None, new), None
+            self._members[new.name] = new
+            return Change(None, new), None
+        if new.instance != old.instance:
+            if new.instance < old.instance:
+                return None, None  # news of an older process: ignore
+            self._members[new.name] = new
+            return Change(old, new, replaced=not old.state.gone), None
+        if not self._overrides(old, new):
+            return None, None
+        # Suspicion and death notices need not repeat the plugin list.
+        merged = replace(new, plugins=new.plugins or old.plugins)
+        self._members[new.name] = merged
+        return Change(old, merged), None
+
+    @staticmethod
+    def _overrides(old: Member, new: Member) -> bool:
+        """SWIM precedence. A dead member comes back only with a higher incarnation (it
+        refuted its death), never at the same one."""
+        if new.incarnation != old.incarnation:
+            return new.incarnation > old.incarnation
+        if new.state > old.state:
+            return True
+        # Same incarnation and state: only a change of the draining flag is news.
+        return new.state == old.state and new.draining != old.draining
+
+    def _refute(self, news: Member) -> MemberUpdate | None:
+        me = self._me
+        if news.instance > me.instance:
+            # Someone else runs under our name with a newer process. Nothing sensible to do but
+            # let the newer one win; this one should not be running (the operator's mistake).
+            return None
+        if news.instance < me.instance:
+            # Gossip about an earlier process of ours (we restarted): tell them we are new.
+            return me.update()
+        if news.state == State.ALIVE and news.incarnation <= me.incarnation:
+            return None
+        if news.state == State.LEFT and me.state == State.LEFT:
+            return None
+        # Suspected, declared dead, or an incarnation from the future: outbid it.
+        me = replace(me, incarnation=max(me.incarnation, news.incarnation) + 1)
+        self.set_me(me)
+        return me.update()
+
+    def set_state_of_me(self, state: State, draining: bool | None = None) -> MemberUpdate:
+        """Change our own state (leave, drain), bumping the incarnation so it wins."""
+        me = replace(
+            self._me,
+            state=state,
+            incarnation=self._me.incarnation + 1,
+            draining=self._me.draining if draining is None else draining,
+        )
+        self.set_me(me)
+        return me.update()
+
+    def forget_gone(self, names: Sequence[str]) -> None:
+        """Drop tombstones (after they have been gone long enough to stop mattering)."""
+        for name in names:
+            member = self._members.get(name)
+            if member is not None and member.state.gone and name != self._me.name:
+                del self._members[name]
+
+
+class StaticMembership(MemberTable):
+    """A fixed member list, for tests and tools that need no failure detection."""
+
+    def __init__(self, me: Member, members: Sequence[Member] = ()) -> None:
+        super().__init__(me)
+        self.set_members(members)
+
+    def set_members(self, members: Sequence[Member]) -> None:
+        for member in members:
+            if member.name != self.me.name:
+                self._members[member.name] = member

@@ -67,6 +67,74 @@ class JobSpec:
     args: bytes
 
 
+@dataclass(frozen=True)
+class MemberUpdate:
+    """Gossip about one member (membership/view.py applies it with SWIM's rules)."""
+
+    name: str
+    host: str
+    port: int
+    cluster: str
+    state: str  # "alive", "suspect", "dead" or "left"
+    incarnation: int
+    # The member's process start time (ns): a restarted peer is a newer instance.
+    instance: int
+    draining: bool = False
+    # plugin name -> code hash; sent with "alive" updates.
+    plugins: dict[str, str] = field(default_factory=dict)
+    # For "suspect": who suspects (Lifeguard counts independent suspicions).
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class RunAnnounce:
+    """A run's descriptor and where it stands, spread by gossip to every peer."""
+
+    info: RunInfo
+    state: str  # "queued", "running", "done" or "failed"
+
+
+@dataclass(frozen=True)
+class Broadcasts:
+    """What rides on gossip: piggybacked on probes, and sent in gossip rounds."""
+
+    members: list[MemberUpdate] = field(default_factory=list)
+    runs: list[RunAnnounce] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PeerStatus:
+    """One peer's line in ``satind status``."""
+
+    name: str
+    cluster: str
+    state: str  # alive, suspect, dead, left or draining
+    queue: int = 0
+    jobs_run: int = 0
+    jobs_given: int = 0
+    stolen_local: int = 0
+    stolen_wide: int = 0
+    steal_attempts_local: int = 0
+    steal_attempts_wide: int = 0
+    cpu_percent: float = 0.0
+    rss_mb: float = 0.0
+    runs: int = 0
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One run's line in ``satind status``."""
+
+    run_id: str
+    plugin: str
+    argv: list[str]
+    master: str
+    state: str  # queued, running, done or failed
+    progress: float
+    elapsed_s: float
+    counters: dict[str, int | float] = field(default_factory=dict)
+
+
 # -- connection --------------------------------------------------------------------------
 
 
@@ -212,9 +280,137 @@ class ProgressReply(Message):
 
 @dataclass(frozen=True)
 class Shutdown(Message):
-    """Stop the receiving peer (sent by the launcher that started it)."""
+    """Stop the receiving peer: leave gracefully and exit."""
 
     TYPE: ClassVar[int] = 40
+    reason: str
+
+
+# -- membership (SWIM) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ping(Message):
+    TYPE: ClassVar[int] = 50
+    seq: int
+    target: str
+    gossip: Broadcasts
+
+
+@dataclass(frozen=True)
+class Ack(Message):
+    TYPE: ClassVar[int] = 51
+    seq: int
+    gossip: Broadcasts
+
+
+@dataclass(frozen=True)
+class PingReq(Message):
+    """Ask a member to probe ``target`` for us (SWIM's indirect probe)."""
+
+    TYPE: ClassVar[int] = 52
+    seq: int
+    target: str
+
+
+@dataclass(frozen=True)
+class Nack(Message):
+    """Lifeguard: the indirect probe found no answer (so the asker's own links are fine)."""
+
+    TYPE: ClassVar[int] = 53
+    seq: int
+
+
+@dataclass(frozen=True)
+class PushPull(Message):
+    """Full state exchange: on join, and now and then, to repair what gossip missed."""
+
+    TYPE: ClassVar[int] = 54
+    join: bool
+    reply: bool
+    members: list[MemberUpdate]
+    runs: list[RunAnnounce]
+
+
+@dataclass(frozen=True)
+class Gossip(Message):
+    TYPE: ClassVar[int] = 55
+    gossip: Broadcasts
+
+
+# -- control (clients of a daemon) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusRequest(Message):
+    """``deep``: the answering peer asks every member (else it answers for itself only)."""
+
+    TYPE: ClassVar[int] = 60
+    req: int
+    deep: bool
+
+
+@dataclass(frozen=True)
+class StatusReply(Message):
+    TYPE: ClassVar[int] = 61
+    req: int
+    peers: list[PeerStatus]
+    runs: list[RunStatus]
+
+
+@dataclass(frozen=True)
+class ResultRequest(Message):
+    """A run's result; with ``wait``, the reply comes when the run ends."""
+
+    TYPE: ClassVar[int] = 62
+    req: int
+    run_id: str
+    wait: bool
+
+
+@dataclass(frozen=True)
+class ResultReply(Message):
+    """``result`` is None and ``error`` says why when the result is not (or no longer) here."""
+
+    TYPE: ClassVar[int] = 63
+    req: int
+    result: RunResult | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DrainRequest(Message):
+    """Drain the named peers, or every peer of ``cluster``."""
+
+    TYPE: ClassVar[int] = 64
+    req: int
+    peers: list[str]
+    cluster: str = ""
+
+
+@dataclass(frozen=True)
+class StopRequest(Message):
+    """Stop the answering peer's machine (``every``: all members)."""
+
+    TYPE: ClassVar[int] = 65
+    req: int
+    every: bool
+
+
+@dataclass(frozen=True)
+class ControlReply(Message):
+    TYPE: ClassVar[int] = 66
+    req: int
+    ok: bool
+    message: str
+    affected: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Drain(Message):
+    """Peer to peer: stop taking work, finish it, leave."""
+
+    TYPE: ClassVar[int] = 67
     reason: str
 
 
@@ -234,4 +430,18 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     ProgressRequest,
     ProgressReply,
     Shutdown,
+    Ping,
+    Ack,
+    PingReq,
+    Nack,
+    PushPull,
+    Gossip,
+    StatusRequest,
+    StatusReply,
+    ResultRequest,
+    ResultReply,
+    DrainRequest,
+    StopRequest,
+    ControlReply,
+    Drain,
 )

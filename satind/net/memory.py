@@ -1,0 +1,182 @@
+"""An in-memory network for tests and the simulator: the same messages, no sockets.
+
+Every message is encoded and decoded with the real codec (so the simulator exercises the wire
+format and counts real bytes) and delivered after a delay. Faults come from a seeded
+``random.Random``: per-message drop and duplication, extra jitter (which reorders), and
+partitions that cut all traffic between two sets of parties. Run the network's delivery loop
+in a nursery; with trio's MockClock, delays cost no wall time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from satind.net import codec
+from satind.net import messages as m
+from satind.net.transport import Address, Identity, TrafficCounters
+
+
+@dataclass
+class LinkFaults:
+    """How the network treats messages (all probabilities per message)."""
+
+    latency_s: float = 0.0005
+    wide_latency_s: float = 0.0005
+    jitter_s: float = 0.0
+    drop: float = 0.0
+    duplicate: float = 0.0
+
+
+class MemoryLink:
+    """The sender of a delivered message, as the receiver sees it."""
+
+    def __init__(self, transport: MemoryTransport, remote: Identity) -> None:
+        self._transport = transport
+        self.remote = remote
+
+    @property
+    def remote_name(self) -> str:
+        return self.remote.name
+
+    def post(self, msg: m.Message) -> None:
+        self._transport.post(self.remote.name, msg)
+
+
+MessageHandler = Callable[[MemoryLink, m.Message], None]
+
+
+class MemoryTransport:
+    def __init__(
+        self, network: MemoryNetwork, identity: Identity, address: Address, handler: MessageHandler
+    ) -> None:
+        self.network = network
+        self.identity = identity
+        self.address = address
+        self.handler = handler
+        self.counters = TrafficCounters()
+        self.attached = True
+
+    def post(self, dest: str, msg: m.Message) -> None:
+        self.network.send(self, dest, msg)
+
+    def post_address(self, address: Address, msg: m.Message) -> None:
+        name = self.network.name_at(address)
+        if name is None:
+            self.counters.send_failures += 1
+            return
+        self.post(name, msg)
+
+
+@dataclass(order=True)
+class _InFlight:
+    due: float
+    seq: int
+    dest: str = field(compare=False)
+    src: Identity = field(compare=False)
+    data: bytes = field(compare=False)
+
+
+class MemoryNetwork:
+    def __init__(self, rng: random.Random, faults: LinkFaults | None = None) -> None:
+        self.rng = rng
+        self.faults = faults or LinkFaults()
+        self._parties: dict[str, MemoryTransport] = {}
+        self._addresses: dict[Address, str] = {}
+        self._heap: list[_InFlight] = []
+        self._seq = itertools.count()
+        self._wake = trio.Event()
+        # Pairs of party names that cannot reach each other (both directions).
+        self._cut: set[frozenset[str]] = set()
+        self.delivered = 0
+        self.dropped = 0
+
+    def attach(
+        self, identity: Identity, address: Address, handler: MessageHandler
+    ) -> MemoryTransport:
+        transport = MemoryTransport(self, identity, address, handler)
+        self._parties[identity.name] = transport
+        self._addresses[address] = identity.name
+        return transport
+
+    def detach(self, name: str) -> None:
+        """The party is gone (crashed): it neither sends nor receives from now on."""
+        transport = self._parties.pop(name, None)
+        if transport is not None:
+            transport.attached = False
+            self._addresses.pop(transport.address, None)
+
+    def name_at(self, address: Address) -> str | None:
+        return self._addresses.get(address)
+
+    def partition(self, side_a: set[str], side_b: set[str]) -> None:
+        for a in side_a:
+            for b in side_b:
+                self._cut.add(frozenset((a, b)))
+
+    def heal(self) -> None:
+        self._cut.clear()
+
+    def send(self, sender: MemoryTransport, dest: str, msg: m.Message) -> None:
+        if not sender.attached:
+            return
+        data = codec.encode_message(msg)
+        receiver = self._parties.get(dest)
+        wide = receiver is not None and receiver.identity.cluster != sender.identity.cluster
+        counters = sender.counters
+        if wide:
+            counters.messages_wide += 1
+            counters.bytes_wide += len(data) + 4
+        else:
+            counters.messages_local += 1
+            counters.bytes_local += len(data) + 4
+        faults = self.faults
+        if receiver is None or frozenset((sender.identity.name, dest)) in self._cut:
+            counters.send_failures += 1
+            self.dropped += 1
+            return
+        if faults.drop and self.rng.random() < faults.drop:
+            self.dropped += 1
+            return
+        copies = 2 if faults.duplicate and self.rng.random() < faults.duplicate else 1
+        for _ in range(copies):
+            delay = faults.wide_latency_s if wide else faults.latency_s
+            if faults.jitter_s:
+                delay += self.rng.random() * faults.jitter_s
+            item = _InFlight(
+                trio.current_time() + delay, next(self._seq), dest, sender.identity, data
+            )
+            heapq.heappush(self._heap, item)
+        self._wake.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Deliver messages when they are due, until cancelled."""
+        task_status.started()
+        while True:
+            if not self._heap:
+                self._wake = trio.Event()
+                await self._wake.wait()
+                continue
+            head = self._heap[0]
+            now = trio.current_time()
+            if head.due > now:
+                self._wake = trio.Event()
+                with trio.move_on_at(head.due):
+                    await self._wake.wait()
+                continue
+            heapq.heappop(self._heap)
+            receiver = self._parties.get(head.dest)
+            if receiver is None or frozenset((head.src.name, head.dest)) in self._cut:
+                self.dropped += 1
+                continue
+            msg = codec.decode_message(head.data)
+            receiver.counters.messages_received += 1
+            receiver.counters.bytes_received += len(head.data) + 4
+            self.delivered += 1
+            # Replies go from the receiver back to the sender.
+            receiver.handler(MemoryLink(receiver, head.src), msg)

@@ -1,0 +1,115 @@
+"""Many SWIM members in one trio run over the in-memory network."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import trio
+
+from satind.config import MembershipConfig
+from satind.membership.swim import Swim
+from satind.membership.view import Change, Member, MemberTable, State
+from satind.net import messages as m
+from satind.net.memory import MemoryLink, MemoryNetwork, MemoryTransport
+from satind.net.transport import Address, Identity
+
+
+@dataclass
+class Node:
+    name: str
+    swim: Swim
+    transport: MemoryTransport
+    changes: list[Change] = field(default_factory=list)
+    cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    # SwimHost
+    def post(self, dest: str, msg: m.Message) -> None:
+        self.transport.post(dest, msg)
+
+    def post_address(self, address: Address, msg: m.Message) -> None:
+        self.transport.post_address(address, msg)
+
+    def on_member_change(self, change: Change) -> None:
+        self.changes.append(change)
+
+    def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
+        pass
+
+    def run_announcements(self) -> list[m.RunAnnounce]:
+        return []
+
+    def handle(self, link: MemoryLink, msg: m.Message) -> None:
+        handlers = {
+            m.Ping: self.swim.on_ping,
+            m.Ack: self.swim.on_ack,
+            m.Nack: self.swim.on_nack,
+            m.PingReq: self.swim.on_ping_req,
+            m.PushPull: self.swim.on_push_pull,
+            m.Gossip: self.swim.on_gossip,
+        }
+        handlers[type(msg)](link, msg)  # type: ignore[operator]
+
+    def view(self) -> dict[str, str]:
+        return {mem.name: mem.state.label for mem in self.swim.table.everyone()}
+
+
+class Cluster:
+    def __init__(self, network: MemoryNetwork, cfg: MembershipConfig, seed: int) -> None:
+        self.network = network
+        self.cfg = cfg
+        self.rng = random.Random(seed)
+        self.nodes: dict[str, Node] = {}
+
+    def address(self, i: int) -> Address:
+        return Address("10.0.0.1", 7000 + i)
+
+    async def start(self, nursery: trio.Nursery, i: int, cluster: str = "c0") -> Node:
+        name = f"n{i}"
+        me = Member(name, self.address(i), cluster, instance=1000 + i)
+        table = MemberTable(me)
+        holder: list[Node] = []
+        transport = self.network.attach(
+            Identity(name, cluster, "peer"),
+            me.address,
+            lambda link, msg: holder[0].handle(link, msg),
+        )
+        swim = Swim(self.cfg, table, None, random.Random(self.rng.random()))  # type: ignore[arg-type]
+        node = Node(name, swim, transport)
+        swim.host = node
+        holder.append(node)
+        self.nodes[name] = node
+
+        async def run() -> None:
+            with node.cancel:
+                await swim.run()
+
+        nursery.start_soon(run)
+        return node
+
+    def crash(self, name: str) -> None:
+        self.network.detach(name)
+        self.nodes[name].cancel.cancel()
+
+    def agree(self, name: str, state: str, among: Sequence[str] | None = None) -> bool:
+        names = among if among is not None else [n for n in self.nodes if n != name]
+        return all(self.nodes[n].view().get(name) == state for n in names)
+
+    def converged(self, alive: Sequence[str]) -> bool:
+        return all(
+            sorted(k for k, v in self.nodes[n].view().items() if v in ("alive", "suspect"))
+            == sorted(alive)
+            for n in alive
+        )
+
+    async def wait_until(self, predicate: object, limit: float, step: float = 0.05) -> float:
+        """Virtual seconds until ``predicate()`` holds; raises TooSlowError after ``limit``."""
+        start = trio.current_time()
+        with trio.fail_after(limit):
+            while not predicate():  # type: ignore[operator]
+                await trio.sleep(step)
+        return trio.current_time() - start
+
+
+__all__ = ["Cluster", "Node", "State"]
