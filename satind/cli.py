@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from satind import config as config_mod
+from satind._trio import run_flat
 from satind import plugin as plugins
 
 EXIT_OK = 0
@@ -173,7 +174,7 @@ def _resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugin
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from satind.launcher import StartupError
-    from satind.runner import RunFailed, run_local
+    from satind.runner import LocalRun, RunFailed, run_local
 
     try:
         cfg = config_mod.load(args.config)
@@ -188,19 +189,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     steal = args.steal or cfg.steal.algorithm
     show_progress = not args.json and sys.stderr.isatty()
     try:
-        outcome = run_trio(
+        outcome = run_flat(
             run_local,
-            plugin,
-            args.args,
-            peers,
-            args.clusters,
-            steal,
-            args.plugin_path,
-            args.config,
+            LocalRun(
+                plugin=plugin,
+                argv=args.args,
+                peers=peers,
+                clusters=args.clusters,
+                steal=steal,
+                plugin_paths=args.plugin_path,
+                config_file=args.config,
+                log_level=args.log_level,
+                seed=args.seed,
+                show_progress=show_progress,
+            ),
             cfg,
-            args.log_level,
-            args.seed,
-            show_progress,
         )
     except StartupError as exc:
         raise CliError(f"peers did not start: {exc}", EXIT_RUNTIME) from None
@@ -238,33 +241,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"satind: the result failed the plugin's check: {check_error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            out.extend(_leaves(exc))
-        else:
-            out.append(exc)
-    return out
-
-
-def run_trio(fn: Any, *args: Any) -> Any:
-    """``trio.run``, with the exception groups of its nurseries flattened for the CLI.
-
-    A Ctrl-C wins over everything else; a single failure is raised as itself.
-    """
-    try:
-        return trio.run(fn, *args)
-    except BaseExceptionGroup as group:
-        leaves = _leaves(group)
-        for leaf in leaves:
-            if isinstance(leaf, KeyboardInterrupt):
-                raise leaf from None
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
 
 
 def _print_summary(report: dict[str, Any]) -> None:

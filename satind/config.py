@@ -8,6 +8,7 @@ instead of restating numbers (restated defaults drift). Presets are built by ove
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -119,6 +120,14 @@ class RunConfig:
     # seconds. How often the launcher polls the master for progress on a terminal (the
     # console refreshes at least twice a second).
     progress_poll_s: float = 0.25
+    # count. Runs one master runs at once; later submissions wait in its queue. Concurrent runs
+    # share the peers' queues and compute threads, so more of them only interleave.
+    max_concurrent: int = 4
+    # count. Finished runs whose results a master keeps for `satind result`; when full, fetched
+    # results are dropped first, then the oldest.
+    keep_results: int = 100
+    # seconds. A result is kept at most this long.
+    keep_results_s: float = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,57 @@ class LauncherConfig:
 
 
 @dataclass(frozen=True)
+class DaemonConfig:
+    """`satind start`: this machine's peers."""
+
+    # The machine's name: its node certificate's name and the prefix of its peers' names
+    # (NAME/0, NAME/1, ...). Empty: the host name.
+    name: str = ""
+    # Where peer i listens: port + i on host. 7420 is unassigned at IANA.
+    host: str = "127.0.0.1"
+    port: int = 7420
+    # "HOST:PORT" of any peer of the system to join through; empty for the first machine.
+    seeds: list[str] = field(default_factory=list)
+    cluster: str = "c0"
+    # count. Peers on this machine; 0 means one per core.
+    peers: int = 0
+    # Directory with ca.pem and NAME.pem/NAME.key (see `satind keys`).
+    keys: str = ""
+    plugin_paths: list[str] = field(default_factory=list)
+    # Restart a peer process that exits unexpectedly (not one that was stopped or drained).
+    restart: bool = True
+    # seconds. Wait before restarting a crashed peer (doubles on repeated crashes, up to 60 s).
+    restart_delay_s: float = 1.0
+    # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
+    # first, then leave).
+    on_sigterm: str = "leave"
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Defaults for client commands (overridden by --to/--keys, then SATIND_TO/SATIND_KEYS)."""
+
+    to: str = "127.0.0.1:7420"
+    keys: str = ""
+    # The client certificate's name in the keys directory (`satind keys init` makes "client").
+    name: str = "client"
+    # seconds. How long a client command waits for an answer (not for a run: --wait waits).
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class EmulationConfig:
+    """Wide-area emulation for experiments on one machine: applied by the transport to traffic
+    between peers of different clusters. This is an emulation, not a network model: it delays
+    each frame by the latency and paces each connection to the bandwidth. 0 turns it off."""
+
+    # milliseconds, one way.
+    latency_ms: float = 0.0
+    # megabytes per second per connection.
+    bandwidth_mbps: float = 0.0
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     steal: StealConfig = field(default_factory=StealConfig)
@@ -139,6 +199,9 @@ class Config:
     membership: MembershipConfig = field(default_factory=MembershipConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    client: ClientConfig = field(default_factory=ClientConfig)
+    emulation: EmulationConfig = field(default_factory=EmulationConfig)
 
 
 DEFAULT = Config()
@@ -151,6 +214,13 @@ def default_peer_count() -> int:
 
 class ConfigError(ValueError):
     """A config file or override names an unknown setting or gives a value of the wrong type."""
+
+
+# Settings whose values come from a fixed set.
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("steal", "algorithm"): ("rs", "crs"),
+    ("daemon", "on_sigterm"): ("leave", "drain"),
+}
 
 
 def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
@@ -177,9 +247,15 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
             ok = isinstance(value, type(current)) or (
                 isinstance(current, float) and isinstance(value, int)
             )
+            if isinstance(current, list):
+                ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
             if not ok or isinstance(value, bool) != isinstance(current, bool):
+                kind = "a list of strings" if isinstance(current, list) else type(current).__name__
+                raise ConfigError(f"{section_name}.{name} must be {kind}, got {value!r}")
+            allowed = CHOICES.get((section_name, name))
+            if allowed is not None and value not in allowed:
                 raise ConfigError(
-                    f"{section_name}.{name} must be {type(current).__name__}, got {value!r}"
+                    f"{section_name}.{name} must be one of {', '.join(allowed)}, got {value!r}"
                 )
             if isinstance(current, float):
                 values = {**values, name: float(value)}
@@ -199,4 +275,27 @@ def load(path: Path | None, base: Config = DEFAULT) -> Config:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    return with_overrides(base, data)
+    try:
+        return with_overrides(base, data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def to_toml(cfg: Config) -> str:
+    """The effective configuration as TOML (for `satind config show`)."""
+    lines: list[str] = []
+    for section in dataclasses.fields(cfg):
+        values = getattr(cfg, section.name)
+        lines.append(f"[{section.name}]")
+        for item in dataclasses.fields(values):
+            lines.append(f"{item.name} = {_toml_value(getattr(values, item.name))}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value)  # strings and lists of strings: JSON syntax is valid TOML here

@@ -16,6 +16,7 @@ import trio
 from satind.config import Config
 from satind.engine.errors import RemoteJobError
 from satind.net import messages as m
+from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Connection, Identity, TcpTransport
 from satind.plugin import UnknownPlugin, UsageError
@@ -128,13 +129,16 @@ class Client:
 
 
 @asynccontextmanager
-async def connect(address: Address, cfg: Config, peer: str = "") -> AsyncIterator[Client]:
-    """A client connected to the peer at ``address``.
+async def connect(
+    address: Address, cfg: Config, credentials: tls.Credentials | None, peer: str = ""
+) -> AsyncIterator[Client]:
+    """A client connected to the peer at ``address`` (mutual TLS with ``credentials``).
 
     Raises:
         PeerUnavailable: cannot connect.
     """
-    name = f"client-{secrets.token_hex(4)}"
+    base = credentials.name if credentials is not None else "client"
+    name = f"{base}{tls.CLIENT_SEPARATOR}{secrets.token_hex(4)}"
     holder: list[Client] = []
 
     def on_message(conn: Connection, msg: m.Message) -> None:
@@ -144,7 +148,13 @@ async def connect(address: Address, cfg: Config, peer: str = "") -> AsyncIterato
         if holder:
             holder[0]._on_closed(conn)
 
-    transport = TcpTransport(Identity(name, "", "client"), cfg.net, on_message, on_closed=on_closed)
+    transport = TcpTransport(
+        Identity(name, "", "client"),
+        cfg.net,
+        on_message,
+        on_closed=on_closed,
+        credentials=credentials,
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(transport.run, None)
         try:

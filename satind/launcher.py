@@ -1,12 +1,14 @@
-"""Start N local peers as child processes: the embedded default behind ``satind run``.
+"""Peer processes on this machine: started, watched and stopped.
 
-Start-up is a small handshake over the children's pipes: each child binds 127.0.0.1 on port 0
-and prints one JSON line with its name and port; when all have reported, the launcher writes
-the full member list to each child's stdin, and each child answers with a second line once it
-has installed the list (only then may a run be submitted: a master that does not yet know the
-others would keep the run to itself). A child stops when its stdin reaches end of file,
-so no peer outlives its launcher, even one killed with SIGKILL. Children run in their own
-session: a Ctrl-C reaches only the launcher, which then stops them.
+Both ``satind run`` (the embedded default: N local peers for one run) and ``satind start``
+(the daemon) start peers as child processes of this module. A child binds its address and
+prints one JSON line with its name and port; it joins the system through its seeds (gossip
+does the rest) and prints a second line once it sees the number of members it was told to
+expect. ``satind run`` starts all its children at once and, once they are bound, hands them
+their seeds on stdin (``--seeds-from-stdin``), so start-up costs one interpreter start, not
+one per peer. It leaves gracefully and exits when its stdin reaches end of file, so no peer outlives
+its launcher, even one killed with SIGKILL. Children run in their own session: a Ctrl-C
+reaches only the launcher, which then stops them.
 """
 
 from __future__ import annotations
@@ -16,41 +18,95 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
 
+from satind._trio import run_flat
 from satind.config import Config, StealAlgorithm
-from satind.membership.view import Member, StaticMembership
+from satind.net import tls
 from satind.net.transport import Address
 
 log = logging.getLogger(__name__)
 
 CHILD_MODULE = "satind.launcher"
+EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
 
 
 class StartupError(RuntimeError):
-    """A local peer failed to start; the message carries what it printed."""
+    """A peer failed to start; the message says which and how."""
 
 
 @dataclass
-class LocalPeer:
+class PeerSpec:
+    """How to start one peer process."""
+
     name: str
     cluster: str
+    listen: Address
+    keys: Path
+    cert: str
+    seeds: list[Address] = field(default_factory=list)
+    seeds_from_stdin: bool = False
+    expect: int = 1
+    plugin_paths: Sequence[Path] = ()
+    config_file: Path | None = None
+    steal: StealAlgorithm | None = None
+    seed: int | None = None
+    log_level: str = "WARNING"
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            CHILD_MODULE,
+            "--name",
+            self.name,
+            "--cluster",
+            self.cluster,
+            "--listen",
+            f"{self.listen.host}:{self.listen.port}",
+            "--keys",
+            str(self.keys),
+            "--cert",
+            self.cert,
+            "--expect",
+            str(self.expect),
+            "--log-level",
+            self.log_level,
+        ]
+        if self.seeds:
+            cmd += ["--seeds", ",".join(f"{a.host}:{a.port}" for a in self.seeds)]
+        if self.seeds_from_stdin:
+            cmd += ["--seeds-from-stdin"]
+        for path in self.plugin_paths:
+            cmd += ["--plugin-path", str(path)]
+        if self.config_file is not None:
+            cmd += ["--config", str(self.config_file)]
+        if self.steal is not None:
+            cmd += ["--steal", self.steal]
+        if self.seed is not None:
+            cmd += ["--seed", str(self.seed)]
+        return cmd
+
+
+@dataclass
+class PeerProcess:
+    spec: PeerSpec
     process: trio.Process
     address: Address | None = None
 
-
-def cluster_label(index: int, peers: int, clusters: int) -> str:
-    """Spread peers over clusters in contiguous blocks: c0 gets the first peers, and so on."""
-    per = -(-peers // clusters)
-    return f"c{index // per}"
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 async def _read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes:
@@ -65,81 +121,33 @@ async def _read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> byte
     return bytes(data)
 
 
-@asynccontextmanager
-async def local_peers(
-    count: int,
-    *,
-    clusters: int = 1,
-    steal: StealAlgorithm = "crs",
-    plugin_paths: Sequence[Path] = (),
-    config_file: Path | None = None,
-    cfg: Config,
-    log_level: str = "WARNING",
-    seed: int | None = None,
-) -> AsyncIterator[list[LocalPeer]]:
-    """Start ``count`` peers, yield them once they all know each other, stop them all."""
-    if count < 1:
-        raise ValueError("--peers must be at least 1")
-    if not 1 <= clusters <= count:
-        raise ValueError(f"--clusters must be between 1 and the number of peers ({count})")
-    peers: list[LocalPeer] = []
-    try:
-        for i in range(count):
-            name = f"p{i}"
-            cluster = cluster_label(i, count, clusters)
-            cmd = [
-                sys.executable,
-                "-m",
-                CHILD_MODULE,
-                "--name",
-                name,
-                "--cluster",
-                cluster,
-                "--steal",
-                steal,
-                "--log-level",
-                log_level,
-            ]
-            for path in plugin_paths:
-                cmd += ["--plugin-path", str(path)]
-            if config_file is not None:
-                cmd += ["--config", str(config_file)]
-            if seed is not None:
-                cmd += ["--seed", str(seed * 1000 + i)]
-            process = await trio.lowlevel.open_process(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
-            )
-            peers.append(LocalPeer(name, cluster, process))
-        with trio.fail_after(cfg.launcher.start_timeout_s):
-            for peer in peers:
-                assert peer.process.stdout is not None
-                line = await _read_line(peer.process.stdout)
-                if not line:
-                    code = await peer.process.wait()
-                    raise StartupError(f"peer {peer.name} exited with code {code} during start-up")
-                ready = json.loads(line)
-                peer.address = Address(ready["host"], int(ready["port"]))
-        roster = [
-            {"name": p.name, "cluster": p.cluster, "host": p.address.host, "port": p.address.port}
-            for p in peers
-            if p.address is not None
-        ]
-        line = (json.dumps(roster) + "\n").encode()
-        for peer in peers:
-            assert peer.process.stdin is not None
-            await peer.process.stdin.send_all(line)
-        with trio.fail_after(cfg.launcher.start_timeout_s):
-            for peer in peers:
-                assert peer.process.stdout is not None
-                if not await _read_line(peer.process.stdout):
-                    raise StartupError(f"peer {peer.name} exited while joining")
-        yield peers
-    finally:
-        with trio.CancelScope(shield=True):
-            await _stop(peers, cfg.launcher.stop_grace_s)
+async def start_peer(spec: PeerSpec) -> PeerProcess:
+    """Start one peer process (it reports its address later: see ``wait_bound``)."""
+    process = await trio.lowlevel.open_process(
+        spec.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    )
+    return PeerProcess(spec, process)
 
 
-async def _stop(peers: list[LocalPeer], grace: float) -> None:
+async def wait_bound(peer: PeerProcess) -> Address:
+    assert peer.process.stdout is not None
+    line = await _read_line(peer.process.stdout)
+    if not line:
+        code = await peer.process.wait()
+        raise StartupError(f"peer {peer.name} exited with code {code} during start-up")
+    ready = json.loads(line)
+    peer.address = Address(ready["host"], int(ready["port"]))
+    return peer.address
+
+
+async def wait_joined(peer: PeerProcess) -> None:
+    assert peer.process.stdout is not None
+    if not await _read_line(peer.process.stdout):
+        code = await peer.process.wait()
+        raise StartupError(f"peer {peer.name} exited with code {code} while joining")
+
+
+async def stop_peers(peers: Sequence[PeerProcess], grace: float) -> None:
     """Close every child's stdin (the stop signal), then kill what is still there."""
     for peer in peers:
         if peer.process.stdin is not None:
@@ -160,48 +168,177 @@ async def _stop(peers: list[LocalPeer], grace: float) -> None:
             await peer.process.stdout.aclose()
 
 
+def cluster_label(index: int, peers: int, clusters: int) -> str:
+    """Spread peers over clusters in contiguous blocks: c0 gets the first peers, and so on."""
+    per = -(-peers // clusters)
+    return f"c{index // per}"
+
+
+LOCAL_NODE = "local"
+LOCAL_CLIENT = "client"
+
+
+@contextlib.contextmanager
+def ephemeral_keys() -> Iterator[Path]:
+    """A throw-away cluster CA with a node certificate "local" and a client certificate
+    "client", removed afterwards: `satind run` is mutual TLS too."""
+    directory = Path(tempfile.mkdtemp(prefix="satind-keys-"))
+    try:
+        tls.init_ca(directory, name="satind ephemeral CA")
+        tls.issue(directory, LOCAL_NODE)
+        tls.issue(directory, LOCAL_CLIENT, client=True)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@asynccontextmanager
+async def local_peers(
+    count: int,
+    *,
+    keys: Path,
+    clusters: int = 1,
+    steal: StealAlgorithm | None = None,
+    plugin_paths: Sequence[Path] = (),
+    config_file: Path | None = None,
+    cfg: Config,
+    log_level: str = "WARNING",
+    seed: int | None = None,
+) -> AsyncIterator[list[PeerProcess]]:
+    """Start ``count`` peers on 127.0.0.1; yield them once every one sees all the others;
+    stop them all on the way out."""
+    if count < 1:
+        raise ValueError("--peers must be at least 1")
+    if not 1 <= clusters <= count:
+        raise ValueError(f"--clusters must be between 1 and the number of peers ({count})")
+    peers: list[PeerProcess] = []
+
+    def spec(i: int) -> PeerSpec:
+        return PeerSpec(
+            name=f"{LOCAL_NODE}/{i}",
+            cluster=cluster_label(i, count, clusters),
+            listen=Address("127.0.0.1", 0),
+            keys=keys,
+            cert=LOCAL_NODE,
+            seeds_from_stdin=True,
+            expect=count,
+            plugin_paths=plugin_paths,
+            config_file=config_file,
+            steal=steal,
+            seed=None if seed is None else seed * 1000 + i,
+            log_level=log_level,
+        )
+
+    try:
+        with trio.fail_after(cfg.launcher.start_timeout_s):
+            for i in range(count):
+                peers.append(await start_peer(spec(i)))
+            for peer in peers:
+                await wait_bound(peer)
+            # Everyone joins through the first peer; it starts the system alone.
+            first = peers[0].address
+            assert first is not None
+            for i, peer in enumerate(peers):
+                seeds = [] if i == 0 else [f"{first.host}:{first.port}"]
+                assert peer.process.stdin is not None
+                await peer.process.stdin.send_all((json.dumps({"seeds": seeds}) + "\n").encode())
+            for peer in peers:
+                await wait_joined(peer)
+        yield peers
+    except trio.TooSlowError:
+        raise StartupError(
+            f"peers did not all start and join within {cfg.launcher.start_timeout_s} s"
+        ) from None
+    finally:
+        with trio.CancelScope(shield=True):
+            await stop_peers(peers, cfg.launcher.stop_grace_s)
+
+
 # -- the child side ----------------------------------------------------------------------------
 
 
-async def _child(args: argparse.Namespace) -> None:
-    from satind import config
-    from satind.peer import Peer
+def parse_address(text: str) -> Address:
+    """ "HOST:PORT" (IPv6 hosts in brackets).
 
-    cfg = config.load(args.config)
-    if args.steal:
-        import dataclasses
+    Raises:
+        ValueError: not of that form.
+    """
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    return Address(host.strip("[]"), int(port))
 
-        cfg = dataclasses.replace(cfg, steal=dataclasses.replace(cfg.steal, algorithm=args.steal))
-    membership = StaticMembership(Member(args.name, Address("127.0.0.1", 0), args.cluster))
-    peer = Peer(cfg, membership, plugin_paths=args.plugin_path, seed=args.seed)
+
+async def _child(args: argparse.Namespace, cfg: Config) -> int:
+    from satind.peer import Peer, PeerOptions
+
+    credentials = tls.Credentials.load(args.keys, args.cert, tls.ROLE_PEER)
+    options = PeerOptions(
+        name=args.name,
+        cluster=args.cluster,
+        listen=parse_address(args.listen),
+        seeds=[parse_address(s) for s in args.seeds.split(",") if s],
+        credentials=credentials,
+        plugin_paths=args.plugin_path,
+        seed=args.seed,
+    )
+    peer = Peer(cfg, options)
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    asked_to_stop = False
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(peer.run, Address("127.0.0.1", 0))
-        membership.set_me(Member(args.name, address, args.cluster))
-        sys.stdout.write(
-            json.dumps({"name": args.name, "host": address.host, "port": address.port}) + "\n"
-        )
-        sys.stdout.flush()
-        roster = json.loads(await _read_line(stdin, limit=16 * 1024 * 1024) or b"[]")
-        membership.set_members(
-            [Member(r["name"], Address(r["host"], int(r["port"])), r["cluster"]) for r in roster]
-        )
-        sys.stdout.write(json.dumps({"name": args.name, "members": len(roster)}) + "\n")
-        sys.stdout.flush()
+        address = await nursery.start(peer.run, not args.seeds_from_stdin)
+        _say({"name": args.name, "host": address.host, "port": address.port})
+        if args.seeds_from_stdin:
+            line = json.loads(await _read_line(stdin) or b"{}")
+            peer.join([parse_address(s) for s in line.get("seeds", [])])
+
+        async def report_joined() -> None:
+            await peer.joined.wait()
+            while len(peer.table.alive()) < args.expect:
+                await trio.sleep(0.02)
+            _say({"name": args.name, "members": len(peer.table.alive())})
 
         async def watch_stdin() -> None:
+            nonlocal asked_to_stop
             # End of file on stdin: the launcher is gone or asks us to stop.
             while await stdin.receive_some(4096):
                 pass
-            peer.stop()
+            asked_to_stop = True
+            peer.leave()
 
+        async def watch_signals() -> None:
+            nonlocal asked_to_stop
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    asked_to_stop = True
+                    if cfg.daemon.on_sigterm == "drain":
+                        peer.drain("SIGTERM")
+                    else:
+                        peer.leave()
+
+        nursery.start_soon(report_joined)
         nursery.start_soon(watch_stdin)
+        nursery.start_soon(watch_signals)
+        await peer.stopped.wait()
+        nursery.cancel_scope.cancel()
+    return EXIT_STOPPED
+
+
+def _say(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
 
 
 def child_main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m satind.launcher")
     parser.add_argument("--name", required=True)
     parser.add_argument("--cluster", default="c0")
+    parser.add_argument("--listen", default="127.0.0.1:0")
+    parser.add_argument("--seeds", default="")
+    parser.add_argument("--seeds-from-stdin", action="store_true")
+    parser.add_argument("--keys", type=Path, required=True)
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--expect", type=int, default=1)
     parser.add_argument("--steal", choices=["rs", "crs"])
     parser.add_argument("--plugin-path", type=Path, action="append", default=[])
     parser.add_argument("--config", type=Path)
@@ -213,12 +350,25 @@ def child_main(argv: Sequence[str] | None = None) -> None:
         format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    import dataclasses
+
     from satind.config import load
 
-    sys.setswitchinterval(load(args.config).engine.switch_interval_s)
+    cfg = load(args.config)
+    if args.steal:
+        cfg = dataclasses.replace(cfg, steal=dataclasses.replace(cfg.steal, algorithm=args.steal))
+    sys.setswitchinterval(cfg.engine.switch_interval_s)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(_child, args)
+    code = 1
+    try:
+        code = run_flat(_child, args, cfg)
+    except tls.KeysError as exc:
+        print(f"satind peer {args.name}: {exc}", file=sys.stderr)
+        code = 2
+    except OSError as exc:
+        print(f"satind peer {args.name}: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """One peer: a trio thread that owns every socket and timer, and one compute thread.
 
-``Peer.run`` opens the peer's one nursery: the transport, the thief and the run bookkeeping
-live in it; the compute thread is started beside it and stopped when it closes. Handlers of
-incoming messages are synchronous (the decisions are plain code); whatever must wait — a steal
-round, gathering a run's statistics — runs as a task in the nursery.
+``Peer.run`` opens the peer's one nursery: the transport, the failure detector, the thief and
+the run bookkeeping live in it; the compute thread is started beside it and stopped when it
+closes. Handlers of incoming messages are synchronous (the decisions are plain code); whatever
+must wait — a steal round, gathering statistics — runs as a task in the nursery.
 
-The compute thread reaches this side only through the two hooks (``want_work``,
+The compute thread reaches this side only through the two worker hooks (``want_work``,
 ``job_finished``), which hop to the trio thread with ``TrioToken.run_sync_soon``.
 """
 
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +28,18 @@ from satind import plugin as plugins
 from satind.api import lookup_spawnable, name_of
 from satind.config import Config
 from satind.engine.errors import error_info, exception_from
-from satind.engine.jobs import Job, RunState, path_indices
+from satind.engine.jobs import Job, path_indices
 from satind.engine.stealing import Candidates, candidates
 from satind.engine.thief import Thief
-from satind.engine.worker import ChildResult, JobArrived, Worker, make_root
-from satind.membership.view import MembershipView
+from satind.engine.worker import ChildResult, JobArrived, Worker
+from satind.membership.swim import Swim
+from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import codec
 from satind.net import messages as m
+from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Connection, Identity, TcpTransport
-from satind.runs import (
-    PeerRun,
-    counters_delta,
-    new_run_id,
-    result_message,
-    sum_counters,
-)
+from satind.runs import Runs
 
 log = logging.getLogger(__name__)
 
@@ -54,66 +52,136 @@ class StolenEntry:
     thief: str
 
 
-class Peer:
-    """A satind peer. Create it, then ``await peer.run(...)`` inside a nursery."""
+@dataclass
+class PeerOptions:
+    name: str
+    cluster: str = "c0"
+    listen: Address = field(default_factory=lambda: Address("127.0.0.1", 0))
+    seeds: Sequence[Address] = ()
+    credentials: tls.Credentials | None = None
+    plugin_paths: Sequence[Path] = ()
+    seed: int | None = None
 
-    def __init__(
-        self,
-        cfg: Config,
-        membership: MembershipView,
-        *,
-        plugin_paths: Sequence[Path] = (),
-        seed: int | None = None,
-    ) -> None:
+
+class Peer:
+    """A satind peer. Create it, then ``await peer.run()`` inside a nursery."""
+
+    def __init__(self, cfg: Config, options: PeerOptions) -> None:
         self.cfg = cfg
-        self.membership = membership
-        me = membership.me
-        self.name = me.name
-        self.cluster = me.cluster
-        self.plugin_paths = tuple(plugin_paths)
+        self.options = options
+        self.name = options.name
+        self.cluster = options.cluster
         self.requests = Requests()
-        self.runs: dict[str, PeerRun] = {}
-        # Jobs stolen from this peer, by (run id, path), until their results come back.
         self.stolen: dict[tuple[str, bytes], StolenEntry] = {}
         self.worker = Worker(cfg.engine, self)
         self.transport = TcpTransport(
-            Identity(me.name, me.cluster, "peer"),
+            Identity(options.name, options.cluster, "peer"),
             cfg.net,
             self._on_message,
             resolve=self._resolve,
+            credentials=options.credentials,
+            emulation=cfg.emulation,
         )
-        self.thief = Thief(cfg.steal, random.Random(seed), self)
-        self._plugins: dict[str, plugins.Plugin] | None = None
+        rng = random.Random(options.seed)
+        self.thief = Thief(cfg.steal, random.Random(rng.random()), self)
+        self._plugins = plugins.discover(options.plugin_paths)
+        me = Member(
+            options.name,
+            options.listen,
+            options.cluster,
+            instance=time.time_ns(),
+            plugins={p.name: p.code_hash for p in self._plugins.values()},
+        )
+        self.table = MemberTable(me)
+        self.swim = Swim(cfg.membership, self.table, self, random.Random(rng.random()))
+        self.runs = Runs(cfg.run, self)
+        self.draining = False
+        self.worker_idle = True
+        self.stopped = trio.Event()
+        self.joined = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
-        self._stopped = trio.Event()
         self._thread: threading.Thread | None = None
+        self._cpu = (time.process_time(), time.monotonic(), 0.0)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def run(
-        self,
-        listen: Address,
-        *,
-        task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
+        self, join: bool = True, *, task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Serve until ``stop``; ``started`` reports the bound address."""
+        """Serve until stopped; ``started`` reports the bound address once listening.
+
+        ``join``: join through the options' seeds at once (else call ``join`` later).
+        """
         self._token = trio.lowlevel.current_trio_token()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                address = await nursery.start(self.transport.run, listen)
-                await nursery.start(self.thief.run)
-                self._start_compute_thread()
+                address = await nursery.start(self.transport.run, self.options.listen)
                 assert address is not None
+                me = self.table.me
+                self.table.set_me(
+                    Member(me.name, address, me.cluster, instance=me.instance, plugins=me.plugins)
+                )
+                await nursery.start(self.thief.run)
+                await nursery.start(self.swim.run)
+                self._start_compute_thread()
                 task_status.started(address)
-                await self._stopped.wait()
+                if join:
+                    self.join(self.options.seeds)
+                await self.stopped.wait()
                 nursery.cancel_scope.cancel()
         finally:
             self._stop_compute_thread()
 
+    def join(self, seeds: Sequence[Address]) -> None:
+        """Join the system through ``seeds`` (none: start it); sets ``joined`` when done."""
+
+        async def go() -> None:
+            if await self.swim.join(seeds):
+                self.joined.set()
+            else:
+                log.error("could not join through %s", ", ".join(map(str, seeds)))
+
+        self.spawn_task(go)
+
     def stop(self) -> None:
-        self._stopped.set()
+        self.stopped.set()
+
+    def leave(self) -> None:
+        """Announce that we leave (not crash), then stop."""
+        self.swim.leave()
+        assert self._nursery is not None
+
+        async def after_announcing() -> None:
+            await trio.sleep(0.2)  # let the direct notices go out on the wire
+            self.stop()
+
+        self._nursery.start_soon(after_announcing)
+
+    def drain(self, reason: str) -> None:
+        """Stop taking work, finish what is here, then leave."""
+        if self.draining:
+            return
+        log.info("draining: %s", reason)
+        self.draining = True
+        self.thief.update()
+        self.swim.set_draining()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._finish_drain)
+
+    async def _finish_drain(self) -> None:
+        # Runs this peer masters cannot move yet (master election comes with fault
+        # tolerance): a draining master leaves when they are over.
+        while not (
+            self.worker_idle
+            and not self.worker.queue.jobs
+            and not any(r.info.master == self.name for r in self.runs.active.values())
+            and not self.runs.queue
+        ):
+            await trio.sleep(0.05)
+        log.info("drained; leaving")
+        self.leave()
 
     def _start_compute_thread(self) -> None:
         previous = threading.stack_size()
@@ -133,33 +201,66 @@ class Peer:
             # process can still exit.
             self._thread.join(timeout=1.0)
 
-    # -- membership helpers ---------------------------------------------------------------
+    # -- membership ---------------------------------------------------------------------------
 
     def _resolve(self, name: str) -> Address | None:
-        member = self.membership.get(name)
-        return member.address if member is not None else None
+        member = self.table.get(name)
+        return member.address if member is not None and member.alive else None
 
-    def _cluster_of(self, name: str) -> str | None:
-        member = self.membership.get(name)
-        return member.cluster if member is not None else None
+    def members(self) -> Sequence[Member]:
+        return self.table.alive()
 
     def others(self) -> list[str]:
-        return [mem.name for mem in self.membership.alive() if mem.name != self.name]
+        return [mem.name for mem in self.table.alive() if mem.name != self.name]
 
     def victims(self) -> Candidates:
-        members = [(mem.name, mem.cluster) for mem in self.membership.alive()]
+        members = [(mem.name, mem.cluster) for mem in self.table.alive()]
         return candidates(self.name, self.cluster, members)
 
     def post(self, dest: str, msg: m.Message) -> None:
         self.transport.post(dest, msg)
 
+    def post_address(self, address: Address, msg: m.Message) -> None:
+        self.transport.post_address(address, msg)
+
+    def on_member_change(self, change: Change) -> None:
+        after = change.after
+        if after.state.gone or change.replaced:
+            # Jobs it stole from us are lost with it; recovering them comes with fault
+            # tolerance. Until then the run that owns them cannot finish.
+            lost = [k for k, e in self.stolen.items() if e.thief == after.name]
+            if lost:
+                log.warning(
+                    "%s is %s holding %d job(s) stolen from us",
+                    after.name,
+                    after.state.label,
+                    len(lost),
+                )
+
+    def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
+        if any([self.runs.on_announce(a) for a in runs]):
+            self.thief.update()
+
+    def run_announcements(self) -> list[m.RunAnnounce]:
+        return self.runs.announcements()
+
+    def announce(self, announce: m.RunAnnounce) -> None:
+        """Spread news of a run: gossip it, and tell every member at once (it is small)."""
+        self.swim.dissemination.add_run(announce)
+        for name in self.others():
+            self.post(name, m.Gossip(m.Broadcasts([], [announce])))
+
     def has_active_runs(self) -> bool:
-        return any(run.refused is None for run in self.runs.values())
+        return not self.draining and self.runs.has_work()
 
     # -- hooks from the compute thread (must not block) -------------------------------------
 
     def want_work(self, wanted: bool) -> None:
-        self._soon(self.thief.set_wanted, wanted)
+        self._soon(self._set_idle, wanted)
+
+    def _set_idle(self, idle: bool) -> None:
+        self.worker_idle = idle
+        self.thief.set_wanted(idle)
 
     def job_finished(self, job: Job) -> None:
         self._soon(self._on_job_finished, job)
@@ -172,18 +273,23 @@ class Peer:
     def deliver(self, job: Job) -> None:
         self.worker.post(JobArrived(job))
 
-    # -- plugins ----------------------------------------------------------------------------
+    def start_job(self, event: JobArrived) -> None:
+        self.worker.post(event)
+
+    def spawn_task(self, fn: Any, *args: Any) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(fn, *args)
+
+    # -- plugins and counters ---------------------------------------------------------------
 
     def plugin_named(self, name: str) -> plugins.Plugin:
         """Raises plugins.UnknownPlugin."""
-        if self._plugins is None or name not in self._plugins:
-            self._plugins = plugins.discover(self.plugin_paths)
         try:
             return self._plugins[name]
         except KeyError:
             raise plugins.UnknownPlugin(name, self._plugins) from None
 
-    def _counters(self) -> dict[str, float]:
+    def peer_counters(self) -> dict[str, float]:
         traffic = self.transport.counters
         out = self.thief.counters.as_dict()
         out["messages"] = traffic.messages
@@ -192,68 +298,27 @@ class Peer:
         out["bytes_wide"] = traffic.bytes_wide
         return out
 
-    def _register_run(self, info: m.RunInfo) -> PeerRun:
-        run = self.runs.get(info.run_id)
-        if run is not None:
-            return run
-        refused = None
-        plugin = None
-        try:
-            plugin = self.plugin_named(info.plugin)
-            if info.code_hash and plugin.code_hash != info.code_hash:
-                refused = (
-                    f"peer {self.name} has plugin {info.plugin} with code hash "
-                    f"{plugin.code_hash[:12]}, the run's master {info.master} has "
-                    f"{info.code_hash[:12]}"
-                )
-        except plugins.UnknownPlugin as exc:
-            refused = f"peer {self.name}: {exc}"
-        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching))
-        run = PeerRun(info, state, plugin, refused, baseline=self._counters())
-        if refused:
-            log.error("refusing run %s: %s", info.run_id, refused)
-        self.runs[info.run_id] = run
-        self.thief.update()
-        return run
-
     # -- message dispatch -------------------------------------------------------------------
 
     def _on_message(self, conn: Connection, msg: m.Message) -> None:
-        sender = conn.remote_name
-        if isinstance(msg, m.StealRequest):
-            self._on_steal_request(sender, msg)
-        elif isinstance(msg, m.StealReply):
-            if not self.requests.resolve(msg.req, msg):
-                self.thief.on_late_reply(msg, sender, self._cluster_of(sender) != self.cluster)
-        elif isinstance(msg, m.JobResult):
-            self._on_job_result(sender, msg)
-        elif isinstance(msg, m.RunStart):
-            self._register_run(msg.run)
-        elif isinstance(msg, m.RunDone):
-            self.runs.pop(msg.run_id, None)
-            self.thief.update()
-        elif isinstance(msg, m.RunStatsRequest):
-            conn.post(m.RunStatsReply(msg.req, msg.run_id, self._run_counters(msg.run_id)))
-        elif isinstance(msg, m.RunStatsReply | m.ProgressReply | m.Submitted):
-            self.requests.resolve(msg.req, msg)
-        elif isinstance(msg, m.Submit):
-            self._on_submit(conn, msg)
-        elif isinstance(msg, m.ProgressRequest):
-            assert self._nursery is not None
-            self._nursery.start_soon(self._answer_progress, conn, msg)
-        elif isinstance(msg, m.Shutdown):
-            log.info("shutdown requested by %s: %s", sender, msg.reason)
-            self.stop()
-        else:
-            log.warning("unexpected %s from %s", type(msg).__name__, sender)
+        handler = _HANDLERS.get(type(msg))
+        if handler is None:
+            log.warning("unexpected %s from %s", type(msg).__name__, conn.remote_name)
+            return
+        if conn.remote is not None and conn.remote.role == "client" and type(msg) not in _CLIENT_OK:
+            log.warning("client %s may not send %s", conn.remote_name, type(msg).__name__)
+            conn.close()
+            return
+        handler(self, conn, msg)
 
     # -- stealing: the victim's side --------------------------------------------------------
 
-    def _on_steal_request(self, thief: str, msg: m.StealRequest) -> None:
+    def _on_steal_request(self, conn: Connection, msg: m.StealRequest) -> None:
+        thief = conn.remote_name
         job = self.worker.queue.steal()
         spec = None
         if job is not None:
-            run = self.runs.get(job.run.run_id)
+            run = self.runs.active.get(job.run.run_id)
             try:
                 if run is None:
                     raise codec.EncodeError(f"run {job.run.run_id} is not known here")
@@ -277,14 +342,20 @@ class Peer:
                 self.thief.counters.jobs_given += 1
         self.post(thief, m.StealReply(msg.req, spec))
 
-    def _on_job_result(self, thief: str, msg: m.JobResult) -> None:
+    def _on_steal_reply(self, conn: Connection, msg: m.StealReply) -> None:
+        if not self.requests.resolve(msg.req, msg):
+            sender = conn.remote_name
+            member = self.table.get(sender)
+            wide = member is not None and member.cluster != self.cluster
+            self.thief.on_late_reply(msg, sender, wide)
+
+    def _on_job_result(self, conn: Connection, msg: m.JobResult) -> None:
+        thief = conn.remote_name
         entry = self.stolen.pop((msg.run_id, msg.path), None)
         if entry is None:
             # Unknown or already applied: a result is applied at most once.
             log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
             return
-        if entry.thief != thief:
-            log.warning("result for a job stolen by %s came from %s", entry.thief, thief)
         value: Any = None
         exc: BaseException | None = None
         if msg.error is not None:
@@ -302,10 +373,11 @@ class Peer:
 
     def accept_stolen(self, spec: m.JobSpec, victim: str) -> Job | None:
         """Build the local record of a job stolen from ``victim``; on failure report it."""
-        info = m.RunInfo(
-            spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching
+        run = self.runs.active.get(spec.run_id) or self.runs.register(
+            m.RunInfo(
+                spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching
+            )
         )
-        run = self.runs.get(spec.run_id) or self._register_run(info)
         error: BaseException | None = None
         fn = None
         args: Any = ()
@@ -339,12 +411,7 @@ class Peer:
     def _on_job_finished(self, job: Job) -> None:
         """Trio thread: a job without a local parent finished on our compute thread."""
         if job.origin is None:
-            run = self.runs.get(job.run.run_id)
-            if run is None or run.root is not job:
-                log.warning("finished root of unknown run %s", job.run.run_id)
-                return
-            assert self._nursery is not None
-            self._nursery.start_soon(self._finish_run, run)
+            self.runs.root_finished(job)
             return
         exc = job.error
         if exc is None:
@@ -356,86 +423,274 @@ class Peer:
             msg = m.JobResult(job.run.run_id, job.path, None, error_info(exc))
         self.post(job.origin, msg)
 
-    # -- runs: the master's side ------------------------------------------------------------
+    # -- runs and control -------------------------------------------------------------------
 
     def _on_submit(self, conn: Connection, msg: m.Submit) -> None:
-        client = conn.remote_name
-        try:
-            plugin = self.plugin_named(msg.plugin)
-            if msg.code_hash and msg.code_hash != plugin.code_hash:
-                raise plugins.UsageError(
-                    f"plugin {msg.plugin}: the client has code hash {msg.code_hash[:12]}, "
-                    f"peer {self.name} has {plugin.code_hash[:12]}"
+        if self.draining:
+            conn.post(
+                m.Submitted(
+                    msg.req,
+                    "",
+                    m.ErrorInfo(
+                        "Draining", f"peer {self.name} is draining; submit to another peer"
+                    ),
                 )
-            args = plugin.parse_args(msg.argv)
-            encoded = codec.encode_value(args)
-        except (plugins.UnknownPlugin, plugins.UsageError, codec.EncodeError) as exc:
-            conn.post(m.Submitted(msg.req, "", error_info(exc)))
+            )
             return
-        info = m.RunInfo(
-            run_id=new_run_id(),
-            plugin=plugin.name,
-            code_hash=plugin.code_hash,
-            argv=list(msg.argv),
-            args=encoded,
-            master=self.name,
-            branching=plugin.branching(args),
+        reply = self.runs.submit(conn.remote_name, msg)
+        conn.post(reply)
+        if reply.error is None:
+            self.thief.update()
+
+    def _on_run_stats(self, conn: Connection, msg: m.RunStatsRequest) -> None:
+        conn.post(m.RunStatsReply(msg.req, msg.run_id, self.runs.counters_of(msg.run_id)))
+
+    def _on_reply(self, conn: Connection, msg: Any) -> None:
+        self.requests.resolve(msg.req, msg)
+
+    def _on_progress(self, conn: Connection, msg: m.ProgressRequest) -> None:
+        async def answer() -> None:
+            if msg.run_id not in self.runs.active:
+                conn.post(m.ProgressReply(msg.req, msg.run_id, -1.0, {}))
+                return
+            stats, _ = await self.runs.gather(msg.run_id, self.cfg.run.progress_poll_s)
+            progress = float(stats.pop("progress", 0.0))
+            conn.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), _ints(stats)))
+
+        self.spawn_task(answer)
+
+    def _on_result_request(self, conn: Connection, msg: m.ResultRequest) -> None:
+        async def answer() -> None:
+            master = self.runs.master_of(msg.run_id)
+            if master is not None and master != self.name:
+                # Ask the master, and relay what it says.
+                req = self.requests.new()
+                self.post(master, m.ResultRequest(req, msg.run_id, msg.wait))
+                reply = (
+                    await self.requests.wait(req)
+                    if msg.wait
+                    else await self.requests.reply_within(req, self.cfg.client.timeout_s)
+                )
+                if isinstance(reply, m.ResultReply):
+                    conn.post(m.ResultReply(msg.req, reply.result, reply.error))
+                else:
+                    conn.post(m.ResultReply(msg.req, None, f"master {master} did not answer"))
+                return
+            result, why = await self.runs.result_of(msg.run_id, msg.wait)
+            conn.post(m.ResultReply(msg.req, result, why))
+
+        self.spawn_task(answer)
+
+    def _on_status(self, conn: Connection, msg: m.StatusRequest) -> None:
+        if not msg.deep:
+            conn.post(m.StatusReply(msg.req, [self.local_status()], self._local_runs()))
+            return
+        self.spawn_task(self._answer_deep_status, conn, msg)
+
+    def local_status(self) -> m.PeerStatus:
+        counters = self.thief.counters
+        state = self.table.me.state.label
+        if self.draining and not self.table.me.state.gone:
+            state = "draining"
+        jobs = sum(r.state.jobs_run for r in self.runs.active.values())
+        return m.PeerStatus(
+            name=self.name,
+            cluster=self.cluster,
+            state=state,
+            queue=len(self.worker.queue),
+            jobs_run=jobs,
+            jobs_given=counters.jobs_given,
+            stolen_local=counters.stolen_local,
+            stolen_wide=counters.stolen_wide,
+            steal_attempts_local=counters.steal_attempts_local,
+            steal_attempts_wide=counters.steal_attempts_wide,
+            cpu_percent=self._cpu_percent(),
+            rss_mb=_rss_mb(),
+            runs=len(self.runs.active),
         )
-        for name in self.others():
-            self.post(name, m.RunStart(info))
-        run = self._register_run(info)
-        run.submitter = client
-        run.started = trio.current_time()
-        run.root = make_root(plugin.entry.fn, args, run.state)
-        conn.post(m.Submitted(msg.req, info.run_id))
-        log.info("run %s: %s %s", info.run_id, plugin.name, " ".join(msg.argv))
-        self.worker.post(JobArrived(run.root))
 
-    def _run_counters(self, run_id: str) -> dict[str, int | float]:
-        run = self.runs.get(run_id)
-        if run is None:
-            return {}
-        out: dict[str, int | float] = run.state.counters()
-        out.update(counters_delta(self._counters(), run.baseline))
-        return out
+    def _cpu_percent(self) -> float:
+        cpu, wall, last = self._cpu
+        now_cpu, now_wall = time.process_time(), time.monotonic()
+        if now_wall - wall >= 0.5:
+            last = 100.0 * (now_cpu - cpu) / (now_wall - wall)
+            self._cpu = (now_cpu, now_wall, last)
+        return round(last, 1)
 
-    async def _gather(self, run_id: str, within_s: float) -> tuple[dict[str, float], int]:
-        """Every member's counters for a run, summed; and how many members answered."""
-        parts: list[dict[str, float]] = [dict(self._run_counters(run_id))]
+    def _local_runs(self) -> list[m.RunStatus]:
+        """This peer's share of every active run (state "part"), plus what it masters."""
+        parts = []
+        for run in self.runs.active.values():
+            counters = self.runs.counters_of(run.info.run_id)
+            progress = float(counters.pop("progress", 0.0))
+            parts.append(
+                m.RunStatus(
+                    run.info.run_id,
+                    run.info.plugin,
+                    run.info.argv,
+                    run.info.master,
+                    "part",
+                    progress,
+                    0.0,
+                    counters,
+                )
+            )
+        return parts + self.runs.statuses({})
+
+    async def _answer_deep_status(self, conn: Connection, msg: m.StatusRequest) -> None:
+        peers = [self.local_status()]
+        runs = self._local_runs()
 
         async def ask(name: str) -> None:
             req = self.requests.new()
-            self.post(name, m.RunStatsRequest(req, run_id))
-            reply = await self.requests.reply_within(req, within_s)
-            if isinstance(reply, m.RunStatsReply):
-                parts.append(dict(reply.counters))
+            self.post(name, m.StatusRequest(req, False))
+            reply = await self.requests.reply_within(req, self.cfg.run.stats_timeout_s)
+            if isinstance(reply, m.StatusReply):
+                peers.extend(reply.peers)
+                runs.extend(reply.runs)
 
         async with trio.open_nursery() as nursery:
             for name in self.others():
                 nursery.start_soon(ask, name)
-        return sum_counters(parts), len(parts)
+        answered = {p.name for p in peers}
+        for member in self.table.everyone():
+            if member.name not in answered:
+                state = "draining" if member.draining and member.alive else member.state.label
+                peers.append(m.PeerStatus(member.name, member.cluster, state))
+        conn.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
-    async def _finish_run(self, run: PeerRun) -> None:
-        assert run.root is not None
-        elapsed = trio.current_time() - run.started
-        stats, answered = await self._gather(run.info.run_id, self.cfg.run.stats_timeout_s)
-        stats.pop("progress", None)
-        peers = len(self.membership.alive())
-        if answered < peers:
-            log.warning("run %s: %d of %d peers sent statistics", run.info.run_id, answered, peers)
-        result = result_message(run, run.root, elapsed, peers, stats)
-        if run.submitter is not None:
-            self.post(run.submitter, result)
-        for name in self.others():
-            self.post(name, m.RunDone(run.info.run_id))
-        self.runs.pop(run.info.run_id, None)
-        self.thief.update()
-        log.info("run %s finished in %.3f s", run.info.run_id, elapsed)
-
-    async def _answer_progress(self, conn: Connection, msg: m.ProgressRequest) -> None:
-        if msg.run_id not in self.runs:
-            conn.post(m.ProgressReply(msg.req, msg.run_id, -1.0, {}))
+    def _on_drain_request(self, conn: Connection, msg: m.DrainRequest) -> None:
+        targets = list(msg.peers)
+        if msg.cluster:
+            targets += [mem.name for mem in self.table.alive() if mem.cluster == msg.cluster]
+        known = {mem.name for mem in self.table.alive()}
+        unknown = [t for t in targets if t not in known]
+        if unknown or not targets:
+            what = ", ".join(unknown) if unknown else f"cluster {msg.cluster!r}"
+            conn.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
             return
-        stats, _ = await self._gather(msg.run_id, self.cfg.run.progress_poll_s)
-        progress = float(stats.pop("progress", 0.0))
-        conn.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), stats))
+        for target in targets:
+            if target == self.name:
+                self.drain(f"asked by {conn.remote_name}")
+            else:
+                self.post(target, m.Drain(f"asked by {conn.remote_name} via {self.name}"))
+        conn.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
+
+    def _on_stop_request(self, conn: Connection, msg: m.StopRequest) -> None:
+        node = self.name.split("/")[0]
+        targets = [
+            mem.name for mem in self.table.alive() if msg.every or mem.name.split("/")[0] == node
+        ]
+        reason = f"stop requested by {conn.remote_name}"
+        for target in targets:
+            if target != self.name:
+                self.post(target, m.Shutdown(reason))
+        conn.post(m.ControlReply(msg.req, True, f"stopping {len(targets)} peer(s)", targets))
+        if self.name in targets:
+            self.spawn_task(self._stop_soon, reason)
+
+    async def _stop_soon(self, reason: str) -> None:
+        await trio.sleep(0.1)  # let the reply and the shutdowns go out first
+        log.info("%s", reason)
+        self.leave()
+
+    def _on_shutdown(self, conn: Connection, msg: m.Shutdown) -> None:
+        log.info("shutdown requested by %s: %s", conn.remote_name, msg.reason)
+        self.leave()
+
+    def _on_drain(self, conn: Connection, msg: m.Drain) -> None:
+        self.drain(msg.reason)
+
+
+def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
+    """Sum every peer's share of each run onto the master's line for it."""
+    heads: dict[str, m.RunStatus] = {}
+    shares: dict[str, list[m.RunStatus]] = {}
+    for status in parts:
+        if status.state == "part":
+            shares.setdefault(status.run_id, []).append(status)
+        else:
+            heads[status.run_id] = status
+    out = []
+    for run_id, head in heads.items():
+        if head.state in ("running",) and run_id in shares:
+            total: dict[str, float] = {}
+            progress = 0.0
+            for share in shares[run_id]:
+                progress += share.progress
+                for key, value in share.counters.items():
+                    total[key] = total.get(key, 0) + value
+            head = m.RunStatus(
+                head.run_id,
+                head.plugin,
+                head.argv,
+                head.master,
+                head.state,
+                min(progress, 1.0),
+                head.elapsed_s,
+                _ints(total),
+            )
+        out.append(head)
+    return sorted(out, key=lambda r: r.run_id)
+
+
+def _ints(stats: dict[str, float]) -> dict[str, int | float]:
+    return {k: int(v) if float(v).is_integer() else v for k, v in stats.items()}
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _swim(method: str) -> Any:
+    def handler(peer: Peer, conn: Connection, msg: Any) -> None:
+        getattr(peer.swim, method)(conn, msg)
+
+    return handler
+
+
+_HANDLERS: dict[type, Any] = {
+    m.StealRequest: Peer._on_steal_request,
+    m.StealReply: Peer._on_steal_reply,
+    m.JobResult: Peer._on_job_result,
+    m.RunStatsRequest: Peer._on_run_stats,
+    m.RunStatsReply: Peer._on_reply,
+    m.ProgressReply: Peer._on_reply,
+    m.StatusReply: Peer._on_reply,
+    m.ResultReply: Peer._on_reply,
+    m.Submitted: Peer._on_reply,
+    m.Submit: Peer._on_submit,
+    m.ProgressRequest: Peer._on_progress,
+    m.ResultRequest: Peer._on_result_request,
+    m.StatusRequest: Peer._on_status,
+    m.DrainRequest: Peer._on_drain_request,
+    m.StopRequest: Peer._on_stop_request,
+    m.Shutdown: Peer._on_shutdown,
+    m.Drain: Peer._on_drain,
+    m.Ping: _swim("on_ping"),
+    m.Ack: _swim("on_ack"),
+    m.Nack: _swim("on_nack"),
+    m.PingReq: _swim("on_ping_req"),
+    m.PushPull: _swim("on_push_pull"),
+    m.Gossip: _swim("on_gossip"),
+}
+
+# What a client (not a member) may ask of a peer.
+_CLIENT_OK: frozenset[type] = frozenset(
+    {
+        m.Submit,
+        m.ProgressRequest,
+        m.ResultRequest,
+        m.StatusRequest,
+        m.DrainRequest,
+        m.StopRequest,
+        m.Shutdown,
+    }
+)
+
+__all__ = ["Peer", "PeerOptions", "State"]

@@ -9,8 +9,8 @@ from typing import Any
 
 from satind import control
 from satind.config import Config, StealAlgorithm
-from satind.launcher import local_peers
-from satind.net import codec
+from satind.launcher import LOCAL_CLIENT, ephemeral_keys, local_peers
+from satind.net import codec, tls
 from satind.plugin import Plugin, UnknownPlugin, UsageError
 
 
@@ -31,50 +31,63 @@ class Outcome:
     stats: dict[str, int | float] = field(default_factory=dict)
 
 
-async def run_local(
-    plugin: Plugin,
-    argv: Sequence[str],
-    peers: int,
-    clusters: int,
-    steal: StealAlgorithm,
-    plugin_paths: Sequence[Path],
-    config_file: Path | None,
-    cfg: Config,
-    log_level: str = "WARNING",
-    seed: int | None = None,
-    show_progress: bool = False,
-) -> Outcome:
-    """Run ``plugin`` on ``peers`` fresh local peers and return its outcome.
+@dataclass(frozen=True)
+class LocalRun:
+    """What `satind run` was asked for."""
+
+    plugin: Plugin
+    argv: Sequence[str]
+    peers: int
+    clusters: int = 1
+    steal: StealAlgorithm | None = None
+    plugin_paths: Sequence[Path] = ()
+    config_file: Path | None = None
+    log_level: str = "WARNING"
+    seed: int | None = None
+    show_progress: bool = False
+
+
+async def run_local(request: LocalRun, cfg: Config) -> Outcome:
+    """Run a plugin on fresh local peers (mutual TLS with a throw-away CA) and return its
+    outcome.
 
     Raises:
         RunFailed: the plugin raised (code 1), the arguments were refused (code 2), or the
             runtime failed (code 3).
         launcher.StartupError: a peer did not start.
     """
+    with ephemeral_keys() as keys:
+        return await _run(request, cfg, keys)
+
+
+async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
+    credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT)
+    plugin = request.plugin
     async with local_peers(
-        peers,
-        clusters=clusters,
-        steal=steal,
-        plugin_paths=plugin_paths,
-        config_file=config_file,
+        request.peers,
+        keys=keys,
+        clusters=request.clusters,
+        steal=request.steal,
+        plugin_paths=request.plugin_paths,
+        config_file=request.config_file,
         cfg=cfg,
-        log_level=log_level,
-        seed=seed,
+        log_level=request.log_level,
+        seed=request.seed,
     ) as started:
         master = started[0]
         assert master.address is not None
         try:
-            async with control.connect(master.address, cfg, master.name) as client:
+            async with control.connect(master.address, cfg, credentials, master.name) as client:
                 try:
-                    run_id = await client.submit(plugin.name, list(argv), plugin.code_hash)
+                    run_id = await client.submit(plugin.name, list(request.argv), plugin.code_hash)
                 except (UsageError, UnknownPlugin) as exc:
                     raise RunFailed(str(exc), 2) from None
                 except control.SubmitRefused as exc:
                     raise RunFailed(str(exc), 3) from None
-                if show_progress:
+                if request.show_progress:
                     from satind.console import follow_run
 
-                    result = await follow_run(client, run_id, plugin.name, list(argv), cfg)
+                    result = await follow_run(client, run_id, plugin.name, list(request.argv), cfg)
                 else:
                     result = await client.result(run_id)
         except control.PeerUnavailable as exc:

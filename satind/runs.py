@@ -1,9 +1,11 @@
 """Runs as one peer sees them: the run table, and the master's side of a run's life.
 
-A client submits to any peer, which becomes the run's master: it parses the arguments, gives
-the run an id, announces it to every member (RunStart) and puts the root job in its own queue.
-When the root finishes, the master gathers every member's counters for the run, sends the
-submitter a RunResult and tells the members the run is over (RunDone).
+A client submits to any peer, which becomes the run's **master**: it checks that every member
+has the same version of the plugin, parses the arguments, gives the run an id and announces it
+by gossip (RunAnnounce), then runs the root job — or queues the run when it already masters
+``run.max_concurrent`` runs. When the root finishes, the master gathers every member's counters
+for the run, keeps the result (bounded) for ``satind result``, sends it to the submitter and
+announces the run's end.
 """
 
 from __future__ import annotations
@@ -11,17 +13,26 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+import trio
+
+from satind import plugin as plugins
+from satind.config import RunConfig
 from satind.engine.errors import error_info
 from satind.engine.jobs import Job, RunState
+from satind.engine.worker import JobArrived, make_root
+from satind.membership.view import Member
 from satind.net import codec
 from satind.net import messages as m
-from satind.plugin import Plugin
+from satind.net.requests import Requests
 
 log = logging.getLogger(__name__)
+
+RUNNING, QUEUED, DONE, FAILED = "running", "queued", "done", "failed"
 
 
 def new_run_id() -> str:
@@ -35,15 +46,27 @@ class PeerRun:
 
     info: m.RunInfo
     state: RunState
-    plugin: Plugin | None
+    plugin: plugins.Plugin | None
     # Why this peer cannot run the run's jobs (unknown plugin, other code version), or None.
     refused: str | None = None
     # This peer's counters when the run started here: per-run traffic is the difference.
     baseline: dict[str, float] = field(default_factory=dict)
-    # Master only: who submitted, when (trio clock), and the root job.
+    # Master only.
+    status: str = RUNNING
     submitter: str | None = None
     started: float = 0.0
     root: Job | None = None
+    args: tuple[Any, ...] = ()
+
+
+@dataclass
+class Finished:
+    """A result the master keeps for `satind result`."""
+
+    result: m.RunResult
+    info: m.RunInfo
+    fetched: bool = False
+    at: float = field(default_factory=time.monotonic)
 
 
 def sum_counters(parts: Sequence[dict[str, float]]) -> dict[str, float]:
@@ -58,25 +81,328 @@ def counters_delta(now: dict[str, float], baseline: dict[str, float]) -> dict[st
     return {key: value - baseline.get(key, 0) for key, value in now.items()}
 
 
-def result_message(
-    run: PeerRun, root: Job, elapsed_s: float, peers: int, stats: dict[str, float]
+def as_ints(stats: dict[str, float]) -> dict[str, int | float]:
+    """Counters are sums of integers; send them as such (floats only where fractional)."""
+    return {k: int(v) if float(v).is_integer() else v for k, v in stats.items()}
+
+
+def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list[str]:
+    """Why members cannot run this plugin's version: missing, or another code hash."""
+    problems = []
+    for member in members:
+        theirs = member.plugins.get(plugin.name)
+        if not member.plugins:
+            continue  # no list gossiped (yet): the member itself refuses jobs it cannot run
+        if theirs is None:
+            problems.append(f"peer {member.name} has no plugin {plugin.name}")
+        elif theirs != plugin.code_hash:
+            problems.append(
+                f"peer {member.name} has {plugin.name} with code hash {theirs[:12]}, "
+                f"this master has {plugin.code_hash[:12]}"
+            )
+    return problems
+
+
+class RunsHost(Protocol):
+    name: str
+    requests: Requests
+
+    def post(self, dest: str, msg: m.Message) -> None: ...
+
+    def others(self) -> list[str]: ...
+
+    def members(self) -> Sequence[Member]: ...
+
+    def announce(self, announce: m.RunAnnounce) -> None: ...
+
+    def plugin_named(self, name: str) -> plugins.Plugin: ...
+
+    def peer_counters(self) -> dict[str, float]: ...
+
+    def start_job(self, event: JobArrived) -> None: ...
+
+    def spawn_task(self, fn: Any, *args: Any) -> None: ...
+
+
+class Runs:
+    """The runs this peer knows of, and the ones it masters."""
+
+    def __init__(self, cfg: RunConfig, host: RunsHost) -> None:
+        self.cfg = cfg
+        self.host = host
+        self.active: dict[str, PeerRun] = {}
+        self.queue: deque[PeerRun] = deque()
+        self.finished: OrderedDict[str, Finished] = OrderedDict()
+        # Runs of other masters that ended: their announcements are ignored from now on.
+        self.ended: OrderedDict[str, str] = OrderedDict()
+        self._result_waiters: dict[str, list[trio.Event]] = {}
+
+    # -- the run table ---------------------------------------------------------------------------
+
+    def register(self, info: m.RunInfo) -> PeerRun:
+        """Know a run (from gossip, a stolen job, or our own submission)."""
+        run = self.active.get(info.run_id)
+        if run is not None:
+            if not run.info.args and info.args:
+                run.info = info  # a stolen job's stub learns the full descriptor
+            return run
+        refused = None
+        plugin = None
+        try:
+            plugin = self.host.plugin_named(info.plugin)
+            if info.code_hash and plugin.code_hash != info.code_hash:
+                refused = (
+                    f"peer {self.host.name} has plugin {info.plugin} with code hash "
+                    f"{plugin.code_hash[:12]}, the run's master {info.master} has "
+                    f"{info.code_hash[:12]}"
+                )
+        except plugins.UnknownPlugin as exc:
+            refused = f"peer {self.host.name}: {exc}"
+        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching))
+        run = PeerRun(info, state, plugin, refused, baseline=self.host.peer_counters())
+        if refused:
+            log.error("refusing run %s: %s", info.run_id, refused)
+        self.active[info.run_id] = run
+        return run
+
+    def on_announce(self, announce: m.RunAnnounce) -> bool:
+        """Apply gossip about a run; True when it changed what this peer runs."""
+        run_id = announce.info.run_id
+        if run_id in self.ended or run_id in self.finished:
+            return False
+        if announce.state in (DONE, FAILED):
+            self._remember_ended(run_id, announce.state)
+            run = self.active.get(run_id)
+            if run is not None and run.info.master != self.host.name:
+                del self.active[run_id]
+                return True
+            return False
+        if announce.state == RUNNING and run_id not in self.active:
+            self.register(announce.info)
+            return True
+        return False
+
+    def _remember_ended(self, run_id: str, state: str) -> None:
+        self.ended[run_id] = state
+        while len(self.ended) > 4 * self.cfg.keep_results:
+            self.ended.popitem(last=False)
+
+    def announcements(self) -> list[m.RunAnnounce]:
+        """What push-pull carries: every run this peer knows to be running or queued."""
+        out = [m.RunAnnounce(r.info, r.status) for r in self.active.values() if r.info.args]
+        out += [m.RunAnnounce(r.info, QUEUED) for r in self.queue]
+        return out
+
+    def has_work(self) -> bool:
+        return any(r.refused is None for r in self.active.values())
+
+    def counters_of(self, run_id: str) -> dict[str, int | float]:
+        run = self.active.get(run_id)
+        if run is None:
+            return {}
+        out: dict[str, int | float] = run.state.counters()
+        out.update(counters_delta(self.host.peer_counters(), run.baseline))
+        return out
+
+    # -- the master's side -----------------------------------------------------------------------
+
+    def submit(self, client: str, msg: m.Submit) -> m.Submitted:
+        """Accept (start or queue) or refuse a submission."""
+        try:
+            plugin = self.host.plugin_named(msg.plugin)
+            if msg.code_hash and msg.code_hash != plugin.code_hash:
+                raise plugins.UsageError(
+                    f"plugin {msg.plugin}: the client has code hash {msg.code_hash[:12]}, "
+                    f"peer {self.host.name} has {plugin.code_hash[:12]}"
+                )
+            args = plugin.parse_args(msg.argv)
+            encoded = codec.encode_value(args)
+            problems = plugin_mismatches(plugin, self.host.members())
+            if problems:
+                raise RunRefused("; ".join(problems))
+        except (plugins.UnknownPlugin, plugins.UsageError, codec.EncodeError, RunRefused) as exc:
+            return m.Submitted(msg.req, "", error_info(exc))
+        info = m.RunInfo(
+            run_id=new_run_id(),
+            plugin=plugin.name,
+            code_hash=plugin.code_hash,
+            argv=list(msg.argv),
+            args=encoded,
+            master=self.host.name,
+            branching=plugin.branching(args),
+        )
+        run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
+        run.submitter = client
+        run.args = args
+        mastered = sum(1 for r in self.active.values() if r.info.master == self.host.name)
+        if mastered >= self.cfg.max_concurrent:
+            run.status = QUEUED
+            self.queue.append(run)
+            self.host.announce(m.RunAnnounce(info, QUEUED))
+            log.info("run %s queued (%d running here)", info.run_id, mastered)
+        else:
+            self._start(run)
+        return m.Submitted(msg.req, info.run_id)
+
+    def _start(self, run: PeerRun) -> None:
+        assert run.plugin is not None
+        run.status = RUNNING
+        run.baseline = self.host.peer_counters()
+        run.started = trio.current_time()
+        self.active[run.info.run_id] = run
+        self.host.announce(m.RunAnnounce(run.info, RUNNING))
+        run.root = make_root(run.plugin.entry.fn, run.args, run.state)
+        log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
+        self.host.start_job(JobArrived(run.root))
+
+    def root_finished(self, job: Job) -> None:
+        run = self.active.get(job.run.run_id)
+        if run is None or run.root is not job:
+            log.warning("finished root of unknown run %s", job.run.run_id)
+            return
+        self.host.spawn_task(self._finish, run)
+
+    async def gather(self, run_id: str, within_s: float) -> tuple[dict[str, float], int]:
+        """Every member's counters for a run, summed; and how many members answered."""
+        parts: list[dict[str, float]] = [dict(self.counters_of(run_id))]
+
+        async def ask(name: str) -> None:
+            req = self.host.requests.new()
+            self.host.post(name, m.RunStatsRequest(req, run_id))
+            reply = await self.host.requests.reply_within(req, within_s)
+            if isinstance(reply, m.RunStatsReply):
+                parts.append(dict(reply.counters))
+
+        async with trio.open_nursery() as nursery:
+            for name in self.host.others():
+                nursery.start_soon(ask, name)
+        return sum_counters(parts), len(parts)
+
+    async def _finish(self, run: PeerRun) -> None:
+        assert run.root is not None
+        elapsed = trio.current_time() - run.started
+        stats, answered = await self.gather(run.info.run_id, self.cfg.stats_timeout_s)
+        stats.pop("progress", None)
+        peers = len(self.host.members())
+        if answered < peers:
+            log.warning("run %s: %d of %d peers sent statistics", run.info.run_id, answered, peers)
+        result = _result_message(run, run.root, elapsed, peers, as_ints(stats))
+        self._keep(Finished(result, run.info))
+        status = DONE if result.error is None else FAILED
+        self.active.pop(run.info.run_id, None)
+        self._remember_ended(run.info.run_id, status)
+        self.host.announce(m.RunAnnounce(run.info, status))
+        if run.submitter is not None:
+            self.host.post(run.submitter, result)
+        for event in self._result_waiters.pop(run.info.run_id, []):
+            event.set()
+        log.info("run %s %s in %.3f s", run.info.run_id, status, elapsed)
+        if self.queue:
+            self._start(self.queue.popleft())
+
+    def _keep(self, finished: Finished) -> None:
+        self.finished[finished.info.run_id] = finished
+        cutoff = time.monotonic() - self.cfg.keep_results_s
+        for run_id in [k for k, f in self.finished.items() if f.at < cutoff]:
+            del self.finished[run_id]
+        while len(self.finished) > self.cfg.keep_results:
+            fetched = next((k for k, f in self.finished.items() if f.fetched), None)
+            del self.finished[fetched if fetched is not None else next(iter(self.finished))]
+
+    def master_of(self, run_id: str) -> str | None:
+        run = self.active.get(run_id)
+        if run is not None:
+            return run.info.master
+        for queued in self.queue:
+            if queued.info.run_id == run_id:
+                return self.host.name
+        return None
+
+    async def result_of(self, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
+        """The result of a run this peer masters (or mastered): (result, why not)."""
+        finished = self.finished.get(run_id)
+        if finished is None and wait and self.master_of(run_id) == self.host.name:
+            event = trio.Event()
+            self._result_waiters.setdefault(run_id, []).append(event)
+            await event.wait()
+            finished = self.finished.get(run_id)
+        if finished is not None:
+            finished.fetched = True
+            return finished.result, ""
+        if self.master_of(run_id) == self.host.name:
+            return None, f"run {run_id} is still {self.status_of(run_id)}"
+        if run_id in self.ended:
+            return None, f"run {run_id} ended, but its result is no longer kept here"
+        return None, f"no run {run_id} here"
+
+    def status_of(self, run_id: str) -> str:
+        run = self.active.get(run_id)
+        if run is not None:
+            return run.status
+        if any(r.info.run_id == run_id for r in self.queue):
+            return QUEUED
+        return self.ended.get(run_id, "unknown")
+
+    def statuses(self, progress: dict[str, float]) -> list[m.RunStatus]:
+        """Runs this peer masters (running, queued, and kept results), for `satind status`."""
+        now = trio.current_time()
+        out = []
+        for run in self.active.values():
+            if run.info.master != self.host.name:
+                continue
+            out.append(
+                m.RunStatus(
+                    run.info.run_id,
+                    run.info.plugin,
+                    run.info.argv,
+                    run.info.master,
+                    run.status,
+                    progress.get(run.info.run_id, 0.0),
+                    now - run.started,
+                )
+            )
+        for run in self.queue:
+            out.append(
+                m.RunStatus(
+                    run.info.run_id,
+                    run.info.plugin,
+                    run.info.argv,
+                    run.info.master,
+                    QUEUED,
+                    0.0,
+                    0.0,
+                )
+            )
+        for run_id, finished in self.finished.items():
+            state = DONE if finished.result.error is None else FAILED
+            out.append(
+                m.RunStatus(
+                    run_id,
+                    finished.info.plugin,
+                    finished.info.argv,
+                    finished.info.master,
+                    state,
+                    1.0 if state == DONE else 0.0,
+                    finished.result.elapsed_s,
+                    dict(finished.result.stats),
+                )
+            )
+        return out
+
+
+class RunRefused(Exception):
+    """The run cannot run on this system as it is (a member lacks the plugin's version)."""
+
+
+def _result_message(
+    run: PeerRun, root: Job, elapsed_s: float, peers: int, stats: dict[str, int | float]
 ) -> m.RunResult:
     """The RunResult for a finished root: its encoded value, or the error it raised."""
     exc = root.error
     if exc is None:
         try:
-            value: bytes | None = codec.encode_value(root.value)
+            value = codec.encode_value(root.value)
         except codec.EncodeError as err:
-            return m.RunResult(
-                run.info.run_id, None, error_info(err), elapsed_s, peers, _ints(stats)
-            )
-        return m.RunResult(run.info.run_id, value, None, elapsed_s, peers, _ints(stats))
-    return m.RunResult(run.info.run_id, None, error_info(exc), elapsed_s, peers, _ints(stats))
-
-
-def _ints(stats: dict[str, float]) -> dict[str, float]:
-    """Counters are sums of integers; send them as such (floats only where fractional)."""
-    out: dict[str, Any] = {}
-    for key, value in stats.items():
-        out[key] = int(value) if float(value).is_integer() else value
-    return out
+            return m.RunResult(run.info.run_id, None, error_info(err), elapsed_s, peers, stats)
+        return m.RunResult(run.info.run_id, value, None, elapsed_s, peers, stats)
+    return m.RunResult(run.info.run_id, None, error_info(exc), elapsed_s, peers, stats)

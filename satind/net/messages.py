@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -188,22 +188,8 @@ class JobResult(Message):
 
 
 # -- runs ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunStart(Message):
-    """The master announces a run to every peer."""
-
-    TYPE: ClassVar[int] = 20
-    run: RunInfo
-
-
-@dataclass(frozen=True)
-class RunDone(Message):
-    """The master says a run is over; peers drop its state."""
-
-    TYPE: ClassVar[int] = 21
-    run_id: str
+# Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
+# (RunAnnounce in Broadcasts). Never reuse them.
 
 
 @dataclass(frozen=True)
@@ -420,8 +406,6 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     StealRequest,
     StealReply,
     JobResult,
-    RunStart,
-    RunDone,
     RunStatsRequest,
     RunStatsReply,
     Submit,

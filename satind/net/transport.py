@@ -23,7 +23,7 @@ from typing import Protocol
 
 import trio
 
-from satind.config import NetConfig
+from satind.config import EmulationConfig, NetConfig
 from satind.net import codec, tls
 from satind.net import messages as m
 
@@ -77,7 +77,8 @@ class Connection:
         self.transport = transport
         self.remote = remote
         self.outbound = outbound
-        self.outbox: deque[bytes] = deque()
+        # (time posted, frame): the time lets wide-area emulation delay each frame.
+        self.outbox: deque[tuple[float, bytes]] = deque()
         self.wakeup = trio.Event()
         self.closed = False
         self.cancel_scope = trio.CancelScope()
@@ -91,7 +92,7 @@ class Connection:
         if self.closed:
             self.transport.counters.send_failures += 1
             return
-        self.outbox.append(codec.frame(codec.encode_message(msg)))
+        self.outbox.append((trio.current_time(), codec.frame(codec.encode_message(msg))))
         self.wakeup.set()
 
     def close(self) -> None:
@@ -163,6 +164,7 @@ class TcpTransport:
     counters: TrafficCounters = field(default_factory=TrafficCounters)
     # TLS credentials; None means plain TCP (only for tests and benchmarks that say so).
     credentials: tls.Credentials | None = None
+    emulation: EmulationConfig = field(default_factory=EmulationConfig)
 
     def __post_init__(self) -> None:
         self._conns: dict[str, Connection] = {}
@@ -246,6 +248,23 @@ class TcpTransport:
             self._conns[dest] = conn
             self._nursery.start_soon(self._dial, dest, address, conn)
         conn.post(msg)
+
+    def post_address(self, address: Address, msg: m.Message) -> None:
+        """Send to whoever answers at ``address`` (a seed whose name we do not know yet)."""
+        if self._nursery is None:
+            self.counters.send_failures += 1
+            return
+
+        async def go() -> None:
+            try:
+                conn = await self.dial(address)
+            except (OSError, HandshakeError, trio.TooSlowError, codec.DecodeError) as exc:
+                log.debug("cannot reach %s: %s", address, exc)
+                self.counters.send_failures += 1
+                return
+            conn.post(msg)
+
+        self._nursery.start_soon(go)
 
     async def dial(self, address: Address, expect: str | None = None) -> Connection:
         """Open a connection now (clients use this); returns once the handshake is done.
@@ -373,15 +392,24 @@ class TcpTransport:
         # Counted here, once the handshake has told us the remote's cluster.
         assert conn.remote is not None
         wide = conn.remote.role == "peer" and conn.remote.cluster != self.identity.cluster
+        emulate = wide and (self.emulation.latency_ms > 0 or self.emulation.bandwidth_mbps > 0)
+        latency = self.emulation.latency_ms / 1000
+        rate = self.emulation.bandwidth_mbps * 1e6
         try:
             while True:
                 await conn.wakeup.wait()
                 conn.wakeup = trio.Event()
                 while conn.outbox:
-                    chunks = []
-                    while conn.outbox:
-                        chunks.append(conn.outbox.popleft())
-                    data = b"".join(chunks)
+                    if emulate:
+                        # Wide-area emulation: each frame leaves `latency` after it was
+                        # posted, and the connection is paced to the bandwidth.
+                        posted, data = conn.outbox.popleft()
+                        await trio.sleep_until(posted + latency)
+                        chunks = [data]
+                    else:
+                        chunks = [frame for _, frame in conn.outbox]
+                        conn.outbox.clear()
+                        data = b"".join(chunks)
                     if wide:
                         counters.messages_wide += len(chunks)
                         counters.bytes_wide += len(data)
@@ -389,6 +417,8 @@ class TcpTransport:
                         counters.messages_local += len(chunks)
                         counters.bytes_local += len(data)
                     await stream.send_all(data)
+                    if emulate and rate > 0:
+                        await trio.sleep(len(data) / rate)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.debug("write to %s failed: %s", conn.remote_name, exc)
             conn.cancel_scope.cancel()
