@@ -1,14 +1,158 @@
-"""Rich live views: the progress of a run while ``satind run`` waits on a terminal."""
+"""Rich views: the status table, the live console, and `satind run`'s progress bar.
+
+A run's progress is the fraction of its tree that is done, estimated from job ids: every job
+owns a share of its parent's work (1 / the plugin's maximum branching factor), and a finished
+job credits what its children did not take.
+"""
 
 from __future__ import annotations
 
 import trio
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
 
 from satind.config import Config
-from satind.control import Client
+from satind.control import Client, PeerUnavailable
 from satind.net import messages as m
+
+STATE_STYLE = {
+    "alive": "green",
+    "suspect": "yellow",
+    "draining": "cyan",
+    "dead": "red",
+    "left": "dim",
+}
+
+
+def peers_table(reply: m.StatusReply) -> Table:
+    table = Table(title="peers", title_justify="left", expand=False)
+    for column in (
+        "peer",
+        "cluster",
+        "state",
+        "queue",
+        "jobs run",
+        "given",
+        "stolen local",
+        "stolen wide",
+        "attempts l/w",
+        "CPU%",
+        "RSS MB",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("peer", "cluster", "state") else "right"
+        )
+    for p in reply.peers:
+        known = p.state not in ("dead", "left") and p.rss_mb > 0
+        table.add_row(
+            p.name,
+            p.cluster,
+            Text(p.state, style=STATE_STYLE.get(p.state, "")),
+            *(
+                [
+                    str(p.queue),
+                    f"{p.jobs_run:,}",
+                    f"{p.jobs_given:,}",
+                    f"{p.stolen_local:,}",
+                    f"{p.stolen_wide:,}",
+                    f"{p.steal_attempts_local:,}/{p.steal_attempts_wide:,}",
+                    f"{p.cpu_percent:.0f}",
+                    f"{p.rss_mb:.0f}",
+                ]
+                if known
+                else ["-"] * 8
+            ),
+        )
+    return table
+
+
+def runs_table(reply: m.StatusReply) -> Table:
+    table = Table(title="runs", title_justify="left")
+    for column in ("run", "plugin", "master", "state", "done", "elapsed s", "jobs"):
+        table.add_column(column)
+    for r in reply.runs:
+        table.add_row(
+            r.run_id,
+            f"{r.plugin} {' '.join(r.argv)}",
+            r.master,
+            r.state,
+            f"{100 * r.progress:.1f}%",
+            f"{r.elapsed_s:.1f}",
+            f"{int(r.counters.get('jobs_run', 0)):,}",
+        )
+    return table
+
+
+def _console() -> Console:
+    # Piped output gets a width that fits the tables instead of rich's default 80 columns.
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def print_status(reply: m.StatusReply) -> None:
+    console = _console()
+    console.print(peers_table(reply))
+    if reply.runs:
+        console.print(runs_table(reply))
+    else:
+        console.print("no runs")
+
+
+async def watch_status(client: Client, cfg: Config) -> None:
+    """Refresh the status twice a second until Ctrl-C: peers, a bar per running run, and
+    cluster-wide jobs/s and steals/s."""
+    console = Console()
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    tasks: dict[str, TaskID] = {}
+    last: tuple[float, float, float] | None = None
+    rates = Text("")
+    with Live(console=console, refresh_per_second=4, screen=False) as live:
+        while True:
+            try:
+                reply = await client.status(within_s=5.0)
+            except PeerUnavailable as exc:
+                live.update(Text(f"lost the peer: {exc}", style="red"))
+                return
+            now = trio.current_time()
+            jobs = sum(p.jobs_run for p in reply.peers)
+            steals = sum(p.stolen_local + p.stolen_wide for p in reply.peers)
+            if last is not None and now > last[0]:
+                dt = now - last[0]
+                rates = Text(
+                    f"cluster: {max(0.0, (jobs - last[1]) / dt):,.0f} jobs/s · "
+                    f"{max(0.0, (steals - last[2]) / dt):,.1f} steals/s · "
+                    f"{sum(1 for p in reply.peers if p.state in ('alive', 'draining'))} peers up"
+                )
+            last = (now, jobs, steals)
+            for run in reply.runs:
+                if run.state not in ("running", "queued") and run.run_id not in tasks:
+                    continue
+                if run.run_id not in tasks:
+                    tasks[run.run_id] = progress.add_task(
+                        f"{run.run_id} {run.plugin} {' '.join(run.argv)}", total=1.0
+                    )
+                progress.update(
+                    tasks[run.run_id], completed=run.progress if run.state != "done" else 1.0
+                )
+            live.update(Group(peers_table(reply), progress, rates))
+            await trio.sleep(0.5)
 
 
 async def follow_run(

@@ -54,7 +54,9 @@ class Client:
             waiter = self._results.setdefault(msg.run_id, _RunWaiter(trio.Event()))
             waiter.result = msg
             waiter.event.set()
-        elif isinstance(msg, m.Submitted | m.ProgressReply):
+        elif isinstance(
+            msg, m.Submitted | m.ProgressReply | m.StatusReply | m.ResultReply | m.ControlReply
+        ):
             self.requests.resolve(msg.req, msg)
 
     def _on_closed(self, conn: Connection) -> None:
@@ -126,6 +128,37 @@ class Client:
 
     def shutdown(self, reason: str) -> None:
         self.conn.post(m.Shutdown(reason))
+
+    async def status(self, within_s: float = 10.0) -> m.StatusReply:
+        """Every member's status and every run's, as the connected peer gathers them.
+
+        Raises:
+            PeerUnavailable: no answer.
+        """
+        req = self.requests.new()
+        self.conn.post(m.StatusRequest(req, True))
+        reply = await self._wait_reply(req, within_s)
+        assert isinstance(reply, m.StatusReply)
+        return reply
+
+    async def fetch_result(self, run_id: str, wait: bool, within_s: float) -> m.ResultReply:
+        """A run's result from wherever it is kept (the connected peer asks the master).
+
+        Raises:
+            PeerUnavailable: no answer (``within_s`` does not apply with ``wait``).
+        """
+        req = self.requests.new()
+        self.conn.post(m.ResultRequest(req, run_id, wait))
+        reply = await self._wait_reply(req, float("inf") if wait else within_s)
+        assert isinstance(reply, m.ResultReply)
+        return reply
+
+    async def control(self, msg: m.Message, within_s: float = 10.0) -> m.ControlReply:
+        """Send a DrainRequest or StopRequest (built with ``self.requests.new()``)."""
+        self.conn.post(msg)
+        reply = await self._wait_reply(msg.req, within_s)  # type: ignore[attr-defined]
+        assert isinstance(reply, m.ControlReply)
+        return reply
 
 
 @asynccontextmanager

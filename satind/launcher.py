@@ -294,8 +294,7 @@ async def _child(args: argparse.Namespace, cfg: Config) -> int:
 
         async def report_joined() -> None:
             await peer.joined.wait()
-            while len(peer.table.alive()) < args.expect:
-                await trio.sleep(0.02)
+            await peer.wait_for_members(args.expect)
             _say({"name": args.name, "members": len(peer.table.alive())})
 
         async def watch_stdin() -> None:

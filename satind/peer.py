@@ -34,9 +34,8 @@ from satind.engine.thief import Thief
 from satind.engine.worker import ChildResult, JobArrived, Worker
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable, State
-from satind.net import codec
+from satind.net import codec, tls
 from satind.net import messages as m
-from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Connection, Identity, TcpTransport
 from satind.runs import Runs
@@ -99,6 +98,7 @@ class Peer:
         self.worker_idle = True
         self.stopped = trio.Event()
         self.joined = trio.Event()
+        self._changed = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
         self._thread: threading.Thread | None = None
@@ -179,9 +179,19 @@ class Peer:
             and not any(r.info.master == self.name for r in self.runs.active.values())
             and not self.runs.queue
         ):
-            await trio.sleep(0.05)
+            await self._changed.wait()
         log.info("drained; leaving")
         self.leave()
+
+    def changed(self) -> None:
+        """Wake whoever waits for this peer's state (idleness, runs, members) to change."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for_members(self, count: int) -> None:
+        """Return once at least ``count`` members (this one included) are alive."""
+        while len(self.table.alive()) < count:
+            await self._changed.wait()
 
     def _start_compute_thread(self) -> None:
         previous = threading.stack_size()
@@ -224,6 +234,7 @@ class Peer:
         self.transport.post_address(address, msg)
 
     def on_member_change(self, change: Change) -> None:
+        self.changed()
         after = change.after
         if after.state.gone or change.replaced:
             # Jobs it stole from us are lost with it; recovering them comes with fault
@@ -261,6 +272,7 @@ class Peer:
     def _set_idle(self, idle: bool) -> None:
         self.worker_idle = idle
         self.thief.set_wanted(idle)
+        self.changed()
 
     def job_finished(self, job: Job) -> None:
         self._soon(self._on_job_finished, job)
@@ -492,7 +504,7 @@ class Peer:
         state = self.table.me.state.label
         if self.draining and not self.table.me.state.gone:
             state = "draining"
-        jobs = sum(r.state.jobs_run for r in self.runs.active.values())
+        jobs = self.runs.jobs_run()
         return m.PeerStatus(
             name=self.name,
             cluster=self.cluster,

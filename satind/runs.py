@@ -123,6 +123,8 @@ class RunsHost(Protocol):
 
     def spawn_task(self, fn: Any, *args: Any) -> None: ...
 
+    def changed(self) -> None: ...
+
 
 class Runs:
     """The runs this peer knows of, and the ones it masters."""
@@ -133,9 +135,21 @@ class Runs:
         self.active: dict[str, PeerRun] = {}
         self.queue: deque[PeerRun] = deque()
         self.finished: OrderedDict[str, Finished] = OrderedDict()
-        # Runs of other masters that ended: their announcements are ignored from now on.
-        self.ended: OrderedDict[str, str] = OrderedDict()
+        # Runs that ended, with their final state and master: their announcements are
+        # ignored from now on, and `satind result` knows whom to ask.
+        self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._result_waiters: dict[str, list[trio.Event]] = {}
+        # Jobs this peer ran in runs it no longer tracks (for `satind status`).
+        self.jobs_run_before = 0
+
+    def drop(self, run_id: str) -> PeerRun | None:
+        run = self.active.pop(run_id, None)
+        if run is not None:
+            self.jobs_run_before += run.state.jobs_run
+        return run
+
+    def jobs_run(self) -> int:
+        return self.jobs_run_before + sum(r.state.jobs_run for r in self.active.values())
 
     # -- the run table ---------------------------------------------------------------------------
 
@@ -171,10 +185,10 @@ class Runs:
         if run_id in self.ended or run_id in self.finished:
             return False
         if announce.state in (DONE, FAILED):
-            self._remember_ended(run_id, announce.state)
+            self._remember_ended(run_id, announce.state, announce.info.master)
             run = self.active.get(run_id)
             if run is not None and run.info.master != self.host.name:
-                del self.active[run_id]
+                self.drop(run_id)
                 return True
             return False
         if announce.state == RUNNING and run_id not in self.active:
@@ -182,8 +196,8 @@ class Runs:
             return True
         return False
 
-    def _remember_ended(self, run_id: str, state: str) -> None:
-        self.ended[run_id] = state
+    def _remember_ended(self, run_id: str, state: str, master: str) -> None:
+        self.ended[run_id] = (state, master)
         while len(self.ended) > 4 * self.cfg.keep_results:
             self.ended.popitem(last=False)
 
@@ -289,8 +303,8 @@ class Runs:
         result = _result_message(run, run.root, elapsed, peers, as_ints(stats))
         self._keep(Finished(result, run.info))
         status = DONE if result.error is None else FAILED
-        self.active.pop(run.info.run_id, None)
-        self._remember_ended(run.info.run_id, status)
+        self.drop(run.info.run_id)
+        self._remember_ended(run.info.run_id, status, self.host.name)
         self.host.announce(m.RunAnnounce(run.info, status))
         if run.submitter is not None:
             self.host.post(run.submitter, result)
@@ -299,6 +313,7 @@ class Runs:
         log.info("run %s %s in %.3f s", run.info.run_id, status, elapsed)
         if self.queue:
             self._start(self.queue.popleft())
+        self.host.changed()
 
     def _keep(self, finished: Finished) -> None:
         self.finished[finished.info.run_id] = finished
@@ -316,12 +331,15 @@ class Runs:
         for queued in self.queue:
             if queued.info.run_id == run_id:
                 return self.host.name
+        if run_id in self.ended:
+            return self.ended[run_id][1]
         return None
 
     async def result_of(self, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
         """The result of a run this peer masters (or mastered): (result, why not)."""
         finished = self.finished.get(run_id)
-        if finished is None and wait and self.master_of(run_id) == self.host.name:
+        pending = self.status_of(run_id) in (RUNNING, QUEUED)
+        if finished is None and wait and pending:
             event = trio.Event()
             self._result_waiters.setdefault(run_id, []).append(event)
             await event.wait()
@@ -329,7 +347,7 @@ class Runs:
         if finished is not None:
             finished.fetched = True
             return finished.result, ""
-        if self.master_of(run_id) == self.host.name:
+        if pending:
             return None, f"run {run_id} is still {self.status_of(run_id)}"
         if run_id in self.ended:
             return None, f"run {run_id} ended, but its result is no longer kept here"
@@ -341,7 +359,7 @@ class Runs:
             return run.status
         if any(r.info.run_id == run_id for r in self.queue):
             return QUEUED
-        return self.ended.get(run_id, "unknown")
+        return self.ended.get(run_id, ("unknown", ""))[0]
 
     def statuses(self, progress: dict[str, float]) -> list[m.RunStatus]:
         """Runs this peer masters (running, queued, and kept results), for `satind status`."""

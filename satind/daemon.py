@@ -1,0 +1,175 @@
+"""`satind start`: run and supervise this machine's peers in the foreground.
+
+The supervisor starts ``daemon.peers`` peer processes named NODE/0, NODE/1, ... listening on
+consecutive ports from ``daemon.port`` (port 0: any free ports, for tests; the log says which).
+Peer 0 joins through the configured seeds (other machines); the others join through peer 0 and
+the seeds. It logs to stderr and stays in the foreground, which is what systemd and container
+runtimes expect.
+
+* A peer that exits with code 0 was stopped or drained: it stays down. When every peer is down
+  the supervisor exits 0.
+* A peer that dies otherwise (a crash, SIGKILL) is restarted after ``daemon.restart_delay_s``
+  (doubling on repeated crashes, up to a minute) when ``daemon.restart`` is on; it comes back
+  as a new instance of the same name, and the others recover the old one's work.
+* SIGTERM or SIGINT stops every peer the graceful way (``daemon.on_sigterm``: leave, or drain
+  first) and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from satind.config import Config, default_peer_count
+from satind.launcher import (
+    PeerProcess,
+    PeerSpec,
+    StartupError,
+    parse_address,
+    start_peer,
+    stop_peers,
+    wait_bound,
+)
+from satind.net import tls
+from satind.net.transport import Address
+
+log = logging.getLogger(__name__)
+
+
+class DaemonError(Exception):
+    """The daemon cannot start; the message says what to fix."""
+
+
+def node_name(cfg: Config) -> str:
+    """This machine's name: the configured one, or the host name made certificate-safe."""
+    if cfg.daemon.name:
+        return cfg.daemon.name
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname().split(".")[0]) or "node"
+
+
+@dataclass
+class Slot:
+    """One peer position on this machine and its current process."""
+
+    spec: PeerSpec
+    process: PeerProcess | None = None
+    crashes: int = 0
+    stopped: bool = False
+
+
+class Supervisor:
+    def __init__(self, cfg: Config, config_file: Path | None, log_level: str) -> None:
+        self.cfg = cfg
+        d = cfg.daemon
+        self.node = node_name(cfg)
+        if not d.keys:
+            raise DaemonError(
+                "no keys directory: pass --keys DIR (make one with `satind keys init DIR` and "
+                f"`satind keys issue DIR {self.node}`)"
+            )
+        keys = Path(d.keys)
+        tls.Credentials.load(keys, self.node, tls.ROLE_PEER)  # fail now, not in every child
+        try:
+            seeds = [parse_address(s) for s in d.seeds]
+        except ValueError as exc:
+            raise DaemonError(f"bad seed: {exc}") from None
+        count = d.peers or default_peer_count()
+        if not (d.port >= 0 and d.port + count - 1 < 65536):
+            raise DaemonError(f"ports {d.port}..{d.port + count - 1} are not valid")
+        self.seeds = seeds
+        self.slots = [
+            Slot(
+                PeerSpec(
+                    name=f"{self.node}/{i}",
+                    cluster=d.cluster,
+                    listen=Address(d.host, d.port + i if d.port else 0),
+                    keys=keys,
+                    cert=self.node,
+                    seeds=list(seeds),
+                    plugin_paths=[Path(p) for p in d.plugin_paths],
+                    config_file=config_file,
+                    log_level=log_level,
+                )
+            )
+            for i in range(count)
+        ]
+        self._stopping = False
+        self._all_stopped = trio.Event()
+
+    def _stopped(self, slot: Slot) -> None:
+        slot.stopped = True
+        if all(s.stopped for s in self.slots):
+            self._all_stopped.set()
+
+    async def run(self) -> int:
+        async with trio.open_nursery() as nursery:
+            # Peer 0 first: the others join through it (and the configured seeds).
+            await self._start(self.slots[0])
+            first = self.slots[0].process
+            assert first is not None and first.address is not None
+            for slot in self.slots[1:]:
+                slot.spec.seeds = [first.address, *self.seeds]
+                await self._start(slot)
+            addresses = ", ".join(
+                f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
+            )
+            log.warning("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
+            for slot in self.slots:
+                nursery.start_soon(self._watch, slot)
+            nursery.start_soon(self._signals, nursery.cancel_scope)
+            await self._all_stopped.wait()
+            nursery.cancel_scope.cancel()
+        return 0
+
+    async def _start(self, slot: Slot) -> None:
+        slot.process = await start_peer(slot.spec)
+        try:
+            with trio.fail_after(self.cfg.launcher.start_timeout_s):
+                await wait_bound(slot.process)
+        except (StartupError, trio.TooSlowError) as exc:
+            raise DaemonError(f"peer {slot.spec.name} did not start: {exc}") from None
+
+    async def _watch(self, slot: Slot) -> None:
+        while True:
+            assert slot.process is not None
+            code = await slot.process.process.wait()
+            if code == 0 or self._stopping:
+                log.warning("peer %s stopped", slot.spec.name)
+                self._stopped(slot)
+                return
+            slot.crashes += 1
+            if not self.cfg.daemon.restart:
+                log.error("peer %s died (exit %d); not restarting", slot.spec.name, code)
+                self._stopped(slot)
+                return
+            delay = min(60.0, self.cfg.daemon.restart_delay_s * 2 ** (slot.crashes - 1))
+            log.error("peer %s died (exit %d); restarting in %.1f s", slot.spec.name, code, delay)
+            await trio.sleep(delay)
+            if self._stopping:
+                self._stopped(slot)
+                return
+            try:
+                await self._start(slot)
+            except DaemonError as exc:
+                log.error("%s", exc)
+
+    async def _signals(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.warning("%s: stopping every peer", signal.Signals(signum).name)
+                self._stopping = True
+                processes = [s.process for s in self.slots if s.process is not None]
+                if self.cfg.daemon.on_sigterm == "drain":
+                    for p in processes:
+                        if p.process.returncode is None:
+                            p.process.send_signal(signal.SIGTERM)  # the child drains, then exits
+                    return
+                with trio.CancelScope(shield=True):
+                    await stop_peers(processes, self.cfg.launcher.stop_grace_s)
+                return

@@ -1,0 +1,192 @@
+"""Two "machines" (two `satind start`, two clusters) on loopback: they find each other over
+mutual TLS, run a submitted plugin, show status, drain a peer, shrug off an intruder's garbage
+and stop cleanly."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from satind.net import tls
+from tests.integration.procs import alive, children_of, kill_all
+
+pytestmark = pytest.mark.slow
+DATA = Path(__file__).parent.parent / "data"
+
+
+def satind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "satind", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+class Daemon:
+    def __init__(self, keys: Path, name: str, cluster: str, seeds: str = "", *extra: str) -> None:
+        cmd = [sys.executable, "-m", "satind", "start", "--keys", str(keys), "--name", name,
+               "--cluster", cluster, "--listen", "127.0.0.1:0", "--peers", "2", *extra]
+        if seeds:
+            cmd += ["--seeds", seeds]
+        self.log = Path(keys) / f"{name}.log"
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"))
+        self.addresses = self._wait_for_addresses(name)
+        self.children = children_of(self.proc.pid)
+
+    def _wait_for_addresses(self, name: str) -> dict[str, str]:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = self.log.read_text()
+            found = re.search(rf"satind {name} \(cluster \w+\): (.*)", text)
+            if found:
+                return dict(part.split("=") for part in found.group(1).split(", "))
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon {name} exited: {text}")
+            time.sleep(0.1)
+        raise AssertionError(f"daemon {name} did not start: {self.log.read_text()}")
+
+    @property
+    def first(self) -> str:
+        return next(iter(self.addresses.values()))
+
+    def kill(self) -> None:
+        self.proc.kill()
+        kill_all(self.children)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    assert satind("keys", "init", str(tmp_path)).returncode == 0
+    for name in ("m1", "m2"):
+        assert satind("keys", "issue", str(tmp_path), name).returncode == 0
+    return tmp_path
+
+
+@pytest.fixture
+def two_machines(keys: Path) -> Iterator[tuple[Daemon, Daemon]]:
+    m1 = Daemon(keys, "m1", "east")
+    m2 = Daemon(keys, "m2", "west", m1.first)
+    try:
+        yield m1, m2
+    finally:
+        m1.kill()
+        m2.kill()
+
+
+def client(keys: Path, to: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return satind(*args, "--to", to, "--keys", str(keys), timeout=timeout)
+
+
+def status(keys: Path, to: str) -> dict[str, Any]:
+    proc = client(keys, to, "status", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def wait_for(predicate: Any, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not reached")
+
+
+def test_two_machines_run_status_drain_and_stop(keys: Path, two_machines: tuple[Daemon, Daemon]) -> None:
+    m1, m2 = two_machines
+    wait_for(lambda: len([p for p in status(keys, m2.first)["peers"] if p["state"] == "alive"]) == 4)
+    peers = {p["name"]: p for p in status(keys, m1.first)["peers"]}
+    assert {n: p["cluster"] for n, p in peers.items()} == {
+        "m1/0": "east", "m1/1": "east", "m2/0": "west", "m2/1": "west"
+    }
+
+    # A run submitted on one machine uses both and gives the right answer.
+    proc = client(keys, m2.first, "submit", "tree", "3", "4", "20", "sleep", "--wait", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["check"] == "ok" and out["peers"] == 4
+    assert out["stats"]["jobs_run"] == out["stats"]["spawns"] + 1
+    assert out["stats"]["stolen_wide"] + out["stats"]["stolen_local"] > 0
+
+    # `submit` without --wait gives a run id; `result --wait` from the other machine fetches it.
+    proc = client(keys, m1.first, "submit", "fib", "25", "15")
+    run_id = proc.stdout.strip()
+    assert proc.returncode == 0 and re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id), proc.stdout
+    proc = client(keys, m2.first, "result", run_id, "--wait", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"] == 75025
+    runs = {r["run_id"]: r for r in status(keys, m1.first)["runs"]}
+    assert runs[run_id]["state"] == "done" and runs[run_id]["progress"] == 1.0
+
+    # An intruder's garbage costs one connection; the system goes on.
+    host, port = m1.first.split(":")
+    for data in (b"\x00" * 64, b"\x16\x03\x01\xff\xff" + b"A" * 200, b"GET / HTTP/1.0\r\n\r\n"):
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(data)
+            sock.settimeout(10)
+            try:
+                while sock.recv(4096):
+                    pass
+            except (ConnectionResetError, TimeoutError):
+                pass
+    proc = client(keys, m1.first, "submit", "nqueens", "8", "--wait", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == 92
+
+    # Drain one peer: it finishes, leaves, and is seen as left (not dead).
+    proc = client(keys, m1.first, "drain", "m2/1")
+    assert proc.returncode == 0, proc.stderr
+    wait_for(lambda: {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}["m2/1"] == "left")
+    proc = client(keys, m1.first, "drain", "nobody/9")
+    assert proc.returncode == 1 and "no live peer nobody/9" in proc.stderr
+
+    # Stop everything: both daemons exit by themselves, and nothing is left running.
+    children = m1.children + m2.children
+    proc = client(keys, m1.first, "stop", "--all")
+    assert proc.returncode == 0, proc.stderr
+    assert m1.proc.wait(timeout=30) == 0 and m2.proc.wait(timeout=30) == 0
+    wait_for(lambda: not any(alive(p) for p in children), 10)
+
+
+def test_other_plugin_versions_refuse_the_run(keys: Path, tmp_path: Path) -> None:
+    one, two = tmp_path / "v1", tmp_path / "v2"
+    for directory, body in ((one, "x * 2"), (two, "x + x")):
+        directory.mkdir()
+        (directory / "double.py").write_text(
+            "from satind import Plugin, spawnable\n"
+            "@spawnable\n"
+            f"def double(x: int) -> int:\n    return {body}\n"
+            "PLUGIN = Plugin(name='double', entry=double, usage='double X',\n"
+            "                parse=lambda argv: (int(argv[0]),))\n"
+        )
+    m1 = Daemon(keys, "m1", "east", "", "--plugin-path", str(one))
+    m2 = Daemon(keys, "m2", "west", m1.first, "--plugin-path", str(two))
+    try:
+        wait_for(lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 4)
+        proc = client(keys, m1.first, "submit", "double", "21", "--wait")
+        assert proc.returncode == 3
+        assert "run refused" in proc.stderr and "peer m2/" in proc.stderr
+        assert "code hash" in proc.stderr
+    finally:
+        m1.kill()
+        m2.kill()
+
+
+def test_client_errors_are_clear(keys: Path) -> None:
+    proc = satind("status", "--to", "127.0.0.1:1", "--keys", str(keys))
+    assert proc.returncode == 3 and "cannot connect" in proc.stderr
+    proc = satind("status", "--to", "nonsense", "--keys", str(keys))
+    assert proc.returncode == 2 and "HOST:PORT" in proc.stderr
+    proc = satind("start", "--keys", str(keys), "--name", "m9", "--listen", "127.0.0.1:0")
+    assert proc.returncode == 2 and "satind keys issue" in proc.stderr
+    (keys / "m1.key").chmod(0o644)
+    proc = satind("start", "--keys", str(keys), "--name", "m1", "--listen", "127.0.0.1:0")
+    assert proc.returncode == 2 and "chmod 600" in proc.stderr
+    assert tls.KeysError  # the message comes from satind.net.tls
