@@ -31,8 +31,23 @@ def satind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 class Daemon:
     def __init__(self, keys: Path, name: str, cluster: str, seeds: str = "", *extra: str) -> None:
-        cmd = [sys.executable, "-m", "satind", "start", "--keys", str(keys), "--name", name,
-               "--cluster", cluster, "--listen", "127.0.0.1:0", "--peers", "2", *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "satind",
+            "start",
+            "--keys",
+            str(keys),
+            "--name",
+            name,
+            "--cluster",
+            cluster,
+            "--listen",
+            "127.0.0.1:0",
+            "--peers",
+            "2",
+            *extra,
+        ]
         if seeds:
             cmd += ["--seeds", seeds]
         self.log = Path(keys) / f"{name}.log"
@@ -80,7 +95,9 @@ def two_machines(keys: Path) -> Iterator[tuple[Daemon, Daemon]]:
         m2.kill()
 
 
-def client(keys: Path, to: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def client(
+    keys: Path, to: str, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return satind(*args, "--to", to, "--keys", str(keys), timeout=timeout)
 
 
@@ -100,12 +117,19 @@ def wait_for(predicate: Any, limit: float = 30.0) -> None:
     raise AssertionError("condition not reached")
 
 
-def test_two_machines_run_status_drain_and_stop(keys: Path, two_machines: tuple[Daemon, Daemon]) -> None:
+def test_two_machines_run_status_drain_and_stop(
+    keys: Path, two_machines: tuple[Daemon, Daemon]
+) -> None:
     m1, m2 = two_machines
-    wait_for(lambda: len([p for p in status(keys, m2.first)["peers"] if p["state"] == "alive"]) == 4)
+    wait_for(
+        lambda: len([p for p in status(keys, m2.first)["peers"] if p["state"] == "alive"]) == 4
+    )
     peers = {p["name"]: p for p in status(keys, m1.first)["peers"]}
     assert {n: p["cluster"] for n, p in peers.items()} == {
-        "m1/0": "east", "m1/1": "east", "m2/0": "west", "m2/1": "west"
+        "m1/0": "east",
+        "m1/1": "east",
+        "m2/0": "west",
+        "m2/1": "west",
     }
 
     # A run submitted on one machine uses both and gives the right answer.
@@ -143,7 +167,9 @@ def test_two_machines_run_status_drain_and_stop(keys: Path, two_machines: tuple[
     # Drain one peer: it finishes, leaves, and is seen as left (not dead).
     proc = client(keys, m1.first, "drain", "m2/1")
     assert proc.returncode == 0, proc.stderr
-    wait_for(lambda: {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}["m2/1"] == "left")
+    wait_for(
+        lambda: {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}["m2/1"] == "left"
+    )
     proc = client(keys, m1.first, "drain", "nobody/9")
     assert proc.returncode == 1 and "no live peer nobody/9" in proc.stderr
 
@@ -169,7 +195,9 @@ def test_other_plugin_versions_refuse_the_run(keys: Path, tmp_path: Path) -> Non
     m1 = Daemon(keys, "m1", "east", "", "--plugin-path", str(one))
     m2 = Daemon(keys, "m2", "west", m1.first, "--plugin-path", str(two))
     try:
-        wait_for(lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 4)
+        wait_for(
+            lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 4
+        )
         proc = client(keys, m1.first, "submit", "double", "21", "--wait")
         assert proc.returncode == 3
         assert "run refused" in proc.stderr and "peer m2/" in proc.stderr

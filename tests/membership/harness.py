@@ -108,8 +108,8 @@ class Cluster:
         start = trio.current_time()
         with trio.fail_after(limit):
             # Polling the virtual clock: it costs no wall time under MockClock.
-            while not predicate():  # type: ignore[operator]
-                await trio.sleep(step)  # noqa: ASYNC110
+            while not predicate():  # type: ignore[operator]  # noqa: ASYNC110
+                await trio.sleep(step)
         return trio.current_time() - start
 
 
