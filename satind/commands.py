@@ -66,7 +66,7 @@ async def _client(args: argparse.Namespace, cfg: Config) -> AsyncIterator[contro
         )
     except (ValueError, tls.KeysError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    async with control.connect(address, cfg, credentials) as client:
+    async with control.connect(address, cfg, credentials if cfg.net.tls else None) as client:
         yield client
 
 

@@ -70,8 +70,9 @@ class NetConfig:
     max_depth: int = 200
     # seconds. Connect plus handshake must finish within this.
     connect_timeout_s: float = 5.0
-    # count. Outgoing frames buffered per connection before a sender waits.
-    send_buffer_frames: int = 256
+    # Mutual TLS on every connection. Turning it off exists only to measure what TLS costs
+    # (docs/benchmarks.md); a system without it lets anyone who can connect run code.
+    tls: bool = True
 
 
 @dataclass(frozen=True)

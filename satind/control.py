@@ -129,14 +129,15 @@ class Client:
     def shutdown(self, reason: str) -> None:
         self.conn.post(m.Shutdown(reason))
 
-    async def status(self, within_s: float = 10.0) -> m.StatusReply:
-        """Every member's status and every run's, as the connected peer gathers them.
+    async def status(self, within_s: float = 10.0, deep: bool = True) -> m.StatusReply:
+        """Every member's status and every run's, as the connected peer gathers them
+        (``deep=False``: the connected peer's own line, then its view of the others).
 
         Raises:
             PeerUnavailable: no answer.
         """
         req = self.requests.new()
-        self.conn.post(m.StatusRequest(req, True))
+        self.conn.post(m.StatusRequest(req, deep))
         reply = await self._wait_reply(req, within_s)
         assert isinstance(reply, m.StatusReply)
         return reply

@@ -272,7 +272,7 @@ def parse_address(text: str) -> Address:
 async def _child(args: argparse.Namespace, cfg: Config) -> int:
     from satind.peer import Peer, PeerOptions
 
-    credentials = tls.Credentials.load(args.keys, args.cert, tls.ROLE_PEER)
+    credentials = tls.Credentials.load(args.keys, args.cert, tls.ROLE_PEER) if cfg.net.tls else None
     options = PeerOptions(
         name=args.name,
         cluster=args.cluster,

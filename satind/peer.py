@@ -495,7 +495,13 @@ class Peer:
 
     def _on_status(self, conn: Connection, msg: m.StatusRequest) -> None:
         if not msg.deep:
-            conn.post(m.StatusReply(msg.req, [self.local_status()], self._local_runs()))
+            # This peer's own line first, then its view of every other member.
+            view = [
+                m.PeerStatus(mem.name, mem.cluster, _state_label(mem))
+                for mem in self.table.everyone()
+                if mem.name != self.name
+            ]
+            conn.post(m.StatusReply(msg.req, [self.local_status(), *view], self._local_runs()))
             return
         self.spawn_task(self._answer_deep_status, conn, msg)
 
@@ -557,8 +563,8 @@ class Peer:
             req = self.requests.new()
             self.post(name, m.StatusRequest(req, False))
             reply = await self.requests.reply_within(req, self.cfg.run.stats_timeout_s)
-            if isinstance(reply, m.StatusReply):
-                peers.extend(reply.peers)
+            if isinstance(reply, m.StatusReply) and reply.peers:
+                peers.append(reply.peers[0])  # its own line; the rest is its view
                 runs.extend(reply.runs)
 
         async with trio.open_nursery() as nursery:
@@ -567,8 +573,7 @@ class Peer:
         answered = {p.name for p in peers}
         for member in self.table.everyone():
             if member.name not in answered:
-                state = "draining" if member.draining and member.alive else member.state.label
-                peers.append(m.PeerStatus(member.name, member.cluster, state))
+                peers.append(m.PeerStatus(member.name, member.cluster, _state_label(member)))
         conn.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
     def _on_drain_request(self, conn: Connection, msg: m.DrainRequest) -> None:
@@ -612,6 +617,10 @@ class Peer:
 
     def _on_drain(self, conn: Connection, msg: m.Drain) -> None:
         self.drain(msg.reason)
+
+
+def _state_label(member: Member) -> str:
+    return "draining" if member.draining and member.alive else member.state.label
 
 
 def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:

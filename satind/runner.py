@@ -61,7 +61,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome:
 
 
 async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
-    credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT)
+    credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT) if cfg.net.tls else None
     plugin = request.plugin
     async with local_peers(
         request.peers,

@@ -33,7 +33,7 @@ async def views(peers: list[PeerProcess], cfg: config.Config, keys: Path, about:
             continue
         assert peer.address is not None
         async with control.connect(peer.address, cfg, credentials, peer.name) as client:
-            reply = await client.status(within_s=5)
+            reply = await client.status(within_s=5, deep=False)
         seen.append({p.name: p.state for p in reply.peers}.get(about, "unknown"))
     return seen
 
