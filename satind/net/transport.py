@@ -312,7 +312,8 @@ class TcpTransport:
             codec.DecodeError,
             trio.BrokenResourceError,
         ) as exc:
-            log.warning("cannot connect to %s at %s: %s", dest, address, exc)
+            # Expected while a dead member is being detected: not worth a warning each time.
+            log.info("cannot connect to %s at %s: %s", dest, address, exc)
             self.counters.send_failures += len(conn.outbox)
             conn.closed = True
             if self._conns.get(dest) is conn:

@@ -310,3 +310,33 @@ def test_a_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
     bad.write_text("[engine]\nswitch_interval_s = 'fast'\n")
     proc = satind("run", "fib", "10", "--config", str(bad))
     assert proc.returncode == 2 and "must be float" in proc.stderr
+
+
+def test_wide_area_emulation_delays_only_traffic_between_clusters(tmp_path: Path) -> None:
+    emu = tmp_path / "emu.toml"
+    emu.write_text("[emulation]\nlatency_ms = 60.0\n")
+    out = run_json(
+        "tree",
+        "3",
+        "4",
+        "5",
+        "sleep",
+        "--peers",
+        "4",
+        "--clusters",
+        "2",
+        "--steal",
+        "crs",
+        "--config",
+        str(emu),
+        "--seed",
+        "2",
+    )
+    stats = out["stats"]
+    slow = stats["steal_rtt_gt_100ms"]  # a wide-area round trip is at least 2 x 60 ms
+    fast = sum(
+        v for k, v in stats.items() if k.startswith("steal_rtt_le_") and k != "steal_rtt_le_100ms"
+    )
+    assert stats["steal_attempts_wide"] > 0 and slow > 0
+    assert fast > 0  # local steals stay fast
+    assert slow <= stats["steal_attempts_wide"]
