@@ -214,8 +214,10 @@ class Peer:
     # -- membership ---------------------------------------------------------------------------
 
     def _resolve(self, name: str) -> Address | None:
+        # Any member we know, whatever its state: a peer wrongly declared dead still gets its
+        # messages (dropping them would lose work), and a dead one simply does not answer.
         member = self.table.get(name)
-        return member.address if member is not None and member.alive else None
+        return member.address if member is not None else None
 
     def members(self) -> Sequence[Member]:
         return self.table.alive()
@@ -227,8 +229,8 @@ class Peer:
         members = [(mem.name, mem.cluster) for mem in self.table.alive()]
         return candidates(self.name, self.cluster, members)
 
-    def post(self, dest: str, msg: m.Message) -> None:
-        self.transport.post(dest, msg)
+    def post(self, dest: str, msg: m.Message) -> bool:
+        return self.transport.post(dest, msg)
 
     def post_address(self, address: Address, msg: m.Message) -> None:
         self.transport.post_address(address, msg)
@@ -349,10 +351,15 @@ class Peer:
                 log.warning("cannot give away %r: %s", job, exc)
                 self.worker.queue.give_back(job)
                 spec = None
-            else:
-                self.stolen[(spec.run_id, spec.path)] = StolenEntry(job, thief)
-                self.thief.counters.jobs_given += 1
-        self.post(thief, m.StealReply(msg.req, spec))
+        # Answer on the connection the request came on: it just worked, whatever the thief's
+        # membership state is here.
+        if not conn.post(m.StealReply(msg.req, spec)):
+            if job is not None and spec is not None:
+                self.worker.queue.give_back(job)  # the reply cannot go: the job stays here
+            return
+        if job is not None and spec is not None:
+            self.stolen[(spec.run_id, spec.path)] = StolenEntry(job, thief)
+            self.thief.counters.jobs_given += 1
 
     def _on_steal_reply(self, conn: Connection, msg: m.StealReply) -> None:
         if not self.requests.resolve(msg.req, msg):

@@ -80,7 +80,7 @@ def health_delta(acked: bool, expected_nacks: int, nacks: int) -> int:
 class SwimHost(Protocol):
     """What the failure detector needs from its peer."""
 
-    def post(self, dest: str, msg: m.Message) -> None: ...
+    def post(self, dest: str, msg: m.Message) -> bool: ...
 
     def post_address(self, address: Address, msg: m.Message) -> None:
         """Send to an address whose member name we do not know yet (a seed)."""

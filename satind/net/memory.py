@@ -44,8 +44,8 @@ class MemoryLink:
     def remote_name(self) -> str:
         return self.remote.name
 
-    def post(self, msg: m.Message) -> None:
-        self._transport.post(self.remote.name, msg)
+    def post(self, msg: m.Message) -> bool:
+        return self._transport.post(self.remote.name, msg)
 
 
 MessageHandler = Callable[[MemoryLink, m.Message], None]
@@ -62,8 +62,8 @@ class MemoryTransport:
         self.counters = TrafficCounters()
         self.attached = True
 
-    def post(self, dest: str, msg: m.Message) -> None:
-        self.network.send(self, dest, msg)
+    def post(self, dest: str, msg: m.Message) -> bool:
+        return self.network.send(self, dest, msg)
 
     def post_address(self, address: Address, msg: m.Message) -> None:
         name = self.network.name_at(address)
@@ -122,9 +122,11 @@ class MemoryNetwork:
     def heal(self) -> None:
         self._cut.clear()
 
-    def send(self, sender: MemoryTransport, dest: str, msg: m.Message) -> None:
+    def send(self, sender: MemoryTransport, dest: str, msg: m.Message) -> bool:
+        """Queue a message for delivery; False when there is no route at all. A message lost
+        to a fault counts as sent (the sender cannot know), as on a real network."""
         if not sender.attached:
-            return
+            return False
         data = codec.encode_message(msg)
         receiver = self._parties.get(dest)
         wide = receiver is not None and receiver.identity.cluster != sender.identity.cluster
@@ -136,13 +138,15 @@ class MemoryNetwork:
             counters.messages_local += 1
             counters.bytes_local += len(data) + 4
         faults = self.faults
-        if receiver is None or frozenset((sender.identity.name, dest)) in self._cut:
+        if receiver is None:
             counters.send_failures += 1
             self.dropped += 1
-            return
-        if faults.drop and self.rng.random() < faults.drop:
+            return False
+        if frozenset((sender.identity.name, dest)) in self._cut or (
+            faults.drop and self.rng.random() < faults.drop
+        ):
             self.dropped += 1
-            return
+            return True
         copies = 2 if faults.duplicate and self.rng.random() < faults.duplicate else 1
         for _ in range(copies):
             delay = faults.wide_latency_s if wide else faults.latency_s
@@ -153,6 +157,7 @@ class MemoryNetwork:
             )
             heapq.heappush(self._heap, item)
         self._wake.set()
+        return True
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Deliver messages when they are due, until cancelled."""

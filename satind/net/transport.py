@@ -87,13 +87,15 @@ class Connection:
     def remote_name(self) -> str:
         return self.remote.name if self.remote else "?"
 
-    def post(self, msg: m.Message) -> None:
-        """Queue a message; it is sent in order after everything queued before it."""
+    def post(self, msg: m.Message) -> bool:
+        """Queue a message; it is sent in order after everything queued before it. False when
+        the connection is already closed (the message is dropped)."""
         if self.closed:
             self.transport.counters.send_failures += 1
-            return
+            return False
         self.outbox.append((trio.current_time(), codec.frame(codec.encode_message(msg))))
         self.wakeup.set()
+        return True
 
     def close(self) -> None:
         self.closed = True
@@ -109,7 +111,7 @@ class Transport(Protocol):
     identity: Identity
     counters: TrafficCounters
 
-    def post(self, dest: str, msg: m.Message) -> None: ...
+    def post(self, dest: str, msg: m.Message) -> bool: ...
 
 
 class _FrameReader:
@@ -230,12 +232,12 @@ class TcpTransport:
         conn = self._conns.get(name)
         return conn if conn is not None and not conn.closed else None
 
-    def post(self, dest: str, msg: m.Message) -> None:
+    def post(self, dest: str, msg: m.Message) -> bool:
         """Send ``msg`` to ``dest`` over a live connection, dialling one when needed.
 
         Never blocks. A message to a party that cannot be reached is dropped and counted in
         ``counters.send_failures`` (the protocol above recovers: steals time out, tuples are
-        an optimisation, results are recomputed).
+        an optimisation, results are recomputed). Returns False when it was dropped at once.
         """
         conn = self.connection(dest)
         if conn is None:
@@ -243,11 +245,11 @@ class TcpTransport:
             if address is None or self._nursery is None:
                 self.counters.send_failures += 1
                 log.debug("no route to %s; dropped %s", dest, type(msg).__name__)
-                return
+                return False
             conn = Connection(self, None, outbound=True)
             self._conns[dest] = conn
             self._nursery.start_soon(self._dial, dest, address, conn)
-        conn.post(msg)
+        return conn.post(msg)
 
     def post_address(self, address: Address, msg: m.Message) -> None:
         """Send to whoever answers at ``address`` (a seed whose name we do not know yet)."""

@@ -25,8 +25,8 @@ class Node:
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
 
     # SwimHost
-    def post(self, dest: str, msg: m.Message) -> None:
-        self.transport.post(dest, msg)
+    def post(self, dest: str, msg: m.Message) -> bool:
+        return self.transport.post(dest, msg)
 
     def post_address(self, address: Address, msg: m.Message) -> None:
         self.transport.post_address(address, msg)
