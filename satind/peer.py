@@ -15,12 +15,11 @@ import contextlib
 import logging
 import os
 import random
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -31,16 +30,31 @@ from satind.engine.errors import error_info, exception_from
 from satind.engine.jobs import Job, path_indices
 from satind.engine.stealing import Candidates, candidates
 from satind.engine.thief import Thief
-from satind.engine.worker import ChildResult, JobArrived, Worker
+from satind.engine.worker import ChildResult, Compute, JobArrived, Worker, WorkerHooks
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import codec, tls
 from satind.net import messages as m
+from satind.net.memory import MemoryNetwork
 from satind.net.requests import Requests
-from satind.net.transport import Address, Connection, Identity, TcpTransport
+from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.runs import Runs
 
 log = logging.getLogger(__name__)
+
+
+class PeerTransport(Protocol):
+    """What a peer needs of its network (TcpTransport, or the simulator's MemoryTransport)."""
+
+    counters: TrafficCounters
+
+    async def run(
+        self, listen: Address | None = None, *, task_status: trio.TaskStatus[Address | None]
+    ) -> None: ...
+
+    def post(self, dest: str, msg: m.Message) -> bool: ...
+
+    def post_address(self, address: Address, msg: m.Message) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -60,40 +74,66 @@ class PeerOptions:
     credentials: tls.Credentials | None = None
     plugin_paths: Sequence[Path] = ()
     seed: int | None = None
+    # The simulator fixes what is otherwise taken from the world: the process instance (start
+    # time), the plugins (else discovered), and how run ids are made (else clock + random).
+    instance: int | None = None
+    plugins: dict[str, plugins.Plugin] | None = None
+    run_ids: Callable[[], str] | None = None
 
 
 class Peer:
-    """A satind peer. Create it, then ``await peer.run()`` inside a nursery."""
+    """A satind peer: create it, then ``await peer.run()`` inside a nursery.
 
-    def __init__(self, cfg: Config, options: PeerOptions) -> None:
+    By default it talks TCP/TLS and computes on a thread; the simulator passes an in-memory
+    ``network`` and a ``compute`` that runs in virtual time instead. Everything else is the
+    same code.
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        options: PeerOptions,
+        *,
+        network: MemoryNetwork | None = None,
+        compute: Callable[[WorkerHooks], Compute] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.options = options
         self.name = options.name
         self.cluster = options.cluster
         self.requests = Requests()
         self.stolen: dict[tuple[str, bytes], StolenEntry] = {}
-        self.worker = Worker(cfg.engine, self)
-        self.transport = TcpTransport(
-            Identity(options.name, options.cluster, "peer"),
-            cfg.net,
-            self._on_message,
-            resolve=self._resolve,
-            credentials=options.credentials,
-            emulation=cfg.emulation,
-        )
+        self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
+        identity = Identity(options.name, options.cluster, "peer")
+        self.transport: PeerTransport
+        if network is not None:
+            self.transport = network.attach(identity, options.listen, self._on_message)
+        else:
+            self.transport = TcpTransport(
+                identity,
+                cfg.net,
+                self._on_message,
+                resolve=self._resolve,
+                credentials=options.credentials,
+                emulation=cfg.emulation,
+            )
         rng = random.Random(options.seed)
         self.thief = Thief(cfg.steal, random.Random(rng.random()), self)
-        self._plugins = plugins.discover(options.plugin_paths)
+        self._plugins = (
+            options.plugins
+            if options.plugins is not None
+            else plugins.discover(options.plugin_paths)
+        )
         me = Member(
             options.name,
             options.listen,
             options.cluster,
-            instance=time.time_ns(),
+            instance=options.instance if options.instance is not None else time.time_ns(),
             plugins={p.name: p.code_hash for p in self._plugins.values()},
         )
         self.table = MemberTable(me)
         self.swim = Swim(cfg.membership, self.table, self, random.Random(rng.random()))
-        self.runs = Runs(cfg.run, self)
+        self.runs = Runs(cfg.run, self, options.run_ids)
         self.draining = False
         self.worker_idle = True
         self.stopped = trio.Event()
@@ -101,7 +141,6 @@ class Peer:
         self._changed = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
-        self._thread: threading.Thread | None = None
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -125,14 +164,14 @@ class Peer:
                 )
                 await nursery.start(self.thief.run)
                 await nursery.start(self.swim.run)
-                self._start_compute_thread()
+                await nursery.start(self.worker.serve)
                 task_status.started(address)
                 if join:
                     self.join(self.options.seeds)
                 await self.stopped.wait()
                 nursery.cancel_scope.cancel()
         finally:
-            self._stop_compute_thread()
+            self.worker.stop()
 
     def join(self, seeds: Sequence[Address]) -> None:
         """Join the system through ``seeds`` (none: start it); sets ``joined`` when done."""
@@ -192,24 +231,6 @@ class Peer:
         """Return once at least ``count`` members (this one included) are alive."""
         while len(self.table.alive()) < count:
             await self._changed.wait()
-
-    def _start_compute_thread(self) -> None:
-        previous = threading.stack_size()
-        threading.stack_size(self.cfg.engine.thread_stack_bytes)
-        try:
-            self._thread = threading.Thread(
-                target=self.worker.run_forever, name=f"satind-compute-{self.name}", daemon=True
-            )
-            self._thread.start()
-        finally:
-            threading.stack_size(previous)
-
-    def _stop_compute_thread(self) -> None:
-        self.worker.stop()
-        if self._thread is not None:
-            # A job deep in a long leaf reaches no safe point; the thread is a daemon, so the
-            # process can still exit.
-            self._thread.join(timeout=1.0)
 
     # -- membership ---------------------------------------------------------------------------
 
@@ -314,7 +335,7 @@ class Peer:
 
     # -- message dispatch -------------------------------------------------------------------
 
-    def _on_message(self, conn: Connection, msg: m.Message) -> None:
+    def _on_message(self, conn: Link, msg: m.Message) -> None:
         handler = _HANDLERS.get(type(msg))
         if handler is None:
             log.warning("unexpected %s from %s", type(msg).__name__, conn.remote_name)
@@ -327,7 +348,7 @@ class Peer:
 
     # -- stealing: the victim's side --------------------------------------------------------
 
-    def _on_steal_request(self, conn: Connection, msg: m.StealRequest) -> None:
+    def _on_steal_request(self, conn: Link, msg: m.StealRequest) -> None:
         thief = conn.remote_name
         job = self.worker.queue.steal()
         spec = None
@@ -360,21 +381,23 @@ class Peer:
         if job is not None and spec is not None:
             self.stolen[(spec.run_id, spec.path)] = StolenEntry(job, thief)
             self.thief.counters.jobs_given += 1
+            log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
 
-    def _on_steal_reply(self, conn: Connection, msg: m.StealReply) -> None:
+    def _on_steal_reply(self, conn: Link, msg: m.StealReply) -> None:
         if not self.requests.resolve(msg.req, msg):
             sender = conn.remote_name
             member = self.table.get(sender)
             wide = member is not None and member.cluster != self.cluster
             self.thief.on_late_reply(msg, sender, wide)
 
-    def _on_job_result(self, conn: Connection, msg: m.JobResult) -> None:
+    def _on_job_result(self, conn: Link, msg: m.JobResult) -> None:
         thief = conn.remote_name
         entry = self.stolen.pop((msg.run_id, msg.path), None)
         if entry is None:
             # Unknown or already applied: a result is applied at most once.
             log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
             return
+        log.debug("result of %s%s from %s", msg.run_id, msg.path.hex(), thief)
         value: Any = None
         exc: BaseException | None = None
         if msg.error is not None:
@@ -425,6 +448,7 @@ class Peer:
         job = Job(fn, args, None, 0, run.state, run.state.inv_branching**depth)
         job.set_path(spec.path)
         job.origin = victim
+        log.debug("took %s%s from %s", spec.run_id, spec.path.hex(), victim)
         return job
 
     def _on_job_finished(self, job: Job) -> None:
@@ -440,11 +464,18 @@ class Peer:
                 msg = m.JobResult(job.run.run_id, job.path, None, error_info(err))
         else:
             msg = m.JobResult(job.run.run_id, job.path, None, error_info(exc))
-        self.post(job.origin, msg)
+        sent = self.post(job.origin, msg)
+        log.debug(
+            "sent result of %s%s to %s (%s)",
+            job.run.run_id,
+            job.path.hex(),
+            job.origin,
+            "queued" if sent else "DROPPED",
+        )
 
     # -- runs and control -------------------------------------------------------------------
 
-    def _on_submit(self, conn: Connection, msg: m.Submit) -> None:
+    def _on_submit(self, conn: Link, msg: m.Submit) -> None:
         if self.draining:
             conn.post(
                 m.Submitted(
@@ -461,13 +492,13 @@ class Peer:
         if reply.error is None:
             self.thief.update()
 
-    def _on_run_stats(self, conn: Connection, msg: m.RunStatsRequest) -> None:
+    def _on_run_stats(self, conn: Link, msg: m.RunStatsRequest) -> None:
         conn.post(m.RunStatsReply(msg.req, msg.run_id, self.runs.counters_of(msg.run_id)))
 
-    def _on_reply(self, conn: Connection, msg: Any) -> None:
+    def _on_reply(self, conn: Link, msg: Any) -> None:
         self.requests.resolve(msg.req, msg)
 
-    def _on_progress(self, conn: Connection, msg: m.ProgressRequest) -> None:
+    def _on_progress(self, conn: Link, msg: m.ProgressRequest) -> None:
         async def answer() -> None:
             if msg.run_id not in self.runs.active:
                 conn.post(m.ProgressReply(msg.req, msg.run_id, -1.0, {}))
@@ -478,7 +509,7 @@ class Peer:
 
         self.spawn_task(answer)
 
-    def _on_result_request(self, conn: Connection, msg: m.ResultRequest) -> None:
+    def _on_result_request(self, conn: Link, msg: m.ResultRequest) -> None:
         async def answer() -> None:
             master = self.runs.master_of(msg.run_id)
             if master is not None and master != self.name:
@@ -500,7 +531,7 @@ class Peer:
 
         self.spawn_task(answer)
 
-    def _on_status(self, conn: Connection, msg: m.StatusRequest) -> None:
+    def _on_status(self, conn: Link, msg: m.StatusRequest) -> None:
         if not msg.deep:
             # This peer's own line first, then its view of every other member.
             view = [
@@ -562,7 +593,7 @@ class Peer:
             )
         return parts + self.runs.statuses({})
 
-    async def _answer_deep_status(self, conn: Connection, msg: m.StatusRequest) -> None:
+    async def _answer_deep_status(self, conn: Link, msg: m.StatusRequest) -> None:
         peers = [self.local_status()]
         runs = self._local_runs()
 
@@ -583,7 +614,7 @@ class Peer:
                 peers.append(m.PeerStatus(member.name, member.cluster, _state_label(member)))
         conn.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
-    def _on_drain_request(self, conn: Connection, msg: m.DrainRequest) -> None:
+    def _on_drain_request(self, conn: Link, msg: m.DrainRequest) -> None:
         targets = list(msg.peers)
         if msg.cluster:
             targets += [mem.name for mem in self.table.alive() if mem.cluster == msg.cluster]
@@ -600,7 +631,7 @@ class Peer:
                 self.post(target, m.Drain(f"asked by {conn.remote_name} via {self.name}"))
         conn.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
 
-    def _on_stop_request(self, conn: Connection, msg: m.StopRequest) -> None:
+    def _on_stop_request(self, conn: Link, msg: m.StopRequest) -> None:
         node = self.name.split("/")[0]
         targets = [
             mem.name for mem in self.table.alive() if msg.every or mem.name.split("/")[0] == node
@@ -618,11 +649,11 @@ class Peer:
         log.info("%s", reason)
         self.leave()
 
-    def _on_shutdown(self, conn: Connection, msg: m.Shutdown) -> None:
+    def _on_shutdown(self, conn: Link, msg: m.Shutdown) -> None:
         log.info("shutdown requested by %s: %s", conn.remote_name, msg.reason)
         self.leave()
 
-    def _on_drain(self, conn: Connection, msg: m.Drain) -> None:
+    def _on_drain(self, conn: Link, msg: m.Drain) -> None:
         self.drain(msg.reason)
 
 
@@ -676,7 +707,7 @@ def _rss_mb() -> float:
 
 
 def _swim(method: str) -> Any:
-    def handler(peer: Peer, conn: Connection, msg: Any) -> None:
+    def handler(peer: Peer, conn: Link, msg: Any) -> None:
         getattr(peer.swim, method)(conn, msg)
 
     return handler

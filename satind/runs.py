@@ -14,7 +14,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -66,7 +66,8 @@ class Finished:
     result: m.RunResult
     info: m.RunInfo
     fetched: bool = False
-    at: float = field(default_factory=time.monotonic)
+    # trio clock, so that retention works in virtual time too
+    at: float = field(default_factory=trio.current_time)
 
 
 def sum_counters(parts: Sequence[dict[str, float]]) -> dict[str, float]:
@@ -129,9 +130,12 @@ class RunsHost(Protocol):
 class Runs:
     """The runs this peer knows of, and the ones it masters."""
 
-    def __init__(self, cfg: RunConfig, host: RunsHost) -> None:
+    def __init__(
+        self, cfg: RunConfig, host: RunsHost, run_ids: Callable[[], str] | None = None
+    ) -> None:
         self.cfg = cfg
         self.host = host
+        self.new_run_id = run_ids or new_run_id
         self.active: dict[str, PeerRun] = {}
         self.queue: deque[PeerRun] = deque()
         self.finished: OrderedDict[str, Finished] = OrderedDict()
@@ -237,7 +241,7 @@ class Runs:
         except (plugins.UnknownPlugin, plugins.UsageError, codec.EncodeError, RunRefused) as exc:
             return m.Submitted(msg.req, "", error_info(exc))
         info = m.RunInfo(
-            run_id=new_run_id(),
+            run_id=self.new_run_id(),
             plugin=plugin.name,
             code_hash=plugin.code_hash,
             argv=list(msg.argv),
@@ -317,7 +321,7 @@ class Runs:
 
     def _keep(self, finished: Finished) -> None:
         self.finished[finished.info.run_id] = finished
-        cutoff = time.monotonic() - self.cfg.keep_results_s
+        cutoff = trio.current_time() - self.cfg.keep_results_s
         for run_id in [k for k, f in self.finished.items() if f.at < cutoff]:
             del self.finished[run_id]
         while len(self.finished) > self.cfg.keep_results:

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import queue
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import trio
 
 from satind.config import EngineConfig
 from satind.engine.jobs import UNSET, Job, RunState
@@ -75,6 +78,19 @@ class WorkerStopped(BaseException):
     """Raised on the compute thread at a safe point after ``Worker.stop``; unwinds every job."""
 
 
+class Compute(Protocol):
+    """The compute side as a peer sees it: the thread-backed ``Worker``, or the simulator's
+    executor that runs synthetic jobs in virtual time."""
+
+    queue: WorkQueue
+
+    def post(self, event: MailboxEvent) -> None: ...
+
+    def stop(self) -> None: ...
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None: ...
+
+
 def _idle_run() -> RunState:
     return RunState(run_id="", plugin="", inv_branching=0.0)
 
@@ -113,6 +129,24 @@ class Worker:
         """Thread-safe: make the compute thread unwind at its next safe point."""
         self._stopped = True
         self.post(Stop())
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the compute thread while this task runs; stop it when the task is cancelled."""
+        previous = threading.stack_size()
+        threading.stack_size(self.cfg.thread_stack_bytes)
+        try:
+            thread = threading.Thread(target=self.run_forever, name="satind-compute", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(previous)
+        task_status.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.stop()
+            # A job deep in a long leaf reaches no safe point; the thread is a daemon, so the
+            # process can still exit. The join is short and happens once, at shutdown.
+            thread.join(timeout=1.0)
 
     # -- the compute thread ------------------------------------------------------------
 

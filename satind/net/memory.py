@@ -47,6 +47,9 @@ class MemoryLink:
     def post(self, msg: m.Message) -> bool:
         return self._transport.post(self.remote.name, msg)
 
+    def close(self) -> None:
+        """Messages have no connection to close here; the sender's next ones still arrive."""
+
 
 MessageHandler = Callable[[MemoryLink, m.Message], None]
 
@@ -61,6 +64,16 @@ class MemoryTransport:
         self.handler = handler
         self.counters = TrafficCounters()
         self.attached = True
+
+    async def run(
+        self,
+        listen: Address | None = None,
+        *,
+        task_status: trio.TaskStatus[Address | None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Nothing to listen on: report the address and wait (the network delivers)."""
+        task_status.started(self.address)
+        await trio.sleep_forever()
 
     def post(self, dest: str, msg: m.Message) -> bool:
         return self.network.send(self, dest, msg)

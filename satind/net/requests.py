@@ -54,12 +54,20 @@ class Requests:
         return slot.reply
 
     async def reply_within(self, req: int, seconds: float) -> Message | None:
-        """The reply to ``req``, or None when none came within ``seconds``."""
-        reply = None
+        """The reply to ``req``, or None when none came within ``seconds``.
+
+        The reply is read from the slot, not from the wait: when the timeout and the reply
+        land in the same scheduling batch, ``resolve`` has already told the replier that
+        someone waits (so it took no late-reply path) while the wait itself was cancelled.
+        Dropping that reply would lose the job a steal reply carries.
+        """
+        slot = self._slots.get(req)
+        if slot is None:
+            return None
         with trio.move_on_after(seconds):
-            reply = await self.wait(req)
+            await slot.event.wait()
         self._slots.pop(req, None)
-        return reply
+        return slot.reply
 
     def __len__(self) -> int:
         return len(self._slots)

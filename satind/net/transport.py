@@ -102,6 +102,21 @@ class Connection:
         self.cancel_scope.cancel()
 
 
+class Link(Protocol):
+    """The connection a message came on, as a handler sees it: who sent it, and how to answer
+    on the same connection (a TCP Connection, or the in-memory network's link)."""
+
+    @property
+    def remote_name(self) -> str: ...
+
+    @property
+    def remote(self) -> Identity | None: ...
+
+    def post(self, msg: m.Message) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 MessageHandler = Callable[[Connection, m.Message], None]
 
 
