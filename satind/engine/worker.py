@@ -185,17 +185,7 @@ class Worker:
             # outlive its parent, and the queue must hold no child of a finished frame.
             self.sync_frame(job)
         self.current = prev
-        run = job.run
-        run.jobs_run += 1
-        run.syncs += job.nsync
-        # A job's share of the tree goes to its children as it spawns them; what is left
-        # (all of it for a leaf) is finished now. The shares of a finished run sum to 1.
-        nspawn = job.nspawn
-        if nspawn:
-            run.spawns += nspawn
-            run.progress += job.share * (1.0 - nspawn * run.inv_branching)
-        else:
-            run.progress += job.share
+        account(job)
         if parent is not None:
             parent.pending -= 1
         else:
@@ -253,21 +243,45 @@ class Worker:
                 self.hooks.want_work(False)
             self.jobs.append(event.job)
         elif isinstance(event, ChildResult):
-            job = event.job
-            if job.done:
-                return  # a duplicate: a result is applied to its parent at most once
-            if event.exc is not None:
-                job.exc = event.exc
-            else:
-                job.value = event.value
-            parent = job.parent
-            if parent is not None:
-                parent.pending -= 1
-            else:
-                # A root that a thief took from our queue before we could run it.
-                self.hooks.job_finished(job)
+            unparented = apply_result(event)
+            if unparented is not None:
+                self.hooks.job_finished(unparented)
         else:
             raise WorkerStopped
+
+
+def account(job: Job) -> None:
+    """Count a finished job in its run's counters (shared by every compute side)."""
+    run = job.run
+    run.jobs_run += 1
+    run.syncs += job.nsync
+    # A job's share of the tree goes to its children as it spawns them; what is left (all of
+    # it for a leaf) is finished now. The shares of a finished run sum to 1.
+    nspawn = job.nspawn
+    if nspawn:
+        run.spawns += nspawn
+        run.progress += job.share * (1.0 - nspawn * run.inv_branching)
+    else:
+        run.progress += job.share
+
+
+def apply_result(event: ChildResult) -> Job | None:
+    """Apply the result of a job another peer ran, at most once. Returns the job when it has
+    no local parent (its result must travel on), else None."""
+    job = event.job
+    if job.done:
+        return None  # a duplicate: a result is applied to its parent at most once
+    if event.exc is not None:
+        job.exc = event.exc
+    else:
+        job.value = event.value
+    parent = job.parent
+    if parent is not None:
+        parent.pending -= 1
+        return None
+    # A job without a local parent that a thief took from our queue: a root, or work we
+    # stole ourselves and that was stolen on.
+    return job
 
 
 def _noop() -> None:

@@ -123,14 +123,21 @@ class MemberTable:
     def __init__(self, me: Member) -> None:
         self._me = me
         self._members: dict[str, Member] = {me.name: me}
+        # Members alive or suspect, kept up to date so that counting costs nothing.
+        self.alive_count = 1 if me.alive else 0
 
     @property
     def me(self) -> Member:
         return self._me
 
+    def _put(self, member: Member) -> None:
+        old = self._members.get(member.name)
+        self.alive_count += int(member.alive) - int(old is not None and old.alive)
+        self._members[member.name] = member
+
     def set_me(self, me: Member) -> None:
         self._me = me
-        self._members[me.name] = me
+        self._put(me)
 
     def get(self, name: str) -> Member | None:
         return self._members.get(name)
@@ -159,20 +166,20 @@ class MemberTable:
             if new.state.gone:
                 # A tombstone for someone we never knew: remember it so a stale "alive" of
                 # the same incarnation cannot bring it back.
-                self._members[new.name] = new
+                self._put(new)
                 return Change(None, new), None
-            self._members[new.name] = new
+            self._put(new)
             return Change(None, new), None
         if new.instance != old.instance:
             if new.instance < old.instance:
                 return None, None  # news of an older process: ignore
-            self._members[new.name] = new
+            self._put(new)
             return Change(old, new, replaced=not old.state.gone), None
         if not self._overrides(old, new):
             return None, None
         # Suspicion and death notices need not repeat the plugin list.
         merged = replace(new, plugins=new.plugins or old.plugins)
-        self._members[new.name] = merged
+        self._put(merged)
         return Change(old, merged), None
 
     @staticmethod
@@ -220,7 +227,7 @@ class MemberTable:
         for name in names:
             member = self._members.get(name)
             if member is not None and member.state.gone and name != self._me.name:
-                del self._members[name]
+                del self._members[name]  # gone members do not count as alive: no change
 
 
 class StaticMembership(MemberTable):
@@ -233,4 +240,4 @@ class StaticMembership(MemberTable):
     def set_members(self, members: Sequence[Member]) -> None:
         for member in members:
             if member.name != self.me.name:
-                self._members[member.name] = member
+                self._put(member)

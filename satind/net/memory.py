@@ -108,6 +108,9 @@ class MemoryNetwork:
         self._cut: set[frozenset[str]] = set()
         self.delivered = 0
         self.dropped = 0
+        # Called with (sender, receiver, bytes) for every delivered message (the simulator's
+        # trace).
+        self.on_deliver: Callable[[str, str, bytes], None] | None = None
 
     def attach(
         self, identity: Identity, address: Address, handler: MessageHandler
@@ -193,6 +196,8 @@ class MemoryNetwork:
                 self.dropped += 1
                 continue
             msg = codec.decode_message(head.data)
+            if self.on_deliver is not None:
+                self.on_deliver(head.src.name, head.dest, head.data)
             receiver.counters.messages_received += 1
             receiver.counters.bytes_received += len(head.data) + 4
             self.delivered += 1

@@ -1,0 +1,142 @@
+"""The simulator's compute side: synthetic tree jobs that cost virtual time.
+
+``SimWorker`` stands where a peer's thread-backed ``Worker`` stands and keeps its contract: the
+same ``WorkQueue`` (owner at the head, thieves at the tail), the same mailbox events, the same
+hooks (``want_work``, ``job_finished``), the same spawn/sync order (children pushed in spawn
+order and run newest first; a sync with children out helps, then waits for work by stealing),
+and the same bookkeeping (``account``, ``apply_result``). What differs is only what a job does:
+instead of calling plugin code it reads the synthetic job's arguments (workload.py) and sleeps
+the leaf's cost on trio's clock, so hundreds of peers share one thread in virtual time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+import trio
+
+from satind.config import EngineConfig
+from satind.engine.jobs import Job
+from satind.engine.worker import (
+    ChildResult,
+    JobArrived,
+    MailboxEvent,
+    WorkerHooks,
+    account,
+    apply_result,
+)
+from satind.engine.workqueue import WorkQueue
+from satind.sim.workload import MASK, children, leaf_cost_s, leaf_value
+
+LeafRecorder = Callable[[str, tuple[int, ...], float], None]
+
+
+class SimWorker:
+    def __init__(self, cfg: EngineConfig, hooks: WorkerHooks, on_leaf: LeafRecorder) -> None:
+        self.cfg = cfg
+        self.hooks = hooks
+        self.on_leaf = on_leaf
+        self.queue = WorkQueue()
+        self._mailbox: deque[MailboxEvent] = deque()
+        self._wake = trio.Event()
+        self.nesting = 0
+        self._wanting = False
+        self._stopped = False
+        self.busy_s = 0.0
+
+    # -- the peer's side ---------------------------------------------------------------------
+
+    def post(self, event: MailboxEvent) -> None:
+        self._mailbox.append(event)
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while not self._stopped:
+            job = self.queue.pop()
+            if job is None:
+                await self._wait()
+            else:
+                await self.run_job(job)
+
+    # -- running jobs --------------------------------------------------------------------------
+
+    async def run_job(self, job: Job) -> None:
+        parent = job.parent
+        if parent is None:
+            self.nesting += 1
+        path, depth, spec = job.args
+        kids = children(path, depth, spec)
+        if not kids:
+            cost = leaf_cost_s(path, spec[1], spec[2])
+            await trio.sleep(cost)
+            self.busy_s += cost
+            self.on_leaf(job.run.run_id, path, cost)
+            job.value = leaf_value(path)
+        else:
+            handles = []
+            for index, (child_path, child_depth) in enumerate(kids):
+                child = Job(
+                    job.fn,
+                    (child_path, child_depth, spec),
+                    job,
+                    index,
+                    job.run,
+                    job.share * job.run.inv_branching,
+                )
+                job.nspawn += 1
+                job.pending += 1
+                self.queue.push(child)
+                handles.append(child)
+            job.nsync += 1
+            await self.sync_frame(job)
+            job.value = sum(h.result() for h in handles) & MASK
+        account(job)
+        if parent is not None:
+            parent.pending -= 1
+        else:
+            self.nesting -= 1
+            self.hooks.job_finished(job)
+
+    async def sync_frame(self, frame: Job) -> None:
+        while frame.pending:
+            if self._mailbox:
+                self._drain()
+                continue
+            job = self.queue.pop()
+            if job is None:
+                await self._wait()
+                continue
+            await self.run_job(job)
+        if self._wanting:
+            self._wanting = False
+            self.hooks.want_work(False)
+
+    async def _wait(self) -> None:
+        if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
+            self._wanting = True
+            self.hooks.want_work(True)
+        while not self._mailbox and not self._stopped:
+            self._wake = trio.Event()
+            await self._wake.wait()
+        self._drain()
+
+    def _drain(self) -> None:
+        while self._mailbox:
+            event = self._mailbox.popleft()
+            if isinstance(event, JobArrived):
+                if self._wanting:
+                    self._wanting = False
+                    self.hooks.want_work(False)
+                self.queue.push(event.job)
+            elif isinstance(event, ChildResult):
+                unparented = apply_result(event)
+                if unparented is not None:
+                    self.hooks.job_finished(unparented)
+            else:
+                self._stopped = True

@@ -1,0 +1,216 @@
+"""Simulation scenarios: TOML files describing peers, network, workload and faults.
+
+name = "two sites, one crashes"
+seed = 1
+duration_s = 600              # virtual time limit
+
+[peers]
+clusters = { c0 = 8, c1 = 8 } # peers per cluster (named c0/0, c0/1, ... c1/0, ...)
+
+[network]
+latency_ms = 0.5              # one way, inside a cluster
+wide_latency_ms = 20.0        # one way, between clusters
+jitter_ms = 0.0               # extra random delay (reorders messages)
+drop = 0.0                    # probability per message
+duplicate = 0.0
+
+[workload]                    # a synthetic tree (satind/sim/workload.py); omit for none
+depth = 6
+branching = 4
+leaf_ms = 50.0
+dist = "exp"                  # fixed, uniform or exp
+imbalance = 0.3
+submit_at = 5.0               # virtual seconds after the start
+steal = "crs"                 # rs or crs
+
+[config]                      # overrides of satind's configuration, as in a config file
+membership = { probe_interval_s = 0.5 }
+
+[[faults]]                    # at virtual time `at`, one action:
+at = 30.0
+crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster = "c1"
+# drain = ["c0/4"] | join = 4 (join_cluster = "c0") | drop = 0.1 |
+# partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from satind.config import Config, ConfigError, with_overrides
+from satind.sim.workload import DISTRIBUTIONS, Workload
+
+
+class ScenarioError(ValueError):
+    """A scenario file is wrong; the message names the key and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: float
+    kind: str  # crash, drain, join, drop, partition
+    peers: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    count: int = 0
+    cluster: str = ""
+    value: float = 0.0
+    sides: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    duration: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    seed: int
+    duration_s: float
+    clusters: dict[str, int]
+    latency_s: float = 0.0005
+    wide_latency_s: float = 0.0005
+    jitter_s: float = 0.0
+    drop: float = 0.0
+    duplicate: float = 0.0
+    workload: Workload | None = None
+    submit_at: float = 5.0
+    steal: str = "crs"
+    config: Config = field(default_factory=Config)
+    faults: tuple[Fault, ...] = ()
+
+    @property
+    def peer_count(self) -> int:
+        return sum(self.clusters.values())
+
+
+_TOP = {"name", "seed", "duration_s", "peers", "network", "workload", "config", "faults"}
+_FAULT_KINDS = ("crash", "crash_cluster", "drain", "join", "drop", "partition")
+
+
+def _get(table: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    value = table.get(key, default)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ScenarioError(f"{where}.{key} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def _known(table: dict[str, Any], keys: set[str], where: str) -> None:
+    unknown = set(table) - keys
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise ScenarioError(f"unknown key(s) {names} in {where}; known: {', '.join(sorted(keys))}")
+
+
+def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
+    """Validate a scenario table.
+
+    Raises:
+        ScenarioError: what is wrong and what is allowed.
+    """
+    _known(data, _TOP, "the scenario")
+    peers = data.get("peers", {})
+    _known(peers, {"clusters"}, "[peers]")
+    clusters = peers.get("clusters")
+    if (
+        not isinstance(clusters, dict)
+        or not clusters
+        or not all(isinstance(v, int) and v > 0 for v in clusters.values())
+    ):
+        raise ScenarioError("[peers] clusters must be a table of cluster = peer count (> 0)")
+    net = data.get("network", {})
+    _known(net, {"latency_ms", "wide_latency_ms", "jitter_ms", "drop", "duplicate"}, "[network]")
+    workload = None
+    wl = data.get("workload")
+    submit_at, steal = 5.0, "crs"
+    if wl is not None:
+        _known(
+            wl,
+            {"depth", "branching", "leaf_ms", "dist", "imbalance", "submit_at", "steal"},
+            "[workload]",
+        )
+        dist = _get(wl, "dist", str, "fixed", "workload")
+        if dist not in DISTRIBUTIONS:
+            raise ScenarioError(f"workload.dist must be one of {', '.join(DISTRIBUTIONS)}")
+        workload = Workload(
+            depth=_get(wl, "depth", int, 4, "workload"),
+            branching=_get(wl, "branching", int, 4, "workload"),
+            leaf_ms=_get(wl, "leaf_ms", float, 10.0, "workload"),
+            dist=dist,
+            imbalance=_get(wl, "imbalance", float, 0.0, "workload"),
+        )
+        submit_at = _get(wl, "submit_at", float, 5.0, "workload")
+        steal = _get(wl, "steal", str, "crs", "workload")
+        if steal not in ("rs", "crs"):
+            raise ScenarioError("workload.steal must be rs or crs")
+    try:
+        config = with_overrides(base or Config(), data.get("config", {}))
+    except ConfigError as exc:
+        raise ScenarioError(f"[config]: {exc}") from None
+    faults = tuple(_fault(f, i, set(clusters)) for i, f in enumerate(data.get("faults", [])))
+    return Scenario(
+        name=_get(data, "name", str, "unnamed", "the scenario"),
+        seed=_get(data, "seed", int, 1, "the scenario"),
+        duration_s=_get(data, "duration_s", float, 600.0, "the scenario"),
+        clusters={str(k): int(v) for k, v in clusters.items()},
+        latency_s=_get(net, "latency_ms", float, 0.5, "network") / 1000,
+        wide_latency_s=_get(net, "wide_latency_ms", float, 0.5, "network") / 1000,
+        jitter_s=_get(net, "jitter_ms", float, 0.0, "network") / 1000,
+        drop=_get(net, "drop", float, 0.0, "network"),
+        duplicate=_get(net, "duplicate", float, 0.0, "network"),
+        workload=workload,
+        submit_at=submit_at,
+        steal=steal,
+        config=config,
+        faults=tuple(sorted(faults, key=lambda f: f.at)),
+    )
+
+
+def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
+    where = f"faults[{index}]"
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where} must be a table")
+    kinds = [k for k in _FAULT_KINDS if k in raw]
+    if len(kinds) != 1:
+        raise ScenarioError(f"{where} needs exactly one of {', '.join(_FAULT_KINDS)}")
+    kind = kinds[0]
+    _known(raw, {"at", kind, "duration", "join_cluster"}, where)
+    at = _get(raw, "at", float, 0.0, where)
+    value = raw[kind]
+    if kind == "crash" or kind == "drain":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ScenarioError(f"{where}.{kind} must be a list of peer names")
+        return Fault(at, kind, peers=tuple(value))
+    if kind == "crash_cluster":
+        if value not in clusters:
+            raise ScenarioError(f"{where}.crash_cluster: no cluster {value!r}")
+        return Fault(at, "crash", clusters=(value,))
+    if kind == "join":
+        cluster = _get(raw, "join_cluster", str, sorted(clusters)[0], where)
+        return Fault(at, kind, count=_get(raw, "join", int, 1, where), cluster=cluster)
+    if kind == "drop":
+        return Fault(at, kind, value=_get(raw, "drop", float, 0.0, where))
+    sides = value
+    if not (
+        isinstance(sides, list) and len(sides) == 2 and all(isinstance(s, list) for s in sides)
+    ):
+        raise ScenarioError(f"{where}.partition must be [[names...], [names...]]")
+    return Fault(
+        at,
+        kind,
+        sides=(tuple(sides[0]), tuple(sides[1])),
+        duration=_get(raw, "duration", float, 10.0, where),
+    )
+
+
+def load(path: Path) -> Scenario:
+    """Raises ScenarioError."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario {path}: {exc}") from None
+    try:
+        return parse(data)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None

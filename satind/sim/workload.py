@@ -1,0 +1,138 @@
+"""Synthetic divide-and-conquer trees for the simulator, with a known answer.
+
+The answer is the ``tree`` plugin's: the sum over all leaves of blake2b(bytes(path),
+digest_size=8) as a big-endian integer, mod 2**64, where path lists the child indices from the
+root. A lost leaf or a leaf applied twice changes it.
+
+The shape and the costs come from the workload parameters and from hashes of the paths, never
+from an RNG that the schedule could disturb: the same workload has the same tree and the same
+leaf costs under any schedule, seed or fault.
+
+* ``branching``, ``depth``: a full tree, unless ``imbalance`` > 0: then every child but the first
+  of a node is cut one level short with that probability (decided by the path's hash), which
+  makes subtrees of very different sizes — the load-balancing case.
+* ``leaf_ms``: the mean cost of a leaf in virtual milliseconds; ``dist`` is "fixed", "uniform"
+  (0 to 2x the mean) or "exp" (exponential with that mean).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from satind import Plugin, UsageError, spawnable, sync
+
+MASK = (1 << 64) - 1
+DISTRIBUTIONS = ("fixed", "uniform", "exp")
+
+
+@dataclass(frozen=True)
+class Workload:
+    depth: int
+    branching: int
+    leaf_ms: float
+    dist: str = "fixed"
+    imbalance: float = 0.0
+
+    def spec(self) -> tuple[int, float, str, float]:
+        """What every job carries (CBOR-friendly)."""
+        return (self.branching, self.leaf_ms, self.dist, self.imbalance)
+
+
+def _unit(path: Sequence[int], salt: bytes) -> float:
+    """A number in [0, 1) fixed by the path (and a salt naming its use)."""
+    digest = hashlib.blake2b(bytes(path), digest_size=8, person=salt).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def leaf_value(path: Sequence[int]) -> int:
+    return int.from_bytes(hashlib.blake2b(bytes(path), digest_size=8).digest(), "big")
+
+
+def child_depth(path: Sequence[int], index: int, depth: int, imbalance: float) -> int:
+    """Remaining depth of child ``index`` of the node at ``path`` (which has ``depth`` left)."""
+    if index == 0 or imbalance <= 0:
+        return depth - 1
+    return depth - 2 if _unit((*path, index), b"satind-shape") < imbalance else depth - 1
+
+
+def leaf_cost_s(path: Sequence[int], leaf_ms: float, dist: str) -> float:
+    """The virtual seconds a leaf takes."""
+    mean = leaf_ms / 1000
+    if dist == "fixed":
+        return mean
+    u = _unit(path, b"satind-cost")
+    if dist == "uniform":
+        return 2 * mean * u
+    return -mean * math.log(1 - u)  # exponential
+
+
+def children(
+    path: Sequence[int], depth: int, spec: Sequence[object]
+) -> list[tuple[tuple[int, ...], int]]:
+    """(path, remaining depth) of each child of a node; empty for a leaf."""
+    branching, _, _, imbalance = spec
+    assert isinstance(branching, int) and isinstance(imbalance, float | int)
+    if depth <= 0:
+        return []
+    return [
+        ((*path, i), max(0, child_depth(path, i, depth, float(imbalance))))
+        for i in range(branching)
+    ]
+
+
+@spawnable
+def synthetic(path: tuple[int, ...], depth: int, spec: tuple[int, float, str, float]) -> int:
+    """The definition, runnable anywhere: the simulator's executor runs the same tree in
+    virtual time instead of calling this."""
+    kids = children(path, depth, spec)
+    if not kids:
+        return leaf_value(path)
+    handles = [synthetic.spawn(p, d, spec) for p, d in kids]
+    sync()
+    return sum(h.result() for h in handles) & MASK
+
+
+def expected(workload: Workload) -> tuple[int, int, float]:
+    """(answer, number of leaves, total leaf seconds) of a workload, by walking its tree."""
+    total = leaves = 0
+    work = 0.0
+    stack: list[tuple[tuple[int, ...], int]] = [((), workload.depth)]
+    spec = workload.spec()
+    while stack:
+        path, depth = stack.pop()
+        kids = children(path, depth, spec)
+        if kids:
+            stack.extend(kids)
+        else:
+            total += leaf_value(path)
+            leaves += 1
+            work += leaf_cost_s(path, workload.leaf_ms, workload.dist)
+    return total & MASK, leaves, work
+
+
+def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, tuple[int, float, str, float]]:
+    if len(argv) != 5:
+        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE")
+    depth, branching, leaf_ms = int(argv[0]), int(argv[1]), float(argv[2])
+    dist, imbalance = argv[3], float(argv[4])
+    if dist not in DISTRIBUTIONS:
+        raise UsageError(f"DIST must be one of {', '.join(DISTRIBUTIONS)}")
+    if not (0 <= depth <= 40 and 1 <= branching <= 255 and leaf_ms >= 0 and 0 <= imbalance < 1):
+        raise UsageError(
+            "out of range: 0 <= DEPTH <= 40, 1 <= BRANCHING <= 255, LEAF_MS >= 0, "
+            "0 <= IMBALANCE < 1"
+        )
+    return (), depth, (branching, leaf_ms, dist, imbalance)
+
+
+PLUGIN = Plugin(
+    name="simtree",
+    entry=synthetic,
+    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE",
+    parse=parse,
+    max_branching=lambda args: int(args[2][0]),
+    description="the simulator's synthetic tree (runs in virtual time there)",
+)
