@@ -136,6 +136,7 @@ class Peer:
         self.runs = Runs(cfg.run, self, options.run_ids)
         self.draining = False
         self.worker_idle = True
+        self._victims: tuple[int, Candidates] | None = None
         self.stopped = trio.Event()
         self.joined = trio.Event()
         self._changed = trio.Event()
@@ -247,8 +248,12 @@ class Peer:
         return [mem.name for mem in self.table.alive() if mem.name != self.name]
 
     def victims(self) -> Candidates:
-        members = [(mem.name, mem.cluster) for mem in self.table.alive()]
-        return candidates(self.name, self.cluster, members)
+        # Asked every steal round; recomputed only when the membership changed.
+        version = self.table.version
+        if self._victims is None or self._victims[0] != version:
+            members = [(mem.name, mem.cluster) for mem in self.table.alive()]
+            self._victims = (version, candidates(self.name, self.cluster, members))
+        return self._victims[1]
 
     def post(self, dest: str, msg: m.Message) -> bool:
         return self.transport.post(dest, msg)

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import trio
+
 from satind.net.messages import Broadcasts, MemberUpdate, RunAnnounce
 
 T = TypeVar("T")
@@ -68,12 +70,16 @@ class Dissemination:
         self.max_items = max_items
         self.members: BroadcastQueue[MemberUpdate] = BroadcastQueue()
         self.runs: BroadcastQueue[RunAnnounce] = BroadcastQueue()
+        # Set when something is queued; the gossip loop sleeps on it when there is no news.
+        self.wakeup = trio.Event()
 
     def add_member(self, update: MemberUpdate) -> None:
         self.members.add(update.name, update)
+        self.wakeup.set()
 
     def add_run(self, announce: RunAnnounce) -> None:
         self.runs.add(announce.info.run_id, announce)
+        self.wakeup.set()
 
     def pending(self) -> bool:
         return bool(len(self.members) or len(self.runs))

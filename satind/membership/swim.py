@@ -143,6 +143,7 @@ class Swim:
         self._gone_since: dict[str, float] = {}
         self._order: list[str] = []
         self._joined = trio.Event()
+        self._suspicions_changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.probes_sent = 0
 
@@ -215,12 +216,14 @@ class Swim:
         if origin and origin != self.me.name:
             suspicion.confirmers.add(origin)
         self._suspicions[member.name] = suspicion
+        self._suspicions_changed.set()
 
     def _confirm(self, update: m.MemberUpdate) -> None:
         suspicion = self._suspicions.get(update.name)
         if suspicion is None or not update.origin or update.origin in suspicion.confirmers:
             return
         suspicion.confirmers.add(update.origin)
+        self._suspicions_changed.set()
         self._broadcast(update)  # spread the confirmation: others shorten their timers too
 
     def suspect(self, name: str) -> None:
@@ -385,6 +388,10 @@ class Swim:
         while True:
             await trio.sleep(self.cfg.gossip_interval_s)
             if not self.dissemination.pending():
+                # Nothing to spread: sleep until something is queued instead of ticking (most
+                # of the time a system has no news, and idle ticks are what idle CPU is made of).
+                self.dissemination.wakeup = trio.Event()
+                await self.dissemination.wakeup.wait()
                 continue
             others = [m.name for m in self.table.alive() if m.name != self.me.name]
             for name in self.rng.sample(others, min(self.cfg.gossip_nodes, len(others))):
@@ -399,11 +406,20 @@ class Swim:
             await trio.sleep(self.cfg.push_pull_interval_s)
 
     async def _housekeeping_loop(self) -> None:
-        tick = min(0.1, self.cfg.probe_interval_s / 4)
+        """Expire suspicions when they are due (woken early when one starts or is confirmed,
+        since that moves the earliest deadline), and forget old tombstones now and then."""
+        sweep = min(60.0, self.cfg.tombstone_s)
+        next_sweep = self.clock() + sweep
         while True:
-            await trio.sleep(tick)
+            deadlines = [s.deadline() for s in self._suspicions.values()]
+            wake_at = min([next_sweep, *deadlines])
+            self._suspicions_changed = trio.Event()
+            with trio.move_on_at(wake_at):
+                await self._suspicions_changed.wait()
             self._expire_suspicions()
-            self._forget_old_tombstones()
+            if self.clock() >= next_sweep:
+                self._forget_old_tombstones()
+                next_sweep = self.clock() + sweep
 
     # -- join and leave ------------------------------------------------------------------------
 

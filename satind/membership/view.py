@@ -123,8 +123,12 @@ class MemberTable:
     def __init__(self, me: Member) -> None:
         self._me = me
         self._members: dict[str, Member] = {me.name: me}
-        # Members alive or suspect, kept up to date so that counting costs nothing.
+        # Members alive or suspect, kept up to date so that counting costs nothing, and their
+        # sorted list, rebuilt only after a change (every probe and gossip round asks for it).
         self.alive_count = 1 if me.alive else 0
+        self._alive: list[Member] | None = None
+        # Bumped on every change, so that views derived from the table can be cached.
+        self.version = 0
 
     @property
     def me(self) -> Member:
@@ -134,6 +138,8 @@ class MemberTable:
         old = self._members.get(member.name)
         self.alive_count += int(member.alive) - int(old is not None and old.alive)
         self._members[member.name] = member
+        self._alive = None
+        self.version += 1
 
     def set_me(self, me: Member) -> None:
         self._me = me
@@ -143,13 +149,16 @@ class MemberTable:
         return self._members.get(name)
 
     def alive(self) -> list[Member]:
-        return [m for _, m in sorted(self._members.items()) if m.alive]
+        """Members alive or suspect, by name. The list is shared: do not change it."""
+        if self._alive is None:
+            self._alive = [m for _, m in sorted(self._members.items()) if m.alive]
+        return self._alive
 
     def everyone(self) -> list[Member]:
         return [m for _, m in sorted(self._members.items())]
 
     def __len__(self) -> int:
-        return sum(1 for m in self._members.values() if m.alive)
+        return self.alive_count
 
     def apply(self, update: MemberUpdate) -> tuple[Change | None, MemberUpdate | None]:
         """Apply one update. Returns (the change, or None if it changed nothing; and a
@@ -227,7 +236,9 @@ class MemberTable:
         for name in names:
             member = self._members.get(name)
             if member is not None and member.state.gone and name != self._me.name:
-                del self._members[name]  # gone members do not count as alive: no change
+                del self._members[name]  # gone members do not count as alive
+                self._alive = None
+                self.version += 1
 
 
 class StaticMembership(MemberTable):

@@ -162,19 +162,66 @@ for _cls in m.MESSAGE_TYPES:
     _DECODERS[_cls.TYPE] = (_record(_cls), _cls.__name__)
 
 
-def _to_plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, list):
-        return [_to_plain(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _to_plain(v) for k, v in obj.items()}
-    return obj
+# -- encoding, also built once from the type hints -------------------------------------------
+
+Plain = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _plainer(hint: Any) -> Plain | None:
+    """How to turn a value of this type into CBOR-ready data; None when it already is."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [(arg, _plainer(arg)) for arg in typing.get_args(hint)]
+        records = [(arg, conv) for arg, conv in options if conv is not None]
+        if not records:
+            return None
+        assert len(records) == 1, "one record per union is supported"
+        record_type, record_conv = records[0]
+        assert record_conv is not None
+        convert: Plain = record_conv
+        return lambda v: convert(v) if isinstance(v, record_type) else v
+    if origin is list:
+        element = _plainer(typing.get_args(hint)[0])
+        if element is None:
+            return None
+        each: Plain = element
+        return lambda v: [each(x) for x in v]
+    if origin is dict:
+        value = _plainer(typing.get_args(hint)[1])
+        if value is None:
+            return None
+        every: Plain = value
+        return lambda v: {k: every(x) for k, x in v.items()}
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _record_plainer(hint)
+    return None
+
+
+def _record_plainer(cls: type) -> Plain:
+    hints = typing.get_type_hints(cls, vars(m))
+    convs = [(f.name, _plainer(hints[f.name])) for f in dataclasses.fields(cls)]
+    plain_names = tuple(name for name, conv in convs if conv is None)
+    nested = tuple((name, conv) for name, conv in convs if conv is not None)
+
+    def plain(obj: Any) -> dict[str, Any]:
+        out = {name: getattr(obj, name) for name in plain_names}
+        for name, conv in nested:
+            out[name] = conv(getattr(obj, name))
+        return out
+
+    return plain
+
+
+_ENCODERS: dict[type, Plain] = {cls: _record_plainer(cls) for cls in m.MESSAGE_TYPES}
 
 
 def encode_message(msg: m.Message) -> bytes:
     """The CBOR body of one message (no frame header)."""
-    body = _to_plain(msg)
+    body = _ENCODERS[type(msg)](msg)
     body["t"] = msg.TYPE
     return bytes(cbor2.dumps(body))
 

@@ -29,6 +29,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from satind.membership.swim import suspicion_timeout
 from satind.membership.view import State
 from satind.net import codec
 from satind.net import messages as m
@@ -118,6 +119,8 @@ class Simulation:
         self._run_ids = (f"sim-{self.seed}-{i}" for i in range(1_000_000))
         self._next_index: Counter[str] = Counter()
         self._done = trio.Event()
+        self._faults_done = trio.Event()
+        self._faults_left = 0
 
     # -- tracing -----------------------------------------------------------------------------
 
@@ -192,6 +195,16 @@ class Simulation:
     async def _fault(
         self, fault: Fault, nursery: trio.Nursery, network: MemoryNetwork, client: Any
     ) -> None:
+        try:
+            await self._apply(fault, nursery, network, client)
+        finally:
+            self._faults_left -= 1
+            if self._faults_left == 0:
+                self._faults_done.set()
+
+    async def _apply(
+        self, fault: Fault, nursery: trio.Nursery, network: MemoryNetwork, client: Any
+    ) -> None:
         await trio.sleep_until(fault.at)
         self.last_change = trio.current_time()
         self.trace("fault", repr(fault).encode())
@@ -257,6 +270,9 @@ class Simulation:
             client = network.attach(
                 Identity(CLIENT, "", "client"), Address("10.255.255.1", 1), self._client_message
             )
+            self._faults_left = len(sc.faults)
+            if not sc.faults:
+                self._faults_done.set()
             for fault in sc.faults:
                 nursery.start_soon(self._fault, fault, nursery, network, client)
             nursery.start_soon(self._watch_convergence)
@@ -264,9 +280,18 @@ class Simulation:
                 nursery.start_soon(self._submit, client)
             with trio.move_on_at(sc.duration_s):
                 await self._done.wait()
-                # Let membership settle after the last change before judging agreement.
-                settle = 10 * self.cfg.membership.probe_interval_s + 30
-                await trio.sleep_until(max(trio.current_time(), self.last_change + settle))
+                await self._faults_done.wait()
+                # Let membership settle after the last change before judging agreement: long
+                # enough to detect a crash (a few probes plus the longest suspicion).
+                n = max(2, len(self.live()))
+                settle = self.cfg.membership.probe_interval_s * (
+                    8
+                    + self.cfg.membership.suspicion_max_mult
+                    * suspicion_timeout(self.cfg.membership.suspicion_mult, n, 1.0)
+                )
+                # A fault or a result may move last_change while we sleep: check again.
+                while trio.current_time() < self.last_change + settle:  # noqa: ASYNC110
+                    await trio.sleep_until(self.last_change + settle)
             self.end = trio.current_time()
             self.network = network
             nursery.cancel_scope.cancel()
