@@ -35,7 +35,7 @@ import trio
 
 from satind.config import MembershipConfig
 from satind.membership.gossip import Dissemination
-from satind.membership.view import Change, Member, MemberTable, State
+from satind.membership.view import STATES, Change, Member, MemberTable, State
 from satind.net import messages as m
 from satind.net.transport import Address
 
@@ -64,6 +64,14 @@ def remaining_suspicion_time(
 def scale_by_health(seconds: float, score: int) -> float:
     """Lifeguard: a peer in poor local health waits longer before blaming others."""
     return seconds * (score + 1)
+
+
+def push_pull_interval(base: float, members: int) -> float:
+    """Full state syncs are O(N) each: past 32 members, space them out by log2 (memberlist's
+    pushPullScale), so that their total cost grows like N log N rather than N squared."""
+    if members <= 32:
+        return base
+    return base * (math.ceil(math.log2(members) - math.log2(32)) + 1)
 
 
 def health_delta(acked: bool, expected_nacks: int, nacks: int) -> int:
@@ -144,6 +152,7 @@ class Swim:
         self._order: list[str] = []
         self._joined = trio.Event()
         self._suspicions_changed = trio.Event()
+        self._asked: dict[str, float] = {}
         self._nursery: trio.Nursery | None = None
         self.probes_sent = 0
 
@@ -156,16 +165,34 @@ class Swim:
     def _broadcast(self, update: m.MemberUpdate) -> None:
         self.dissemination.add_member(update)
 
-    def merge(self, updates: Sequence[m.MemberUpdate], from_push_pull: bool = False) -> None:
+    def merge(
+        self, updates: Sequence[m.MemberUpdate], from_push_pull: bool = False, sender: str = ""
+    ) -> None:
+        """Apply gossip (re-gossiping what is news) or a state sync from ``sender``.
+
+        What a state sync teaches is not re-gossiped, except news about the sender itself (a
+        joiner announcing itself): the rest is the sender's view, which it spreads itself, and
+        state sync repeats. Re-gossiping it would make every joiner broadcast the whole member
+        list — N joiners times N members times the retransmit limit.
+        """
         for update in updates:
             if from_push_pull and update.state == "dead":
                 # memberlist: a death learnt by state sync is only a suspicion, so that a
                 # member that is in fact alive gets the chance to refute it.
                 update = m.MemberUpdate(**{**update.__dict__, "state": "suspect", "origin": ""})
-            self._merge_one(update)
+            self._merge_one(update, spread=not from_push_pull or update.name == sender)
 
-    def _merge_one(self, update: m.MemberUpdate) -> None:
+    def _merge_one(self, update: m.MemberUpdate, spread: bool = True) -> None:
         known = self.table.get(update.name)
+        if (
+            known is not None
+            and known.incarnation == update.incarnation
+            and known.instance == update.instance
+            and known.draining == update.draining
+            and known.state is STATES.get(update.state)
+            and update.state != "suspect"
+        ):
+            return  # old news, by far the most common case under gossip: nothing to do
         if (
             update.state == "suspect"
             and known is not None
@@ -186,7 +213,8 @@ class Swim:
             self._broadcast(refutation)
         if change is None:
             return
-        self._broadcast(update)
+        if spread:
+            self._broadcast(update)
         self._track(change, update)
         self.host.on_member_change(change)
         if not self._joined.is_set() and len(self.table) > 1:
@@ -263,6 +291,7 @@ class Swim:
 
     def on_ping(self, link: Link, msg: m.Ping) -> None:
         self._receive(msg.gossip)
+        self._learn_about(link)
         if msg.target != self.me.name:
             log.debug("ping for %s reached %s", msg.target, self.me.name)
             return
@@ -277,6 +306,18 @@ class Swim:
         if relay is not None:
             asker, their_seq = relay
             self.host.post(asker, m.Ack(their_seq, self.piggyback()))
+
+    def _learn_about(self, link: Link) -> None:
+        """A member we do not know probes us: gossip about it passed us by. Sync state with it
+        (once a probe interval at most) instead of waiting for the periodic sync."""
+        sender = link.remote_name
+        if self.table.get(sender) is not None:
+            return
+        now = self.clock()
+        if now - self._asked.get(sender, -1e9) < self.cfg.probe_interval_s:
+            return
+        self._asked[sender] = now
+        link.post(self.state_message(join=False, reply=False))
 
     def on_nack(self, link: Link, msg: m.Nack) -> None:
         if msg.seq in self._nacks:
@@ -297,7 +338,7 @@ class Swim:
             self.host.post(asker, m.Nack(their_seq))
 
     def on_push_pull(self, link: Link, msg: m.PushPull) -> None:
-        self.merge(msg.members, from_push_pull=True)
+        self.merge(msg.members, from_push_pull=True, sender=link.remote_name)
         self.host.on_runs(msg.runs)
         if not msg.reply:
             link.post(self.state_message(join=False, reply=True))
@@ -312,8 +353,7 @@ class Swim:
             self.host.on_runs(gossip.runs)
 
     def state_message(self, join: bool, reply: bool) -> m.PushPull:
-        members = [member.update() for member in self.table.everyone()]
-        return m.PushPull(join, reply, members, self.host.run_announcements())
+        return m.PushPull(join, reply, self.table.updates(), self.host.run_announcements())
 
     # -- the loops -----------------------------------------------------------------------------
 
@@ -398,12 +438,12 @@ class Swim:
                 self.host.post(name, m.Gossip(self.piggyback()))
 
     async def _push_pull_loop(self) -> None:
-        await self._jitter(self.cfg.push_pull_interval_s)
+        await self._jitter(push_pull_interval(self.cfg.push_pull_interval_s, len(self.table)))
         while True:
             others = [m.name for m in self.table.alive() if m.name != self.me.name]
             if others:
                 self.host.post(self.rng.choice(others), self.state_message(join=False, reply=False))
-            await trio.sleep(self.cfg.push_pull_interval_s)
+            await trio.sleep(push_pull_interval(self.cfg.push_pull_interval_s, len(self.table)))
 
     async def _housekeeping_loop(self) -> None:
         """Expire suspicions when they are due (woken early when one starts or is confirmed,
@@ -437,7 +477,22 @@ class Swim:
                     self.host.post_address(seed, self.state_message(join=True, reply=False))
                 with trio.move_on_after(1.0):
                     await self._joined.wait()
+        if self._joined.is_set() and self._nursery is not None:
+            self._nursery.start_soon(self._sync_after_join)
         return self._joined.is_set()
+
+    async def _sync_after_join(self) -> None:
+        """One more state sync, with a random member, a moment after joining.
+
+        Members that joined at about the same time as us were announced by gossip while our
+        own join was in flight; gossip does not re-send old news, and the periodic sync is far
+        off. One O(N) exchange now closes that gap (it replaces re-gossiping every joiner's
+        whole member list, which costs N times more).
+        """
+        await trio.sleep(max(1.0, 10 * self.cfg.gossip_interval_s))
+        others = [m.name for m in self.table.alive() if m.name != self.me.name]
+        if others:
+            self.host.post(self.rng.choice(others), self.state_message(join=False, reply=False))
 
     def leave(self) -> None:
         """Tell every member we leave (not die), directly, and gossip it as well."""

@@ -62,17 +62,20 @@ class Member:
         return self.state in (State.ALIVE, State.SUSPECT)
 
     def update(self, state: State | None = None, origin: str = "") -> MemberUpdate:
-        """This member as a gossip update (with another state when given)."""
+        """This member as a gossip update (with another state when given). The plugin list
+        rides only on updates that say the member is alive: a suspicion or a death notice
+        does not need it, and it is the bulk of an update."""
+        state = state if state is not None else self.state
         return MemberUpdate(
             name=self.name,
             host=self.address.host,
             port=self.address.port,
             cluster=self.cluster,
-            state=(state if state is not None else self.state).label,
+            state=state.label,
             incarnation=self.incarnation,
             instance=self.instance,
             draining=self.draining,
-            plugins=dict(self.plugins),
+            plugins=dict(self.plugins) if state == State.ALIVE else {},
             origin=origin,
         )
 
@@ -127,6 +130,7 @@ class MemberTable:
         # sorted list, rebuilt only after a change (every probe and gossip round asks for it).
         self.alive_count = 1 if me.alive else 0
         self._alive: list[Member] | None = None
+        self._updates: list[MemberUpdate] | None = None
         # Bumped on every change, so that views derived from the table can be cached.
         self.version = 0
 
@@ -139,6 +143,7 @@ class MemberTable:
         self.alive_count += int(member.alive) - int(old is not None and old.alive)
         self._members[member.name] = member
         self._alive = None
+        self._updates = None
         self.version += 1
 
     def set_me(self, me: Member) -> None:
@@ -156,6 +161,13 @@ class MemberTable:
 
     def everyone(self) -> list[Member]:
         return [m for _, m in sorted(self._members.items())]
+
+    def updates(self) -> list[MemberUpdate]:
+        """Every member as an update (what a state sync sends), built once per member change:
+        with a thousand members a sync is a thousand of them."""
+        if self._updates is None:
+            self._updates = [m.update() for _, m in sorted(self._members.items())]
+        return self._updates
 
     def __len__(self) -> int:
         return self.alive_count
@@ -220,6 +232,12 @@ class MemberTable:
         self.set_me(me)
         return me.update()
 
+    def add_known(self, members: Sequence[Member]) -> None:
+        """Start from a known member list (the simulator's "already converged" bootstrap)."""
+        for member in members:
+            if member.name != self._me.name and member.name not in self._members:
+                self._put(member)
+
     def set_state_of_me(self, state: State, draining: bool | None = None) -> MemberUpdate:
         """Change our own state (leave, drain), bumping the incarnation so it wins."""
         me = replace(
@@ -238,6 +256,7 @@ class MemberTable:
             if member is not None and member.state.gone and name != self._me.name:
                 del self._members[name]  # gone members do not count as alive
                 self._alive = None
+                self._updates = None
                 self.version += 1
 
 
@@ -246,9 +265,4 @@ class StaticMembership(MemberTable):
 
     def __init__(self, me: Member, members: Sequence[Member] = ()) -> None:
         super().__init__(me)
-        self.set_members(members)
-
-    def set_members(self, members: Sequence[Member]) -> None:
-        for member in members:
-            if member.name != self.me.name:
-                self._put(member)
+        self.add_known(members)

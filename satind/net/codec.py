@@ -37,37 +37,52 @@ class EncodeError(ValueError):
 
 # -- validation built once from the type hints -----------------------------------------------
 
-Check = Callable[[Any, str], Any]
+Check = Callable[[Any], Any]
 
 
-def _fail(where: str, expected: str, value: Any) -> DecodeError:
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return DecodeError(f"{where}: expected {expected}, got {type(value).__name__} {shown}")
+def _identity(value: Any) -> Any:
+    return value
+
+
+class _Invalid(DecodeError):
+    """A field failed its check. The path to it is collected on the way up, so that valid
+    input (the common case) costs no string formatting at all."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.value = value
+        self.path: list[str] = []
+
+    def describe(self, root: str) -> str:
+        shown = repr(self.value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        where = root + "".join(reversed(self.path))
+        return f"{where}: expected {self.expected}, got {type(self.value).__name__} {shown}"
 
 
 def _scalar(kind: type) -> Check:
-    def check(value: Any, where: str) -> Any:
+    def check(value: Any) -> Any:
         # bool is an int in Python; a protocol int field must not accept True.
         if type(value) is not kind:
-            raise _fail(where, kind.__name__, value)
+            raise _Invalid(kind.__name__, value)
         return value
 
     return check
 
 
-def _float(value: Any, where: str) -> Any:
+def _float(value: Any) -> Any:
     if type(value) is float:
         return value
     if type(value) is int:
         return float(value)
-    raise _fail(where, "float", value)
+    raise _Invalid("float", value)
 
 
-def _none(value: Any, where: str) -> Any:
+def _none(value: Any) -> Any:
     if value is not None:
-        raise _fail(where, "null", value)
+        raise _Invalid("null", value)
     return None
 
 
@@ -82,24 +97,38 @@ def _checker(hint: Any) -> Check:
     if origin in (typing.Union, types.UnionType):
         options = [_checker(arg) for arg in typing.get_args(hint)]
 
-        def check_union(value: Any, where: str) -> Any:
+        def check_union(value: Any) -> Any:
             errors = []
             for option in options:
                 try:
-                    return option(value, where)
-                except DecodeError as exc:
-                    errors.append(str(exc))
-            raise DecodeError(" or ".join(errors))
+                    return option(value)
+                except _Invalid as exc:
+                    errors.append(exc)
+            # Report the option that got furthest (the longest path) as the reason.
+            best = max(errors, key=lambda e: len(e.path))
+            if not best.path:
+                expected = " or ".join(e.expected for e in errors)
+                raise _Invalid(expected, value)
+            raise best
 
         return check_union
     if origin is list:
         (item_hint,) = typing.get_args(hint)
         item = _checker(item_hint)
 
-        def check_list(value: Any, where: str) -> Any:
+        def check_list(value: Any) -> Any:
             if type(value) is not list:
-                raise _fail(where, "array", value)
-            return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+                raise _Invalid("array", value)
+            try:
+                return [item(v) for v in value]
+            except (_Invalid, _Structure) as exc:
+                for i, v in enumerate(value):  # only on error: find which element failed
+                    try:
+                        item(v)
+                    except (_Invalid, _Structure):
+                        exc.path.append(f"[{i}]")
+                        break
+                raise
 
         return check_list
     if origin is dict:
@@ -108,14 +137,20 @@ def _checker(hint: Any) -> Check:
             raise TypeError(f"only str keys are supported, not {key_hint}")
         item = _checker(value_hint)
 
-        def check_dict(value: Any, where: str) -> Any:
+        def check_dict(value: Any) -> Any:
             if type(value) is not dict:
-                raise _fail(where, "map", value)
+                raise _Invalid("map", value)
             out = {}
             for k, v in value.items():
                 if type(k) is not str:
-                    raise _fail(f"{where} key", "str", k)
-                out[k] = item(v, f"{where}.{k}")
+                    bad = _Invalid("str", k)
+                    bad.path.append(" key")
+                    raise bad
+                try:
+                    out[k] = item(v)
+                except (_Invalid, _Structure) as exc:
+                    exc.path.append(f".{k}")
+                    raise
             return out
 
         return check_dict
@@ -124,32 +159,62 @@ def _checker(hint: Any) -> Check:
     raise TypeError(f"unsupported field type {hint!r}")
 
 
-def _record(cls: type) -> Check:
+class _Structure(DecodeError):
+    """A record is missing fields or has unknown ones (reported with its path)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
+
+
+def _record(cls: type, top: bool = False) -> Check:
     hints = typing.get_type_hints(cls, vars(m))
-    fields = [f for f in dataclasses.fields(cls)]
+    fields = list(dataclasses.fields(cls))
     checks = {f.name: _checker(hints[f.name]) for f in fields}
-    required = {
+    if top:
+        checks["t"] = _identity  # the type code, already read; dropped below
+    required = frozenset(
         f.name
         for f in fields
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    factories = {
+        f.name: f.default_factory for f in fields if f.default_factory is not dataclasses.MISSING
     }
     name = cls.__name__
 
-    def check_record(value: Any, where: str) -> Any:
+    def check_record(value: Any) -> Any:
         if type(value) is not dict:
-            raise _fail(where, f"{name} map", value)
+            raise _Invalid(f"{name} map", value)
         kwargs = {}
         for key, raw in value.items():
-            if key == "t" and where == name:
-                continue
             check = checks.get(key)
             if check is None:
-                raise DecodeError(f"{where}: unknown field {key!r}")
-            kwargs[key] = check(raw, f"{where}.{key}")
-        missing = required - kwargs.keys()
-        if missing:
-            raise DecodeError(f"{where}: missing field(s) {', '.join(sorted(missing))}")
-        return cls(**kwargs)
+                raise _Structure(f"unknown field {key!r}")
+            try:
+                kwargs[key] = check(raw)
+            except (_Invalid, _Structure) as exc:
+                exc.path.append(f".{key}")
+                raise
+        if top:
+            del kwargs["t"]
+        if len(kwargs) < len(fields):
+            missing = required - kwargs.keys()
+            if missing:
+                raise _Structure(f"missing field(s) {', '.join(sorted(missing))}")
+            for field_name, default in defaults.items():
+                kwargs.setdefault(field_name, default)
+            for field_name, factory in factories.items():
+                if field_name not in kwargs:
+                    kwargs[field_name] = factory()
+        # Fill the frozen dataclass directly: its generated __init__ sets every field through
+        # object.__setattr__, and messages have no __post_init__ to skip. Several times faster,
+        # on the path of every message received.
+        obj: Any = object.__new__(cls)
+        obj.__dict__.update(kwargs)
+        return obj
 
     return check_record
 
@@ -159,16 +224,12 @@ _DECODERS: dict[int, tuple[Check, str]] = {}
 for _cls in m.MESSAGE_TYPES:
     if _cls.TYPE in _DECODERS:
         raise RuntimeError(f"type code {_cls.TYPE} used twice")
-    _DECODERS[_cls.TYPE] = (_record(_cls), _cls.__name__)
+    _DECODERS[_cls.TYPE] = (_record(_cls, top=True), _cls.__name__)
 
 
 # -- encoding, also built once from the type hints -------------------------------------------
 
 Plain = Callable[[Any], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
 
 
 def _plainer(hint: Any) -> Plain | None:
@@ -204,13 +265,12 @@ def _plainer(hint: Any) -> Plain | None:
 def _record_plainer(cls: type) -> Plain:
     hints = typing.get_type_hints(cls, vars(m))
     convs = [(f.name, _plainer(hints[f.name])) for f in dataclasses.fields(cls)]
-    plain_names = tuple(name for name, conv in convs if conv is None)
     nested = tuple((name, conv) for name, conv in convs if conv is not None)
 
     def plain(obj: Any) -> dict[str, Any]:
-        out = {name: getattr(obj, name) for name in plain_names}
+        out = dict(obj.__dict__)  # a dataclass's fields are its __dict__
         for name, conv in nested:
-            out[name] = conv(getattr(obj, name))
+            out[name] = conv(out[name])
         return out
 
     return plain
@@ -249,7 +309,12 @@ def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
     if entry is None:
         raise DecodeError(f"unknown message type {code}")
     decoder, name = entry
-    result: m.Message = decoder(body, name)
+    try:
+        result: m.Message = decoder(body)
+    except _Invalid as exc:
+        raise DecodeError(exc.describe(name)) from None
+    except _Structure as exc:
+        raise DecodeError(f"{name}{''.join(reversed(exc.path))}: {exc.problem}") from None
     return result
 
 

@@ -13,7 +13,7 @@ import heapq
 import itertools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import trio
 
@@ -86,13 +86,9 @@ class MemoryTransport:
         self.post(name, msg)
 
 
-@dataclass(order=True)
-class _InFlight:
-    due: float
-    seq: int
-    dest: str = field(compare=False)
-    src: Identity = field(compare=False)
-    data: bytes = field(compare=False)
+# A message on its way: (due time, sequence number, receiver, sender, bytes). A plain tuple,
+# so the heap compares in C; the sequence number breaks ties in sending order.
+_InFlight = tuple[float, int, str, Identity, bytes]
 
 
 class MemoryNetwork:
@@ -168,11 +164,10 @@ class MemoryNetwork:
             delay = faults.wide_latency_s if wide else faults.latency_s
             if faults.jitter_s:
                 delay += self.rng.random() * faults.jitter_s
-            item = _InFlight(
-                trio.current_time() + delay, next(self._seq), dest, sender.identity, data
-            )
+            item = (trio.current_time() + delay, next(self._seq), dest, sender.identity, data)
             heapq.heappush(self._heap, item)
-        self._wake.set()
+            if self._heap[0] is item:
+                self._wake.set()  # a new earliest message: the delivery loop must wake sooner
         return True
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -183,23 +178,22 @@ class MemoryNetwork:
                 self._wake = trio.Event()
                 await self._wake.wait()
                 continue
-            head = self._heap[0]
-            now = trio.current_time()
-            if head.due > now:
+            due = self._heap[0][0]
+            if due > trio.current_time():
                 self._wake = trio.Event()
-                with trio.move_on_at(head.due):
+                with trio.move_on_at(due):
                     await self._wake.wait()
                 continue
-            heapq.heappop(self._heap)
-            receiver = self._parties.get(head.dest)
-            if receiver is None or frozenset((head.src.name, head.dest)) in self._cut:
+            _, _, dest, src, data = heapq.heappop(self._heap)
+            receiver = self._parties.get(dest)
+            if receiver is None or frozenset((src.name, dest)) in self._cut:
                 self.dropped += 1
                 continue
-            msg = codec.decode_message(head.data)
+            msg = codec.decode_message(data)
             if self.on_deliver is not None:
-                self.on_deliver(head.src.name, head.dest, head.data)
+                self.on_deliver(src.name, dest, data)
             receiver.counters.messages_received += 1
-            receiver.counters.bytes_received += len(head.data) + 4
+            receiver.counters.bytes_received += len(data) + 4
             self.delivered += 1
             # Replies go from the receiver back to the sender.
-            receiver.handler(MemoryLink(receiver, head.src), msg)
+            receiver.handler(MemoryLink(receiver, src), msg)

@@ -6,6 +6,7 @@ duration_s = 600              # virtual time limit
 
 [peers]
 clusters = { c0 = 8, c1 = 8 } # peers per cluster (named c0/0, c0/1, ... c1/0, ...)
+bootstrap = "join"            # or "converged": start as a system that has been up
 
 [network]
 latency_ms = 0.5              # one way, inside a cluster
@@ -67,6 +68,9 @@ class Scenario:
     seed: int
     duration_s: float
     clusters: dict[str, int]
+    # "join": every peer joins through the first one at the start (the join storm);
+    # "converged": every peer starts knowing every other, as in a system that has been up.
+    bootstrap: str = "join"
     latency_s: float = 0.0005
     wide_latency_s: float = 0.0005
     jitter_s: float = 0.0
@@ -111,7 +115,10 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     """
     _known(data, _TOP, "the scenario")
     peers = data.get("peers", {})
-    _known(peers, {"clusters"}, "[peers]")
+    _known(peers, {"clusters", "bootstrap"}, "[peers]")
+    bootstrap = _get(peers, "bootstrap", str, "join", "peers")
+    if bootstrap not in ("join", "converged"):
+        raise ScenarioError("peers.bootstrap must be join (gossip from one seed) or converged")
     clusters = peers.get("clusters")
     if (
         not isinstance(clusters, dict)
@@ -154,6 +161,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
         seed=_get(data, "seed", int, 1, "the scenario"),
         duration_s=_get(data, "duration_s", float, 600.0, "the scenario"),
         clusters={str(k): int(v) for k, v in clusters.items()},
+        bootstrap=bootstrap,
         latency_s=_get(net, "latency_ms", float, 0.5, "network") / 1000,
         wide_latency_s=_get(net, "wide_latency_ms", float, 0.5, "network") / 1000,
         jitter_s=_get(net, "jitter_ms", float, 0.0, "network") / 1000,

@@ -262,11 +262,16 @@ class Simulation:
         async with trio.open_nursery() as nursery:
             await nursery.start(network.run)
             first: Address | None = None
+            converged = sc.bootstrap == "converged"
             for cluster in sorted(sc.clusters):
                 for _ in range(sc.clusters[cluster]):
-                    seeds = [] if first is None else [first]
+                    seeds = [] if first is None or converged else [first]
                     peer = await self.start_peer(nursery, network, cluster, seeds)
                     first = first or peer.options.listen
+            if converged:
+                everyone = [p.table.me for p in self.peers.values()]
+                for peer in self.peers.values():
+                    peer.table.add_known(everyone)
             client = network.attach(
                 Identity(CLIENT, "", "client"), Address("10.255.255.1", 1), self._client_message
             )
