@@ -312,6 +312,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         scenario = load(args.scenario)
     except ScenarioError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    if args.log_level.upper() == "WARNING":
+        # Simulated faults make peers log what a real operator should hear about; here they
+        # are the experiment, and the report says what happened.
+        logging.getLogger("satind").setLevel(logging.ERROR)
     report = simulate(scenario, args.seed)
     if args.json:
         print(json.dumps(report.as_dict()))

@@ -53,6 +53,10 @@ class StealConfig:
     # count. Failed attempts in a row before backing off. Idle thieves on a 2-core machine
     # compete with working peers for the CPU, so they must not spin.
     backoff_after: int = 4
+    # seconds. A victim that has heard nothing of a job it gave away for this long asks the
+    # thief about it (custody.py): a lost steal reply or result is recovered after about this
+    # long. Queries are one small message per stolen job per interval.
+    custody_check_s: float = 5.0
     # seconds. First and largest pause between failed steal rounds (doubling in between).
     backoff_min_s: float = 0.0005
     backoff_max_s: float = 0.02

@@ -26,11 +26,12 @@ import trio
 from satind import plugin as plugins
 from satind.api import lookup_spawnable, name_of
 from satind.config import Config
+from satind.engine.custody import Custody
 from satind.engine.errors import error_info, exception_from
-from satind.engine.jobs import Job, path_indices
+from satind.engine.jobs import Job, RunState, path_indices
 from satind.engine.stealing import Candidates, candidates
 from satind.engine.thief import Thief
-from satind.engine.worker import ChildResult, Compute, JobArrived, Worker, WorkerHooks
+from satind.engine.worker import ChildResult, Compute, JobArrived, Wakeup, Worker, WorkerHooks
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import codec, tls
@@ -55,14 +56,6 @@ class PeerTransport(Protocol):
     def post(self, dest: str, msg: m.Message) -> bool: ...
 
     def post_address(self, address: Address, msg: m.Message) -> None: ...
-
-
-@dataclass(frozen=True)
-class StolenEntry:
-    """A job another peer stole from this one: the record its result will complete."""
-
-    job: Job
-    thief: str
 
 
 @dataclass
@@ -102,7 +95,7 @@ class Peer:
         self.name = options.name
         self.cluster = options.cluster
         self.requests = Requests()
-        self.stolen: dict[tuple[str, bytes], StolenEntry] = {}
+        self.custody = Custody()
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
         identity = Identity(options.name, options.cluster, "peer")
         self.transport: PeerTransport
@@ -166,6 +159,7 @@ class Peer:
                 await nursery.start(self.thief.run)
                 await nursery.start(self.swim.run)
                 await nursery.start(self.worker.serve)
+                nursery.start_soon(self._custody_loop)
                 task_status.started(address)
                 if join:
                     self.join(self.options.seeds)
@@ -267,7 +261,7 @@ class Peer:
         if after.state.gone or change.replaced:
             # Jobs it stole from us are lost with it; recovering them comes with fault
             # tolerance. Until then the run that owns them cannot finish.
-            lost = [k for k, e in self.stolen.items() if e.thief == after.name]
+            lost = self.custody.held_by(after.name)
             if lost:
                 log.warning(
                     "%s is %s holding %d job(s) stolen from us",
@@ -384,7 +378,7 @@ class Peer:
                 self.worker.queue.give_back(job)  # the reply cannot go: the job stays here
             return
         if job is not None and spec is not None:
-            self.stolen[(spec.run_id, spec.path)] = StolenEntry(job, thief)
+            self.custody.give((spec.run_id, spec.path), job, thief, trio.current_time())
             self.thief.counters.jobs_given += 1
             log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
 
@@ -397,7 +391,7 @@ class Peer:
 
     def _on_job_result(self, conn: Link, msg: m.JobResult) -> None:
         thief = conn.remote_name
-        entry = self.stolen.pop((msg.run_id, msg.path), None)
+        entry = self.custody.returned((msg.run_id, msg.path))
         if entry is None:
             # Unknown or already applied: a result is applied at most once.
             log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
@@ -415,6 +409,49 @@ class Peer:
             except codec.DecodeError as err:
                 exc = err
         self.worker.post(ChildResult(entry.job, value, exc))
+
+    def _on_job_query(self, conn: Link, msg: m.JobQuery) -> None:
+        conn.post(self.custody.answer(msg, conn.remote_name))
+
+    def _on_job_state(self, conn: Link, msg: m.JobState) -> None:
+        job = self.custody.on_state(msg, conn.remote_name, trio.current_time())
+        if job is not None:
+            log.info(
+                "taking back %s%s: %s never got it", msg.run_id, msg.path.hex(), conn.remote_name
+            )
+            self.worker.post(JobArrived(job))
+
+    async def _custody_loop(self) -> None:
+        """Ask thieves about jobs given long ago and not returned (custody.py); now and then,
+        ask masters whether the runs we still track are still running."""
+        every = self.cfg.steal.custody_check_s
+        rounds = 0
+        while True:
+            await trio.sleep(every)
+            for (run_id, path), given in self.custody.overdue(trio.current_time(), every):
+                self.post(given.thief, m.JobQuery(run_id, path))
+            rounds += 1
+            if rounds % 6 == 0:
+                for run in self.runs.stale():
+                    self.spawn_task(self._check_run, run.info.run_id, run.info.master)
+
+    async def _check_run(self, run_id: str, master: str) -> None:
+        req = self.requests.new()
+        self.post(master, m.ResultRequest(req, run_id, False))
+        reply = await self.requests.reply_within(req, self.cfg.client.timeout_s)
+        if isinstance(reply, m.ResultReply) and (
+            reply.result is not None or reply.error.startswith("no run")
+        ):
+            log.info("run %s is over (its master %s says so)", run_id, master)
+            self.runs.drop(run_id)
+            self.thief.update()
+
+    def run_over(self, run: RunState) -> None:
+        """A run this peer took part in is over: forget its custody records, and make the
+        compute side abandon its frames that still wait (a duplicate, or an orphan)."""
+        self.custody.forget_run(run.run_id)
+        run.aborted = True
+        self.worker.post(Wakeup())
 
     # -- stealing: the thief's side ---------------------------------------------------------
 
@@ -453,6 +490,7 @@ class Peer:
         job = Job(fn, args, None, 0, run.state, run.state.inv_branching**depth)
         job.set_path(spec.path)
         job.origin = victim
+        self.custody.take((spec.run_id, spec.path), victim)
         log.debug("took %s%s from %s", spec.run_id, spec.path.hex(), victim)
         return job
 
@@ -469,6 +507,7 @@ class Peer:
                 msg = m.JobResult(job.run.run_id, job.path, None, error_info(err))
         else:
             msg = m.JobResult(job.run.run_id, job.path, None, error_info(exc))
+        self.custody.finished((job.run.run_id, job.path), msg)
         sent = self.post(job.origin, msg)
         log.debug(
             "sent result of %s%s to %s (%s)",
@@ -722,6 +761,8 @@ _HANDLERS: dict[type, Any] = {
     m.StealRequest: Peer._on_steal_request,
     m.StealReply: Peer._on_steal_reply,
     m.JobResult: Peer._on_job_result,
+    m.JobQuery: Peer._on_job_query,
+    m.JobState: Peer._on_job_state,
     m.RunStatsRequest: Peer._on_run_stats,
     m.RunStatsReply: Peer._on_reply,
     m.ProgressReply: Peer._on_reply,

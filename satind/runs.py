@@ -126,6 +126,8 @@ class RunsHost(Protocol):
 
     def changed(self) -> None: ...
 
+    def run_over(self, run: RunState) -> None: ...
+
 
 class Runs:
     """The runs this peer knows of, and the ones it masters."""
@@ -142,6 +144,7 @@ class Runs:
         # Runs that ended, with their final state and master: their announcements are
         # ignored from now on, and `satind result` knows whom to ask.
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
         self._result_waiters: dict[str, list[trio.Event]] = {}
         # Jobs this peer ran in runs it no longer tracks (for `satind status`).
         self.jobs_run_before = 0
@@ -150,6 +153,7 @@ class Runs:
         run = self.active.pop(run_id, None)
         if run is not None:
             self.jobs_run_before += run.state.jobs_run
+            self.host.run_over(run.state)
         return run
 
     def jobs_run(self) -> int:
@@ -189,7 +193,7 @@ class Runs:
         if run_id in self.ended or run_id in self.finished:
             return False
         if announce.state in (DONE, FAILED):
-            self._remember_ended(run_id, announce.state, announce.info.master)
+            self._remember_ended(announce)
             run = self.active.get(run_id)
             if run is not None and run.info.master != self.host.name:
                 self.drop(run_id)
@@ -200,16 +204,25 @@ class Runs:
             return True
         return False
 
-    def _remember_ended(self, run_id: str, state: str, master: str) -> None:
-        self.ended[run_id] = (state, master)
+    def _remember_ended(self, announce: m.RunAnnounce) -> None:
+        run_id = announce.info.run_id
+        self.ended[run_id] = (announce.state, announce.info.master)
+        self.recently_ended.append(announce)
         while len(self.ended) > 4 * self.cfg.keep_results:
             self.ended.popitem(last=False)
 
     def announcements(self) -> list[m.RunAnnounce]:
-        """What push-pull carries: every run this peer knows to be running or queued."""
+        """What push-pull carries: every run this peer knows to be running or queued, and the
+        last few that ended (a peer that missed an end by gossip learns it here)."""
         out = [m.RunAnnounce(r.info, r.status) for r in self.active.values() if r.info.args]
         out += [m.RunAnnounce(r.info, QUEUED) for r in self.queue]
+        out += list(self.recently_ended)
         return out
+
+    def stale(self) -> list[PeerRun]:
+        """Runs of other masters that this peer still tracks: one may be over without this
+        peer having heard (every notice lost); ask their masters now and then."""
+        return [r for r in self.active.values() if r.info.master != self.host.name]
 
     def has_work(self) -> bool:
         return any(r.refused is None for r in self.active.values())
@@ -308,7 +321,7 @@ class Runs:
         self._keep(Finished(result, run.info))
         status = DONE if result.error is None else FAILED
         self.drop(run.info.run_id)
-        self._remember_ended(run.info.run_id, status, self.host.name)
+        self._remember_ended(m.RunAnnounce(run.info, status))
         self.host.announce(m.RunAnnounce(run.info, status))
         if run.submitter is not None:
             self.host.post(run.submitter, result)

@@ -103,7 +103,16 @@ class RunState:
     run JSON ``stats``.
     """
 
-    __slots__ = ("inv_branching", "jobs_run", "plugin", "progress", "run_id", "spawns", "syncs")
+    __slots__ = (
+        "aborted",
+        "inv_branching",
+        "jobs_run",
+        "plugin",
+        "progress",
+        "run_id",
+        "spawns",
+        "syncs",
+    )
 
     def __init__(self, run_id: str, plugin: str, inv_branching: float) -> None:
         self.run_id = run_id
@@ -115,6 +124,9 @@ class RunState:
         self.jobs_run = 0
         # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
         self.progress = 0.0
+        # Set (by the trio thread) when the run is over: its frames still waiting here are
+        # abandoned and its queued jobs dropped (see worker.RunAborted).
+        self.aborted = False
 
     def counters(self) -> dict[str, int | float]:
         return {

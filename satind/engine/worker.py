@@ -71,7 +71,23 @@ class Stop:
     """Unwind the compute thread."""
 
 
-MailboxEvent = JobArrived | ChildResult | Stop
+@dataclass(frozen=True, slots=True)
+class Wakeup:
+    """Only wakes the compute thread (so that it notices an aborted run)."""
+
+
+MailboxEvent = JobArrived | ChildResult | Stop | Wakeup
+
+
+class RunAborted(BaseException):
+    """Raised in a frame that waits for children of a run that is already over (its result was
+    obtained another way, or it failed). It unwinds that run's frames up to the job that came
+    from outside (a stolen job or the root), which is then dropped without a result. A
+    BaseException, so plugin code's ``except Exception`` cannot swallow it."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
 
 
 class WorkerStopped(BaseException):
@@ -171,19 +187,28 @@ class Worker:
         """Run one job to completion on this thread, children included, and report it."""
         parent = job.parent
         if parent is None:
+            if job.run.aborted:
+                return  # a job of a run that is over: nobody waits for it
             self.nesting += 1
         prev = self.current
         self.current = job
         try:
-            job.value = job.fn(*job.args)
-        except WorkerStopped:
-            raise
-        except Exception as exc:
-            job.exc = exc
-        if job.pending:
-            # Implicit sync at the end of every job, also when it raised: a child must not
-            # outlive its parent, and the queue must hold no child of a finished frame.
-            self.sync_frame(job)
+            try:
+                job.value = job.fn(*job.args)
+            except (WorkerStopped, RunAborted):
+                raise
+            except Exception as exc:
+                job.exc = exc
+            if job.pending:
+                # Implicit sync at the end of every job, also when it raised: a child must not
+                # outlive its parent, and the queue must hold no child of a finished frame.
+                self.sync_frame(job)
+        except RunAborted as aborted:
+            self.current = prev
+            if parent is not None or aborted.run_id != job.run.run_id:
+                raise
+            self.nesting -= 1  # the run's outermost frame here: drop it, report nothing
+            return
         self.current = prev
         account(job)
         if parent is not None:
@@ -222,7 +247,13 @@ class Worker:
             self._handle(event)
 
     def _wait(self) -> None:
-        """Nothing local to run: ask for work unless nested too deep, block for one event."""
+        """Nothing local to run: ask for work unless nested too deep, block for one event.
+
+        Raises:
+            RunAborted: the frame waits for children of a run that is over.
+        """
+        if self.current.run.aborted:
+            raise RunAborted(self.current.run.run_id)
         if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
             self._wanting = True
             self.hooks.want_work(True)
@@ -246,7 +277,7 @@ class Worker:
             unparented = apply_result(event)
             if unparented is not None:
                 self.hooks.job_finished(unparented)
-        else:
+        elif isinstance(event, Stop):
             raise WorkerStopped
 
 

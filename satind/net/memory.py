@@ -154,15 +154,19 @@ class MemoryNetwork:
             counters.send_failures += 1
             self.dropped += 1
             return False
-        if frozenset((sender.identity.name, dest)) in self._cut or (
-            faults.drop and self.rng.random() < faults.drop
+        # Faults apply between peers; a client's link (the experimenter's probe) is reliable.
+        faulty = sender.identity.role == "peer" and receiver.identity.role == "peer"
+        if faulty and (
+            frozenset((sender.identity.name, dest)) in self._cut
+            or (faults.drop and self.rng.random() < faults.drop)
         ):
             self.dropped += 1
             return True
-        copies = 2 if faults.duplicate and self.rng.random() < faults.duplicate else 1
+        duplicate = faulty and faults.duplicate and self.rng.random() < faults.duplicate
+        copies = 2 if duplicate else 1
         for _ in range(copies):
             delay = faults.wide_latency_s if wide else faults.latency_s
-            if faults.jitter_s:
+            if faults.jitter_s and faulty:
                 delay += self.rng.random() * faults.jitter_s
             item = (trio.current_time() + delay, next(self._seq), dest, sender.identity, data)
             heapq.heappush(self._heap, item)

@@ -187,6 +187,26 @@ class JobResult(Message):
     error: ErrorInfo | None
 
 
+@dataclass(frozen=True)
+class JobQuery(Message):
+    """A victim asks a thief about a job it gave it and has not heard of (custody.py)."""
+
+    TYPE: ClassVar[int] = 13
+    run_id: str
+    path: bytes
+
+
+@dataclass(frozen=True)
+class JobState(Message):
+    """The thief's answer: "running", or "unknown" (it never got the job). A finished job is
+    answered with its JobResult instead."""
+
+    TYPE: ClassVar[int] = 14
+    run_id: str
+    path: bytes
+    state: str
+
+
 # -- runs ----------------------------------------------------------------------------------
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.
@@ -406,6 +426,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     StealRequest,
     StealReply,
     JobResult,
+    JobQuery,
+    JobState,
     RunStatsRequest,
     RunStatsReply,
     Submit,

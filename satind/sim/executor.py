@@ -22,6 +22,8 @@ from satind.engine.worker import (
     ChildResult,
     JobArrived,
     MailboxEvent,
+    RunAborted,
+    Stop,
     WorkerHooks,
     account,
     apply_result,
@@ -69,7 +71,24 @@ class SimWorker:
     async def run_job(self, job: Job) -> None:
         parent = job.parent
         if parent is None:
+            if job.run.aborted:
+                return
             self.nesting += 1
+        try:
+            await self._body(job)
+        except RunAborted as aborted:
+            if parent is not None or aborted.run_id != job.run.run_id:
+                raise
+            self.nesting -= 1
+            return
+        account(job)
+        if parent is not None:
+            parent.pending -= 1
+        else:
+            self.nesting -= 1
+            self.hooks.job_finished(job)
+
+    async def _body(self, job: Job) -> None:
         path, depth, spec = job.args
         kids = children(path, depth, spec)
         if not kids:
@@ -96,12 +115,6 @@ class SimWorker:
             job.nsync += 1
             await self.sync_frame(job)
             job.value = sum(h.result() for h in handles) & MASK
-        account(job)
-        if parent is not None:
-            parent.pending -= 1
-        else:
-            self.nesting -= 1
-            self.hooks.job_finished(job)
 
     async def sync_frame(self, frame: Job) -> None:
         while frame.pending:
@@ -110,6 +123,8 @@ class SimWorker:
                 continue
             job = self.queue.pop()
             if job is None:
+                if frame.run.aborted:
+                    raise RunAborted(frame.run.run_id)
                 await self._wait()
                 continue
             await self.run_job(job)
@@ -138,5 +153,5 @@ class SimWorker:
                 unparented = apply_result(event)
                 if unparented is not None:
                     self.hooks.job_finished(unparented)
-            else:
+            elif isinstance(event, Stop):
                 self._stopped = True

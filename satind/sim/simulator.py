@@ -289,10 +289,13 @@ class Simulation:
                 # Let membership settle after the last change before judging agreement: long
                 # enough to detect a crash (a few probes plus the longest suspicion).
                 n = max(2, len(self.live()))
+                # Without membership faults, a few probe rounds let the end of the run spread.
                 settle = self.cfg.membership.probe_interval_s * (
                     8
                     + self.cfg.membership.suspicion_max_mult
                     * suspicion_timeout(self.cfg.membership.suspicion_mult, n, 1.0)
+                    if sc.faults
+                    else 5
                 )
                 # A fault or a result may move last_change while we sleep: check again.
                 while trio.current_time() < self.last_change + settle:  # noqa: ASYNC110
@@ -395,12 +398,12 @@ class Simulation:
             if (
                 left
                 or worker.nesting
-                or peer.stolen
+                or peer.custody.given
                 or any(r.info.master for r in peer.runs.active.values())
             ):
                 violations.append(
                     f"{name} still has work at the end: queue {left}, running {worker.nesting}, "
-                    f"stolen out {len(peer.stolen)}, active runs {len(peer.runs.active)}"
+                    f"stolen out {len(peer.custody.given)}, active runs {len(peer.runs.active)}"
                 )
         counters = [p.thief.counters for p in self.peers.values()]
         traffic = [p.transport.counters for p in self.peers.values()]

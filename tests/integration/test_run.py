@@ -107,40 +107,35 @@ def test_json_has_the_documented_fields() -> None:
     assert 0 < out["elapsed_s"] < RUN_TIMEOUT
 
 
-def test_crs_steals_inside_the_cluster_and_rs_across() -> None:
-    crs = run_json(
+def test_crs_steals_inside_the_cluster_and_rs_across(tmp_path: Path) -> None:
+    # An emulated wide area (30 ms one way): CRS overlaps one wide-area request with local
+    # steals, RS waits for each of its requests, about half of which cross.
+    emu = tmp_path / "wide.toml"
+    emu.write_text("[emulation]\nlatency_ms = 30.0\n")
+    common = [
         "tree",
-        "4",
-        "4",
         "3",
+        "6",
+        "10",
         "sleep",
         "--peers",
         "4",
         "--clusters",
         "2",
-        "--steal",
-        "crs",
         "--seed",
         "1",
-    )["stats"]
-    rs = run_json(
-        "tree",
-        "4",
-        "4",
-        "3",
-        "sleep",
-        "--peers",
-        "4",
-        "--clusters",
-        "2",
-        "--steal",
-        "rs",
-        "--seed",
-        "1",
-    )["stats"]
-    # CRS: at most one wide-area request in flight per peer, so most attempts stay local.
-    assert crs["steal_attempts_local"] > crs["steal_attempts_wide"]
+        "--config",
+        str(emu),
+    ]
+    crs = run_json(*common, "--steal", "crs")["stats"]
+    rs = run_json(*common, "--steal", "rs")["stats"]
+    assert crs["steal_attempts_local"] > 2 * crs["steal_attempts_wide"]
     assert rs["steal_attempts_wide"] > 0 and rs["stolen_wide"] > 0
+    crs_share = crs["steal_attempts_wide"] / (
+        crs["steal_attempts_wide"] + crs["steal_attempts_local"]
+    )
+    rs_share = rs["steal_attempts_wide"] / (rs["steal_attempts_wide"] + rs["steal_attempts_local"])
+    assert crs_share < rs_share
 
 
 def test_unknown_plugin_is_a_usage_error_listing_plugins() -> None:

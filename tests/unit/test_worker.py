@@ -13,7 +13,7 @@ from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import Job, RunState
-from satind.engine.worker import ChildResult, JobArrived, Worker, make_root
+from satind.engine.worker import ChildResult, JobArrived, Wakeup, Worker, make_root
 
 
 class Hooks:
@@ -241,3 +241,34 @@ def test_stop_unwinds_an_idle_worker() -> None:
     t.join(10)
     assert not t.is_alive()
     assert worker_mod.CURRENT is None
+
+
+def test_a_frame_waiting_on_an_aborted_run_unwinds_and_reports_nothing() -> None:
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    run = _run()
+
+    @spawnable
+    def waits() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()  # a thief takes the child; its result will never come
+        assert taken is not None
+        sync()
+        return int(h.result())
+
+    stolen_here = Job(waits.fn, (), None, 0, run, 0.5)
+    stolen_here.set_path(b"\x01")
+    stolen_here.origin = "elsewhere"
+    thread = threading.Thread(target=w.run_forever, daemon=True)
+    thread.start()
+    w.post(JobArrived(stolen_here))
+    assert hooks.next("want") is True  # it waits for the stolen child, asking for work
+    run.aborted = True  # the run ended elsewhere (its result came from a duplicate)
+    w.post(Wakeup())
+    # The worker gives up that frame and is free again: it runs the next job at once.
+    other = make_root(fib.fn, (12,), RunState("r2", "test", 0.5))
+    w.post(JobArrived(other))
+    assert hooks.next("finished") is other and other.result() == 144
+    assert not stolen_here.done and w.nesting == 0
+    w.stop()
+    thread.join(10)
