@@ -1,0 +1,89 @@
+"""Simulator benchmarks (issue: deterministic simulator): simulator speed in simulated
+peer-seconds per wall second, and membership convergence time against the number of peers
+(with the plot docs/sim-convergence.png).
+
+    python benchmarks/simulator.py [--sizes 16,32,64,128,256,512,1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from satind.sim.scenario import load, parse
+from satind.sim.simulator import simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def convergence(n: int, seed: int) -> tuple[float | None, float, int]:
+    clusters = {"c0": n // 2, "c1": n - n // 2} if n > 1 else {"c0": 1}
+    scenario = parse({
+        "name": f"join-{n}", "seed": seed, "duration_s": 300.0,
+        "peers": {"clusters": clusters},
+        "network": {"latency_ms": 0.5, "wide_latency_ms": 10.0},
+    })
+    report = simulate(scenario)
+    assert report.invariants_ok, report.violations
+    return report.convergence_s, report.wall_s, report.messages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="16,32,64,128,256,512,1000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--speed-scenario", default="configs/scenarios/steady-1000.toml")
+    parser.add_argument("--plot", default="docs/sim-convergence.png")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"command: python benchmarks/simulator.py --sizes {args.sizes} --repeat {args.repeat}\n")
+
+    print("## simulator speed\n")
+    scenario = load(ROOT / args.speed_scenario)
+    walls, rates = [], []
+    for seed in range(1, args.repeat + 1):
+        report = simulate(scenario, seed)
+        assert report.invariants_ok, report.violations
+        walls.append(report.wall_s)
+        rates.append(report.peers * report.virtual_s / report.wall_s)
+        print(f"seed {seed}: {report.peers} peers x {report.virtual_s:.1f} virtual s in "
+              f"{report.wall_s:.1f} wall s ({rates[-1]:,.0f} peer-s per wall s), "
+              f"{report.messages:,} messages", flush=True)
+    print(f"\nmedian: {statistics.median(walls):.1f} wall s, "
+          f"{statistics.median(rates):,.0f} simulated peer-seconds per wall second\n")
+
+    print("## membership convergence after a join storm (every peer joins through one seed)\n")
+    print("| peers | converged at (virtual s, median) | runs | wall s (median) | messages |")
+    print("|---|---|---|---|---|")
+    medians = []
+    for n in sizes:
+        rows = [convergence(n, seed) for seed in range(1, args.repeat + 1)]
+        times = [r[0] for r in rows if r[0] is not None]
+        median = statistics.median(times) if times else float("nan")
+        medians.append(median)
+        print(f"| {n} | {median:.2f} | {len(times)}/{len(rows)} | "
+              f"{statistics.median(r[1] for r in rows):.1f} | "
+              f"{int(statistics.median(r[2] for r in rows)):,} |", flush=True)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("\n(matplotlib not installed: pip install -e '.[bench]' for the plot)")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(sizes, medians, marker="o")
+    ax.set_xscale("log")
+    ax.set_xlabel("peers (log scale)")
+    ax.set_ylabel("virtual seconds until every peer sees every peer")
+    ax.set_title("satind membership convergence after a join storm (simulated)")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(ROOT / args.plot, dpi=120)
+    print(f"\nplot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
