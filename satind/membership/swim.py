@@ -478,21 +478,20 @@ class Swim:
                 with trio.move_on_after(1.0):
                     await self._joined.wait()
         if self._joined.is_set() and self._nursery is not None:
-            self._nursery.start_soon(self._sync_after_join)
+            self._nursery.start_soon(self._sync_after_join, seeds)
         return self._joined.is_set()
 
-    async def _sync_after_join(self) -> None:
-        """One more state sync, with a random member, a moment after joining.
+    async def _sync_after_join(self, seeds: Sequence[Address]) -> None:
+        """One more state sync with a seed, a moment after joining.
 
         Members that joined at about the same time as us were announced by gossip while our
         own join was in flight; gossip does not re-send old news, and the periodic sync is far
-        off. One O(N) exchange now closes that gap (it replaces re-gossiping every joiner's
-        whole member list, which costs N times more).
+        off. The seed saw every join that went through it, so one O(N) exchange with it closes
+        that gap (it replaces re-gossiping every joiner's whole member list, which costs N
+        times more).
         """
         await trio.sleep(max(1.0, 10 * self.cfg.gossip_interval_s))
-        others = [m.name for m in self.table.alive() if m.name != self.me.name]
-        if others:
-            self.host.post(self.rng.choice(others), self.state_message(join=False, reply=False))
+        self.host.post_address(self.rng.choice(list(seeds)), self.state_message(False, False))
 
     def leave(self) -> None:
         """Tell every member we leave (not die), directly, and gossip it as well."""
