@@ -65,6 +65,11 @@ def main() -> None:
         print(f"| {n} | {median:.2f} | {len(times)}/{len(rows)} | "
               f"{statistics.median(r[1] for r in rows):.1f} | "
               f"{int(statistics.median(r[2] for r in rows)):,} |", flush=True)
+    plot(sizes, medians, ROOT / args.plot)
+    print(f"\nplot: {args.plot}")
+
+
+def plot(sizes: list[int], medians: list[float], path: Path) -> None:
     try:
         import matplotlib
 
@@ -76,13 +81,13 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(sizes, medians, marker="o")
     ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("peers (log scale)")
-    ax.set_ylabel("virtual seconds until every peer sees every peer")
-    ax.set_title("satind membership convergence after a join storm (simulated)")
+    ax.set_ylabel("virtual seconds until all see all")
+    ax.set_title("membership convergence after a join storm (simulated)")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(ROOT / args.plot, dpi=120)
-    print(f"\nplot: {args.plot}")
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
