@@ -218,3 +218,38 @@ def test_client_errors_are_clear(keys: Path) -> None:
     proc = satind("start", "--keys", str(keys), "--name", "m1", "--listen", "127.0.0.1:0")
     assert proc.returncode == 2 and "chmod 600" in proc.stderr
     assert tls.KeysError  # the message comes from satind.net.tls
+
+
+def test_the_supervisor_restarts_a_crashed_peer(keys: Path) -> None:
+    m1 = Daemon(keys, "m1", "east")
+    try:
+        wait_for(
+            lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 2
+        )
+        victim = m1.children[1]
+        import os
+        import signal as sig
+
+        os.kill(victim, sig.SIGKILL)
+        # A new process takes its place (after daemon.restart_delay_s), under the same name,
+        # as a newer instance that the other peer accepts.
+        wait_for(
+            lambda: len(children_of(m1.proc.pid)) == 2 and victim not in children_of(m1.proc.pid)
+        )
+        wait_for(
+            lambda: (
+                {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}.get("m1/1")
+                == "alive"
+                and len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 2
+            )
+        )
+        assert "restarting" in m1.log.read_text()
+        proc = client(keys, m1.first, "submit", "fib", "20", "12", "--wait", "--json")
+        assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == 6765
+        children = children_of(m1.proc.pid)
+        assert client(keys, m1.first, "stop").returncode == 0
+        assert m1.proc.wait(timeout=30) == 0
+        wait_for(lambda: not any(alive(p) for p in children), 10)
+    finally:
+        m1.kill()
+        kill_all(children_of(m1.proc.pid))
