@@ -108,6 +108,9 @@ class MembershipConfig:
     push_pull_interval_s: float = 30.0
     # count. Lifeguard's local health score ceiling: probe timeouts scale by (score + 1).
     awareness_max: int = 8
+    # seconds. Gossip also goes to members declared dead this recently, so that one wrongly
+    # declared dead (a partition that healed) hears it and refutes.
+    gossip_to_dead_s: float = 30.0
     # seconds. Dead and left members are remembered this long (so stale gossip cannot revive
     # them), then forgotten.
     tombstone_s: float = 600.0

@@ -271,7 +271,12 @@ class Peer:
                 )
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
-        if any([self.runs.on_announce(a) for a in runs]):
+        news = [a for a in runs if self.runs.on_announce(a)]
+        for announce in news:
+            # Run news spreads like member news: epidemically, so that one lost message
+            # does not leave a peer stealing for a run that is long over.
+            self.swim.dissemination.add_run(announce)
+        if news:
             self.thief.update()
 
     def run_announcements(self) -> list[m.RunAnnounce]:
@@ -462,6 +467,8 @@ class Peer:
                 spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching
             )
         )
+        if run is None:
+            return None  # a job of a run that is over (its reply was late): nobody waits for it
         error: BaseException | None = None
         fn = None
         args: Any = ()

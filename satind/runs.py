@@ -161,8 +161,11 @@ class Runs:
 
     # -- the run table ---------------------------------------------------------------------------
 
-    def register(self, info: m.RunInfo) -> PeerRun:
-        """Know a run (from gossip, a stolen job, or our own submission)."""
+    def register(self, info: m.RunInfo) -> PeerRun | None:
+        """Know a run (from gossip, a stolen job, or our own submission). None for a run that
+        already ended (a late, delayed or duplicated message about it)."""
+        if info.run_id in self.ended:
+            return None
         run = self.active.get(info.run_id)
         if run is not None:
             if not run.info.args and info.args:
@@ -188,7 +191,7 @@ class Runs:
         return run
 
     def on_announce(self, announce: m.RunAnnounce) -> bool:
-        """Apply gossip about a run; True when it changed what this peer runs."""
+        """Apply gossip about a run; True when it is news here (then it is worth spreading)."""
         run_id = announce.info.run_id
         if run_id in self.ended or run_id in self.finished:
             return False
@@ -197,8 +200,7 @@ class Runs:
             run = self.active.get(run_id)
             if run is not None and run.info.master != self.host.name:
                 self.drop(run_id)
-                return True
-            return False
+            return True
         if announce.state == RUNNING and run_id not in self.active:
             self.register(announce.info)
             return True

@@ -433,14 +433,29 @@ class Swim:
                 self.dissemination.wakeup = trio.Event()
                 await self.dissemination.wakeup.wait()
                 continue
-            others = [m.name for m in self.table.alive() if m.name != self.me.name]
+            others = self._gossip_targets()
             for name in self.rng.sample(others, min(self.cfg.gossip_nodes, len(others))):
                 self.host.post(name, m.Gossip(self.piggyback()))
+
+    def _gossip_targets(self) -> list[str]:
+        """Live members, and members declared dead less than gossip_to_dead_s ago (memberlist's
+        GossipToTheDeadTime): a member wrongly declared dead — on the other side of a healed
+        partition — only refutes once it hears of its death, and its own side, which may think
+        us dead in turn, hears of our refutations the same way."""
+        now = self.clock()
+        recent = [
+            name
+            for name, since in self._gone_since.items()
+            if now - since < self.cfg.gossip_to_dead_s
+            and (member := self.table.get(name)) is not None
+            and member.state == State.DEAD
+        ]
+        return [m.name for m in self.table.alive() if m.name != self.me.name] + recent
 
     async def _push_pull_loop(self) -> None:
         await self._jitter(push_pull_interval(self.cfg.push_pull_interval_s, len(self.table)))
         while True:
-            others = [m.name for m in self.table.alive() if m.name != self.me.name]
+            others = self._gossip_targets()
             if others:
                 self.host.post(self.rng.choice(others), self.state_message(join=False, reply=False))
             await trio.sleep(push_pull_interval(self.cfg.push_pull_interval_s, len(self.table)))
