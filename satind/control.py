@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import trio
 
 from satind.config import Config
-from satind.engine.errors import RemoteJobError
 from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
@@ -203,9 +202,3 @@ async def connect(
             yield client
         finally:
             nursery.cancel_scope.cancel()
-
-
-def raise_for(result: m.RunResult) -> None:
-    """Raise the run's error as an exception carrying the remote traceback."""
-    if result.error is not None:
-        raise RemoteJobError(result.error.type, result.error.message, result.error.traceback)

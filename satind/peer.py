@@ -39,7 +39,7 @@ from satind.net import messages as m
 from satind.net.memory import MemoryNetwork
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
-from satind.runs import Runs
+from satind.runs import Runs, as_ints
 
 log = logging.getLogger(__name__)
 
@@ -556,7 +556,7 @@ class Peer:
                 return
             stats, _ = await self.runs.gather(msg.run_id, self.cfg.run.progress_poll_s)
             progress = float(stats.pop("progress", 0.0))
-            conn.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), _ints(stats)))
+            conn.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), as_ints(stats)))
 
         self.spawn_task(answer)
 
@@ -738,14 +738,10 @@ def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
                 head.state,
                 min(progress, 1.0),
                 head.elapsed_s,
-                _ints(total),
+                as_ints(total),
             )
         out.append(head)
     return sorted(out, key=lambda r: r.run_id)
-
-
-def _ints(stats: dict[str, float]) -> dict[str, int | float]:
-    return {k: int(v) if float(v).is_integer() else v for k, v in stats.items()}
 
 
 def _rss_mb() -> float:

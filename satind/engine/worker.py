@@ -319,11 +319,6 @@ def _noop() -> None:
     return None
 
 
-def current_worker() -> Worker | None:
-    """The worker of this process's compute thread, or None when not inside satind."""
-    return CURRENT
-
-
 def make_root(fn: Callable[..., Any], args: tuple[Any, ...], run: RunState) -> Job:
     """The root job of a run: no parent, path empty, the whole tree's share."""
     job = Job(fn, args, None, 0, run, 1.0)
@@ -341,6 +336,5 @@ __all__ = [
     "Worker",
     "WorkerHooks",
     "WorkerStopped",
-    "current_worker",
     "make_root",
 ]

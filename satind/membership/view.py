@@ -258,11 +258,3 @@ class MemberTable:
                 self._alive = None
                 self._updates = None
                 self.version += 1
-
-
-class StaticMembership(MemberTable):
-    """A fixed member list, for tests and tools that need no failure detection."""
-
-    def __init__(self, me: Member, members: Sequence[Member] = ()) -> None:
-        super().__init__(me)
-        self.add_known(members)

@@ -1,4 +1,4 @@
-"""The Transport interface and its TCP implementation.
+"""The TCP/TLS transport: messages to named parties over framed, authenticated connections.
 
 Peers talk in messages, not bytes: ``post(dest, msg)`` queues a message for a peer (or a
 connected client) and never blocks; incoming messages go to one ``on_message(conn, msg)``
@@ -118,15 +118,6 @@ class Link(Protocol):
 
 
 MessageHandler = Callable[[Connection, m.Message], None]
-
-
-class Transport(Protocol):
-    """What a peer needs from the network (TCP here; memory.py for the simulator)."""
-
-    identity: Identity
-    counters: TrafficCounters
-
-    def post(self, dest: str, msg: m.Message) -> bool: ...
 
 
 class _FrameReader:
