@@ -259,16 +259,20 @@ class Peer:
         self.changed()
         after = change.after
         if after.state.gone or change.replaced:
-            # Jobs it stole from us are lost with it; recovering them comes with fault
-            # tolerance. Until then the run that owns them cannot finish.
-            lost = self.custody.held_by(after.name)
-            if lost:
-                log.warning(
-                    "%s is %s holding %d job(s) stolen from us",
-                    after.name,
-                    after.state.label,
-                    len(lost),
-                )
+            self._restart_jobs_of(after.name, after.state.label)
+
+    def _restart_jobs_of(self, thief: str, why: str) -> None:
+        """Jobs a member stole from us are lost with it: put them back in our own queue to be
+        computed again (satin-fault-tolerance §3.1). If the member was in fact alive (a false
+        death) and its result comes later, custody has forgotten the job: the result is
+        ignored, and the answer stays exact."""
+        for key in self.custody.held_by(thief):
+            given = self.custody.returned(key)
+            if given is None or given.job.run.aborted:
+                continue
+            self.thief.counters.jobs_restarted += 1
+            log.info("restarting %s%s: %s is %s", key[0], key[1].hex(), thief, why)
+            self.worker.post(JobArrived(given.job))
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         news = [a for a in runs if self.runs.on_announce(a)]

@@ -77,6 +77,8 @@ class StealCounters:
     stolen_wide: int = 0
     # Victim side: jobs other peers took from this peer's queue.
     jobs_given: int = 0
+    # Jobs stolen from this peer by a member that died or left, put back in our queue.
+    jobs_restarted: int = 0
     rtt_hist: list[int] = field(default_factory=lambda: [0] * (len(RTT_BUCKETS_S) + 1))
 
     def record_rtt(self, seconds: float) -> None:
@@ -89,6 +91,7 @@ class StealCounters:
             "stolen_local": self.stolen_local,
             "stolen_wide": self.stolen_wide,
             "jobs_given": self.jobs_given,
+            "jobs_restarted": self.jobs_restarted,
         }
         out.update(zip(rtt_bucket_names(), self.rtt_hist, strict=True))
         return out

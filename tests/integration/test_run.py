@@ -335,3 +335,49 @@ def test_wide_area_emulation_delays_only_traffic_between_clusters(tmp_path: Path
     assert stats["steal_attempts_wide"] > 0 and slow > 0
     assert fast > 0  # local steals stay fast
     assert slow <= stats["steal_attempts_wide"]
+
+
+def test_sigkill_of_a_thief_mid_run_still_gives_the_exact_answer(tmp_path: Path) -> None:
+    fast = tmp_path / "fast.toml"
+    fast.write_text(
+        "[membership]\nprobe_interval_s = 0.2\nprobe_timeout_s = 0.1\nsuspicion_mult = 3\n"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "satind",
+            "run",
+            "tree",
+            "3",
+            "8",
+            "40",
+            "sleep",
+            "--peers",
+            "4",
+            "--json",
+            "--config",
+            str(fast),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peers: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(peers) < 4:
+            time.sleep(0.05)
+            peers = sorted(children_of(proc.pid))
+        assert len(peers) == 4
+        time.sleep(2.0)  # start-up, then the run gets going (512 leaves of 40 ms on 4 peers)
+        os.kill(peers[-1], signal.SIGKILL)  # the last started: not the master (local/0)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        report = json.loads(out)
+        assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
+        # It held jobs stolen from the survivors: they were put back and computed again.
+        assert report["stats"]["jobs_restarted"] >= 1 and report["peers"] == 3
+    finally:
+        proc.kill()
+        kill_all(peers)

@@ -117,3 +117,10 @@ def test_every_shipped_scenario_parses() -> None:
     assert len(names) >= 6
     for path in SCENARIOS.glob("*.toml"):
         assert isinstance(load(path), Scenario)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_thieves_crashing_mid_run_have_their_jobs_recomputed(seed: int) -> None:
+    report = simulate(load(SCENARIOS / "crash-mid-run.toml"), seed)
+    _ok(report)
+    assert report.result_ok and report.redone_s > 0  # the dead peers' work was done again
