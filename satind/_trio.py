@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import trio
@@ -18,13 +20,16 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 
 
 def run_flat(fn: Any, *args: Any) -> Any:
-    """``trio.run``, with the exception groups of its nurseries flattened for the caller.
-
-    A Ctrl-C wins over everything else; a single failure is raised as itself; several are
-    raised as the group.
-    """
-    try:
+    """``trio.run``, with the exception groups of its nurseries flattened for the caller."""
+    with single_errors():
         return trio.run(fn, *args)
+
+
+@contextlib.contextmanager
+def single_errors() -> Iterator[None]:
+    """Let a lone exception out of a nursery as itself (a Ctrl-C first), not as a group."""
+    try:
+        yield
     except BaseExceptionGroup as group:
         leaves = _leaves(group)
         for leaf in leaves:

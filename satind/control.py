@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import trio
 
+from satind._trio import single_errors
 from satind.config import Config
 from satind.net import messages as m
 from satind.net import tls
@@ -188,17 +189,20 @@ async def connect(
         on_closed=on_closed,
         credentials=credentials,
     )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(transport.run, None)
-        try:
-            conn = await transport.dial(address, expect=peer or None)
-        except Exception as exc:
-            raise PeerUnavailable(
-                f"cannot connect to {peer or address} at {address}: {exc}"
-            ) from exc
-        client = Client(transport, conn, conn.remote_name)
-        holder.append(client)
-        try:
-            yield client
-        finally:
-            nursery.cancel_scope.cancel()
+    # The body's exceptions come out of the transport's nursery one by one, not wrapped in a
+    # group: callers catch PeerUnavailable and the like as they would anywhere else.
+    with single_errors():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(transport.run, None)
+            try:
+                conn = await transport.dial(address, expect=peer or None)
+            except Exception as exc:
+                raise PeerUnavailable(
+                    f"cannot connect to {peer or address} at {address}: {exc}"
+                ) from exc
+            client = Client(transport, conn, conn.remote_name)
+            holder.append(client)
+            try:
+                yield client
+            finally:
+                nursery.cancel_scope.cancel()

@@ -260,6 +260,17 @@ class Peer:
         after = change.after
         if after.state.gone or change.replaced:
             self._restart_jobs_of(after.name, after.state.label)
+            self._elect()
+
+    def _elect(self) -> None:
+        """A run whose master is gone gets a new one: the alive member with the smallest name
+        in this peer's view (a deterministic rule: converged views agree). If views differ for
+        a moment and two peers take over, the higher epoch — then the smaller name — wins."""
+        alive = {mem.name for mem in self.table.alive()}
+        if not alive or min(alive) != self.name:
+            return
+        for run in self.runs.orphaned(alive):
+            self.runs.take_over(run)
 
     def _restart_jobs_of(self, thief: str, why: str) -> None:
         """Jobs a member stole from us are lost with it: put them back in our own queue to be
@@ -566,23 +577,27 @@ class Peer:
 
     def _on_result_request(self, conn: Link, msg: m.ResultRequest) -> None:
         async def answer() -> None:
-            master = self.runs.master_of(msg.run_id)
-            if master is not None and master != self.name:
-                # Ask the master, and relay what it says.
+            while True:
+                master = self.runs.master_of(msg.run_id)
+                if master is None or master == self.name:
+                    result, why = await self.runs.result_of(msg.run_id, msg.wait)
+                    conn.post(m.ResultReply(msg.req, result, why))
+                    return
+                # Ask the master and relay its answer. When waiting, ask again now and then:
+                # the master may be lost and another elected meanwhile.
                 req = self.requests.new()
                 self.post(master, m.ResultRequest(req, msg.run_id, msg.wait))
-                reply = (
-                    await self.requests.wait(req)
-                    if msg.wait
-                    else await self.requests.reply_within(req, self.cfg.client.timeout_s)
-                )
-                if isinstance(reply, m.ResultReply):
+                # Waiting: re-ask every custody interval, so that a new master is found soon.
+                within = self.cfg.steal.custody_check_s if msg.wait else self.cfg.client.timeout_s
+                reply = await self.requests.reply_within(req, within)
+                if isinstance(reply, m.ResultReply) and (
+                    reply.result is not None or not msg.wait or not reply.error.startswith("no run")
+                ):
                     conn.post(m.ResultReply(msg.req, reply.result, reply.error))
-                else:
+                    return
+                if not msg.wait:
                     conn.post(m.ResultReply(msg.req, None, f"master {master} did not answer"))
-                return
-            result, why = await self.runs.result_of(msg.run_id, msg.wait)
-            conn.post(m.ResultReply(msg.req, result, why))
+                    return
 
         self.spawn_task(answer)
 

@@ -9,9 +9,31 @@ from typing import Any
 
 from satind import control
 from satind.config import Config, StealAlgorithm
-from satind.launcher import LOCAL_CLIENT, ephemeral_keys, local_peers
+from satind.launcher import LOCAL_CLIENT, PeerProcess, ephemeral_keys, local_peers
 from satind.net import codec, tls
+from satind.net import messages as m
 from satind.plugin import Plugin, UnknownPlugin, UsageError
+
+
+async def _result_from_survivors(
+    run_id: str, peers: Sequence[PeerProcess], cfg: Config, credentials: tls.Credentials | None
+) -> m.RunResult:
+    """Wait for a run's result through any peer still alive (it relays to the current master).
+
+    Raises:
+        RunFailed: no peer answers.
+    """
+    for peer in peers:
+        if peer.address is None or peer.process.returncode is not None:
+            continue
+        try:
+            async with control.connect(peer.address, cfg, credentials, peer.name) as client:
+                reply = await client.fetch_result(run_id, True, cfg.client.timeout_s)
+        except control.PeerUnavailable:
+            continue
+        if reply.result is not None:
+            return reply.result
+    raise RunFailed(f"the master of run {run_id} is gone and no other peer has its result", 3)
 
 
 class RunFailed(Exception):
@@ -76,6 +98,8 @@ async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
     ) as started:
         master = started[0]
         assert master.address is not None
+        run_id = ""
+        result: m.RunResult | None = None
         try:
             async with control.connect(master.address, cfg, credentials, master.name) as client:
                 try:
@@ -91,7 +115,12 @@ async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
                 else:
                     result = await client.result(run_id)
         except control.PeerUnavailable as exc:
-            raise RunFailed(str(exc), 3) from None
+            if not run_id:
+                raise RunFailed(str(exc), 3) from None
+            # The master is gone after accepting the run: another peer takes the run over
+            # (master election); ask the survivors for its result.
+            result = await _result_from_survivors(run_id, started[1:], cfg, credentials)
+        assert result is not None
     if result.error is not None:
         err = result.error
         text = err.traceback.rstrip() or f"{err.type}: {err.message}"

@@ -10,6 +10,7 @@ announces the run's end.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
@@ -168,7 +169,9 @@ class Runs:
             return None
         run = self.active.get(info.run_id)
         if run is not None:
-            if not run.info.args and info.args:
+            if _supersedes(info, run.info):
+                return self._new_epoch(run, info)
+            if not run.info.args and info.args and info.epoch == run.info.epoch:
                 run.info = info  # a stolen job's stub learns the full descriptor
             return run
         refused = None
@@ -201,10 +204,65 @@ class Runs:
             if run is not None and run.info.master != self.host.name:
                 self.drop(run_id)
             return True
-        if announce.state == RUNNING and run_id not in self.active:
-            self.register(announce.info)
-            return True
+        if announce.state == RUNNING:
+            known = self.active.get(run_id)
+            if known is None or _supersedes(announce.info, known.info):
+                self.register(announce.info)
+                return True
         return False
+
+    # -- master election -------------------------------------------------------------------------
+
+    def _new_epoch(self, old: PeerRun, info: m.RunInfo) -> PeerRun:
+        """A new master respawned the run's root (its old master was lost): everything of the
+        old epoch here is abandoned — frames unwind, custody is forgotten — and the run starts
+        over under a fresh state. Results of old-epoch jobs that still arrive apply to the
+        new epoch's jobs of the same path: the same job computes the same value."""
+        log.info(
+            "run %s: epoch %d, master %s (was %s)",
+            info.run_id,
+            info.epoch,
+            info.master,
+            old.info.master,
+        )
+        self.drop(info.run_id)
+        run = self.register(info)
+        assert run is not None
+        return run
+
+    def orphaned(self, alive: set[str]) -> list[PeerRun]:
+        """Runs whose master is no longer alive in this peer's view."""
+        return [
+            r
+            for r in self.active.values()
+            if r.info.master not in alive and r.status == RUNNING and r.info.args
+        ]
+
+    def take_over(self, run: PeerRun) -> None:
+        """Become the run's master under the next epoch and respawn its root
+        (satin-fault-tolerance §3.4). The arguments travel with the run's descriptor, so any
+        peer that knows the run can do this."""
+        plugin = run.plugin
+        if plugin is None or run.refused is not None:
+            log.error(
+                "run %s lost its master but this peer cannot run it: %s",
+                run.info.run_id,
+                run.refused,
+            )
+            return
+        info = dataclasses.replace(run.info, master=self.host.name, epoch=run.info.epoch + 1)
+        log.warning(
+            "run %s lost its master %s: taking over as epoch %d",
+            info.run_id,
+            run.info.master,
+            info.epoch,
+        )
+        self.drop(info.run_id)
+        fresh = PeerRun(
+            info, RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching)), plugin
+        )
+        fresh.args = codec.decode_value(info.args)
+        self._start(fresh)
 
     def _remember_ended(self, announce: m.RunAnnounce) -> None:
         run_id = announce.info.run_id
@@ -425,6 +483,14 @@ class Runs:
                 )
             )
         return out
+
+
+def _supersedes(new: m.RunInfo, old: m.RunInfo) -> bool:
+    """A higher epoch wins; at the same epoch (two peers took over at once, their views
+    differing for a moment) the smaller master name wins."""
+    if new.epoch != old.epoch:
+        return new.epoch > old.epoch
+    return new.master != old.master and new.master < old.master
 
 
 class RunRefused(Exception):

@@ -119,6 +119,8 @@ class Simulation:
         self._run_ids = (f"sim-{self.seed}-{i}" for i in range(1_000_000))
         self._next_index: Counter[str] = Counter()
         self._done = trio.Event()
+        self.master = ""
+        self.run_id = ""
         self._faults_done = trio.Event()
         self._faults_left = 0
 
@@ -217,6 +219,11 @@ class Simulation:
                     network.detach(name)
                     self.scopes[name].cancel()
                     self.gone.add(name)
+            if self.master in names and self.run_id and self.result is None:
+                # As a real client does: the master is gone, ask a survivor to wait for the
+                # result (it relays to whoever is elected).
+                survivor = sorted(self.live())[0]
+                client.post(survivor, m.ResultRequest(2, self.run_id, True))
         elif fault.kind == "drain":
             for name in fault.peers:
                 client.post(name, m.DrainRequest(0, [name]))
@@ -311,11 +318,16 @@ class Simulation:
         master = sorted(self.live())[0]
         argv = [str(w.depth), str(w.branching), repr(w.leaf_ms), w.dist, repr(w.imbalance)]
         self.submitted_at = trio.current_time()
+        self.master = master
         self.trace("submit", master.encode())
         client.post(master, m.Submit(1, PLUGIN.name, argv, PLUGIN.code_hash))
 
     def _client_message(self, link: MemoryLink, msg: m.Message) -> None:
-        if isinstance(msg, m.RunResult):
+        if isinstance(msg, m.Submitted):
+            self.run_id = msg.run_id
+        if isinstance(msg, m.ResultReply) and msg.result is not None and self.result is None:
+            msg = msg.result  # the result, relayed by a survivor after the master was lost
+        if isinstance(msg, m.RunResult) and self.result is None:
             self.result = msg
             self.result_at = trio.current_time()
             self.last_change = max(self.last_change, self.result_at)

@@ -124,3 +124,10 @@ def test_thieves_crashing_mid_run_have_their_jobs_recomputed(seed: int) -> None:
     report = simulate(load(SCENARIOS / "crash-mid-run.toml"), seed)
     _ok(report)
     assert report.result_ok and report.redone_s > 0  # the dead peers' work was done again
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_lost_master_is_replaced_and_the_run_still_exact(seed: int) -> None:
+    report = simulate(load(SCENARIOS / "master-crash.toml"), seed)
+    _ok(report)
+    assert report.result_ok
