@@ -94,6 +94,8 @@ class Spawnable(Generic[R]):
         cur.pending += 1
         run = cur.run
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
+        if run.orphans is not None and w.adopt(job):
+            return job  # an orphan's kept result stands in for it (recovery/orphans.py)
         w.jobs.append(job)
         return job
 

@@ -119,6 +119,19 @@ class MembershipConfig:
 
 
 @dataclass(frozen=True)
+class FaultToleranceConfig:
+    """Recovery from lost peers (satin-fault-tolerance-malleability-migration §3)."""
+
+    # Orphan saving: results whose owner is gone are kept, announced by gossip and reused by
+    # the recomputation. False is the papers' naive mode: recompute everything, send no tuples
+    # (for comparison).
+    orphans: bool = True
+    # count. Results a peer keeps for others (orphans and handed-over results); past it the
+    # oldest go (a lost tuple only costs recomputation).
+    keep_results: int = 100_000
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """The run lifecycle on the master."""
 
@@ -205,6 +218,7 @@ class Config:
     steal: StealConfig = field(default_factory=StealConfig)
     net: NetConfig = field(default_factory=NetConfig)
     membership: MembershipConfig = field(default_factory=MembershipConfig)
+    ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)

@@ -39,6 +39,7 @@ from satind.net import messages as m
 from satind.net.memory import MemoryNetwork
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
+from satind.recovery.orphans import Orphans
 from satind.runs import Runs, as_ints
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,9 @@ class Peer:
         self.cluster = options.cluster
         self.requests = Requests()
         self.custody = Custody()
+        self.orphans = Orphans(cfg.ft.keep_results)
+        # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
+        self.needs_orphans = cfg.ft.orphans
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
         identity = Identity(options.name, options.cluster, "peer")
         self.transport: PeerTransport
@@ -215,6 +219,7 @@ class Peer:
         ):
             await self._changed.wait()
         log.info("drained; leaving")
+        self._hand_over()
         self.leave()
 
     def changed(self) -> None:
@@ -277,13 +282,73 @@ class Peer:
         computed again (satin-fault-tolerance §3.1). If the member was in fact alive (a false
         death) and its result comes later, custody has forgotten the job: the result is
         ignored, and the answer stays exact."""
-        for key in self.custody.held_by(thief):
-            given = self.custody.returned(key)
-            if given is None or given.job.run.aborted:
+        for job in self.custody.take_back_all(thief):
+            if job.run.aborted:
                 continue
             self.thief.counters.jobs_restarted += 1
-            log.info("restarting %s%s: %s is %s", key[0], key[1].hex(), thief, why)
-            self.worker.post(JobArrived(given.job))
+            log.info("restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why)
+            self.worker.post(JobArrived(job))
+        if self.cfg.ft.orphans:
+            # Results we sent it may never have been applied: keep them as orphans.
+            for result in self.custody.sent_to(thief):
+                self._keep_orphan(result)
+
+    # -- orphans (recovery/orphans.py) -------------------------------------------------------
+
+    def _keep_orphan(self, result: m.JobResult) -> None:
+        """Keep a result whose owner is gone and announce it to everyone (a tuple)."""
+        run = self.runs.active.get(result.run_id)
+        if run is None or not self.orphans.keep(result):
+            return
+        item = m.OrphanTuple(result.run_id, result.path, self.name)
+        Orphans.file(run.state, item)
+        self.swim.dissemination.add_tuple(item)
+        self.orphans.counters.tuples_sent += 1
+
+    def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
+        if not self.cfg.ft.orphans:
+            return
+        for item in tuples:
+            run = self.runs.active.get(item.run_id)
+            if run is not None and Orphans.file(run.state, item):
+                self.orphans.counters.tuples_received += 1
+                self.swim.dissemination.add_tuple(item)  # spread on, like any news
+
+    def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:
+        self.needs_orphans = False
+        self.on_tuples(tuples)
+
+    def orphan_hit(self, job: Job, holder: str) -> None:
+        self._soon(self._fetch_orphan, job, holder)
+
+    def _fetch_orphan(self, job: Job, holder: str) -> None:
+        """A spawned job whose result ``holder`` keeps: record it as stolen by the holder and
+        ask for the result (the custody query; "unknown" puts the job back in our queue)."""
+        key = (job.run.run_id, job.path)
+        if holder == self.name:
+            kept = self.orphans.kept_result(key)
+            if kept is not None and kept.value is not None:
+                self.orphans.counters.results_reused += 1
+                value = codec.decode_value(kept.value, self.cfg.net.max_depth)
+                self.worker.post(ChildResult(job, value, None))
+                return
+            self.worker.post(JobArrived(job))
+            return
+        self.custody.give(key, job, holder, trio.current_time(), adopted=True)
+        self.post(holder, m.JobQuery(key[0], key[1]))
+
+    def _hand_over(self) -> None:
+        """Leaving gracefully: give the results we keep to a peer that stays (§3.3)."""
+        results = self.orphans.handover()
+        others = self.others()
+        if results and others and self.cfg.ft.orphans:
+            heir = random.Random(self.name).choice(others)
+            log.info("handing %d result(s) over to %s", len(results), heir)
+            self.post(heir, m.HandOver(results))
+
+    def _on_hand_over(self, conn: Link, msg: m.HandOver) -> None:
+        for result in msg.results:
+            self._keep_orphan(result)
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         news = [a for a in runs if self.runs.on_announce(a)]
@@ -346,6 +411,10 @@ class Peer:
     def peer_counters(self) -> dict[str, float]:
         traffic = self.transport.counters
         out = self.thief.counters.as_dict()
+        out.update(self.orphans.counters.as_dict())
+        out["orphan_table_size"] = sum(
+            len(r.state.orphans or ()) for r in self.runs.active.values()
+        )
         out["messages"] = traffic.messages
         out["bytes"] = traffic.bytes
         out["messages_wide"] = traffic.messages_wide
@@ -371,6 +440,11 @@ class Peer:
         thief = conn.remote_name
         job = self.worker.queue.steal()
         spec = None
+        if job is not None and job.parent is not None and job.run.orphans is not None:
+            holder = job.run.orphans.get(job.path)
+            if holder is not None:
+                self._fetch_orphan(job, holder)  # kept elsewhere: fetch it, do not give it away
+                job = None
         if job is not None:
             run = self.runs.active.get(job.run.run_id)
             try:
@@ -391,9 +465,16 @@ class Peer:
                 log.warning("cannot give away %r: %s", job, exc)
                 self.worker.queue.give_back(job)
                 spec = None
+        table = None
+        if msg.orphans:
+            table = [
+                t
+                for r in self.runs.active.values()
+                for t in Orphans.tuples_of(r.state, r.info.run_id)
+            ]
         # Answer on the connection the request came on: it just worked, whatever the thief's
         # membership state is here.
-        if not conn.post(m.StealReply(msg.req, spec)):
+        if not conn.post(m.StealReply(msg.req, spec, table)):
             if job is not None and spec is not None:
                 self.worker.queue.give_back(job)  # the reply cannot go: the job stays here
             return
@@ -411,8 +492,8 @@ class Peer:
 
     def _on_job_result(self, conn: Link, msg: m.JobResult) -> None:
         thief = conn.remote_name
-        entry = self.custody.returned((msg.run_id, msg.path))
-        if entry is None:
+        entries = self.custody.returned((msg.run_id, msg.path))
+        if not entries:
             # Unknown or already applied: a result is applied at most once.
             log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
             return
@@ -428,16 +509,26 @@ class Peer:
                 value = codec.decode_value(msg.value, self.cfg.net.max_depth)
             except codec.DecodeError as err:
                 exc = err
-        self.worker.post(ChildResult(entry.job, value, exc))
+        for entry in entries:
+            if entry.adopted:
+                self.orphans.counters.results_reused += 1
+            self.worker.post(ChildResult(entry.job, value, exc))
 
     def _on_job_query(self, conn: Link, msg: m.JobQuery) -> None:
-        conn.post(self.custody.answer(msg, conn.remote_name))
+        reply = self.custody.answer(msg, conn.remote_name)
+        if isinstance(reply, m.JobState) and reply.state == "unknown":
+            kept = self.orphans.kept_result((msg.run_id, msg.path))
+            if kept is not None:
+                reply = kept  # an orphan we keep: this is how its result is reused
+        conn.post(reply)
 
     def _on_job_state(self, conn: Link, msg: m.JobState) -> None:
-        job = self.custody.on_state(msg, conn.remote_name, trio.current_time())
-        if job is not None:
+        for job in self.custody.on_state(msg, conn.remote_name, trio.current_time()):
             log.info(
-                "taking back %s%s: %s never got it", msg.run_id, msg.path.hex(), conn.remote_name
+                "taking back %s%s: %s does not have it",
+                msg.run_id,
+                msg.path.hex(),
+                conn.remote_name,
             )
             self.worker.post(JobArrived(job))
 
@@ -470,6 +561,7 @@ class Peer:
         """A run this peer took part in is over: forget its custody records, and make the
         compute side abandon its frames that still wait (a duplicate, or an orphan)."""
         self.custody.forget_run(run.run_id)
+        self.orphans.forget_run(run.run_id)
         run.aborted = True
         self.worker.post(Wakeup())
 
@@ -529,7 +621,12 @@ class Peer:
                 msg = m.JobResult(job.run.run_id, job.path, None, error_info(err))
         else:
             msg = m.JobResult(job.run.run_id, job.path, None, error_info(exc))
-        self.custody.finished((job.run.run_id, job.path), msg)
+        origin = self.table.get(job.origin)
+        if origin is not None and origin.state.gone and self.cfg.ft.orphans:
+            # Its owner is gone: an orphan. Keep the result for whoever recomputes (§3.2).
+            self._keep_orphan(msg)
+            return
+        self.custody.finished((job.run.run_id, job.path), job.origin, msg)
         sent = self.post(job.origin, msg)
         log.debug(
             "sent result of %s%s to %s (%s)",
@@ -799,6 +896,7 @@ _HANDLERS: dict[type, Any] = {
     m.StopRequest: Peer._on_stop_request,
     m.Shutdown: Peer._on_shutdown,
     m.Drain: Peer._on_drain,
+    m.HandOver: Peer._on_hand_over,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),

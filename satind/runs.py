@@ -214,10 +214,10 @@ class Runs:
     # -- master election -------------------------------------------------------------------------
 
     def _new_epoch(self, old: PeerRun, info: m.RunInfo) -> PeerRun:
-        """A new master respawned the run's root (its old master was lost): everything of the
-        old epoch here is abandoned — frames unwind, custody is forgotten — and the run starts
-        over under a fresh state. Results of old-epoch jobs that still arrive apply to the
-        new epoch's jobs of the same path: the same job computes the same value."""
+        """A new master respawned the run's root (its old master was lost). The old epoch's
+        work here goes on: it ends in orphans (results whose owner, the old master, is gone),
+        which the new epoch reuses (§3.4). A job computes the same value in any epoch, so
+        results of either epoch complete jobs of the same path in both (custody.py)."""
         log.info(
             "run %s: epoch %d, master %s (was %s)",
             info.run_id,
@@ -225,10 +225,10 @@ class Runs:
             info.master,
             old.info.master,
         )
-        self.drop(info.run_id)
-        run = self.register(info)
-        assert run is not None
-        return run
+        if old.info.master == self.host.name:
+            old.root = None  # a stale master: its root's result no longer counts
+        old.info = info
+        return old
 
     def orphaned(self, alive: set[str]) -> list[PeerRun]:
         """Runs whose master is no longer alive in this peer's view."""
@@ -257,12 +257,11 @@ class Runs:
             run.info.master,
             info.epoch,
         )
-        self.drop(info.run_id)
-        fresh = PeerRun(
-            info, RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching)), plugin
-        )
-        fresh.args = codec.decode_value(info.args)
-        self._start(fresh)
+        # The same run state goes on: the old epoch's work here becomes orphans to reuse.
+        run.info = info
+        run.args = codec.decode_value(info.args)
+        run.submitter = None
+        self._start(run)
 
     def _remember_ended(self, announce: m.RunAnnounce) -> None:
         run_id = announce.info.run_id

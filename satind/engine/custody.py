@@ -12,10 +12,11 @@ returned (``JobQuery``), and the thief answers from its records (``JobState``):
 * "unknown": the steal reply never arrived (or the thief restarted): the victim takes the
   job back and runs it itself.
 
-A result is applied at most once (``returned`` removes the record), so a late or duplicated
-result, or a job run twice after a wrong "unknown", costs work but never correctness. A thief
-that is gone for good is the fault-tolerance layer's business; custody covers live peers that
-lost messages.
+A job is named by (run id, path), and the same name can be given out twice: after a master was
+lost, the new epoch respawns the same paths while the old epoch's copies may still be out. A
+job computes the same value whatever its epoch, so a result completes every open record of its
+name, each at most once; a late or duplicated result, or a job run twice, costs work but never
+correctness.
 """
 
 from __future__ import annotations
@@ -35,15 +36,17 @@ class Given:
     thief: str
     # When we last heard of it (given, or the thief said it still runs it).
     heard: float
+    # Linked to an orphan's kept result rather than stolen (recovery/orphans.py).
+    adopted: bool = False
 
 
 class Custody:
     def __init__(self, keep_results: int = 4096) -> None:
-        self.given: dict[Key, Given] = {}
-        # Thief side: jobs taken from a victim and not finished (by run/path, with the victim).
-        self.taken: dict[Key, str] = {}
-        # Thief side: results sent, kept to send again if the victim asks.
-        self.sent: OrderedDict[Key, m.JobResult] = OrderedDict()
+        self.given: dict[Key, list[Given]] = {}
+        # Thief side: jobs taken and not finished, counted by (name, victim).
+        self.taken: dict[tuple[Key, str], int] = {}
+        # Thief side: results sent, by (name, victim), kept to send again if asked.
+        self.sent: OrderedDict[tuple[Key, str], m.JobResult] = OrderedDict()
         self.keep_results = keep_results
         self.queries = 0
         self.taken_back = 0
@@ -51,65 +54,91 @@ class Custody:
 
     # -- the victim's side -------------------------------------------------------------------
 
-    def give(self, key: Key, job: Job, thief: str, now: float) -> None:
-        self.given[key] = Given(job, thief, now)
+    def give(self, key: Key, job: Job, thief: str, now: float, adopted: bool = False) -> None:
+        self.given.setdefault(key, []).append(Given(job, thief, now, adopted))
 
-    def returned(self, key: Key) -> Given | None:
-        """The result for ``key`` came back: the record, if it was still open (else None: a
+    def returned(self, key: Key) -> list[Given]:
+        """The result for ``key`` came back: every record still open for it (empty for a
         duplicate or late result, to ignore)."""
-        return self.given.pop(key, None)
+        return self.given.pop(key, [])
 
     def overdue(self, now: float, after: float) -> list[tuple[Key, Given]]:
         """Jobs given more than ``after`` seconds ago without news: ask their thieves."""
-        late = [(key, g) for key, g in self.given.items() if now - g.heard >= after]
+        late = [(key, g) for key, gs in self.given.items() for g in gs if now - g.heard >= after]
         for _, given in late:
             given.heard = now  # ask again only after another interval
         self.queries += len(late)
         return late
 
-    def on_state(self, msg: m.JobState, thief: str, now: float) -> Job | None:
-        """The thief's answer. Returns the job to run here when the thief does not have it."""
+    def on_state(self, msg: m.JobState, thief: str, now: float) -> list[Job]:
+        """The thief's answer. Returns the jobs to run here when the thief does not have them."""
         key = (msg.run_id, msg.path)
-        given = self.given.get(key)
-        if given is None or given.thief != thief:
-            return None
+        mine = [g for g in self.given.get(key, []) if g.thief == thief]
         if msg.state == "running":
-            given.heard = now
-            return None
-        if msg.state == "unknown":
-            del self.given[key]
-            self.taken_back += 1
-            return given.job
-        return None
+            for given in mine:
+                given.heard = now
+            return []
+        if msg.state == "unknown" and mine:
+            self.taken_back += len(mine)
+            return self._take_back(key, thief)
+        return []
 
     def held_by(self, thief: str) -> list[Key]:
-        return [key for key, g in self.given.items() if g.thief == thief]
+        return [key for key, gs in self.given.items() if any(g.thief == thief for g in gs)]
+
+    def take_back_all(self, thief: str) -> list[Job]:
+        """Every job given to ``thief`` (gone): the records go, the jobs come back."""
+        jobs: list[Job] = []
+        for key in self.held_by(thief):
+            jobs.extend(self._take_back(key, thief))
+        return jobs
+
+    def _take_back(self, key: Key, thief: str) -> list[Job]:
+        records = self.given.get(key, [])
+        back = [g.job for g in records if g.thief == thief]
+        rest = [g for g in records if g.thief != thief]
+        if rest:
+            self.given[key] = rest
+        else:
+            self.given.pop(key, None)
+        return back
 
     # -- the thief's side --------------------------------------------------------------------
 
     def take(self, key: Key, victim: str) -> None:
-        self.taken[key] = victim
+        self.taken[(key, victim)] = self.taken.get((key, victim), 0) + 1
 
-    def finished(self, key: Key, result: m.JobResult) -> None:
-        self.taken.pop(key, None)
-        self.sent[key] = result
-        self.sent.move_to_end(key)
+    def finished(self, key: Key, victim: str, result: m.JobResult) -> None:
+        count = self.taken.get((key, victim), 0)
+        if count <= 1:
+            self.taken.pop((key, victim), None)
+        else:
+            self.taken[(key, victim)] = count - 1
+        self.sent[(key, victim)] = result
+        self.sent.move_to_end((key, victim))
         while len(self.sent) > self.keep_results:
             self.sent.popitem(last=False)
 
     def answer(self, msg: m.JobQuery, victim: str) -> m.Message:
         """What to tell a victim that asks about a job: its state, or the result again."""
         key = (msg.run_id, msg.path)
-        if self.taken.get(key) == victim:
+        if (key, victim) in self.taken:
             return m.JobState(msg.run_id, msg.path, "running")
-        result = self.sent.get(key)
+        result = self.sent.get((key, victim))
         if result is not None:
             self.resent += 1
             return result
         return m.JobState(msg.run_id, msg.path, "unknown")
 
+    def sent_to(self, victim: str) -> list[m.JobResult]:
+        """Results we sent to ``victim`` (gone now: they may be orphans worth keeping)."""
+        return [result for (_, who), result in self.sent.items() if who == victim]
+
     def forget_run(self, run_id: str) -> None:
         """A run is over: its records go."""
-        for table in (self.given, self.taken, self.sent):
-            for key in [k for k in table if k[0] == run_id]:
-                del table[key]
+        for key in [k for k in self.given if k[0] == run_id]:
+            del self.given[key]
+        for pair in [p for p in self.taken if p[0][0] == run_id]:
+            del self.taken[pair]
+        for pair in [p for p in self.sent if p[0][0] == run_id]:
+            del self.sent[pair]

@@ -107,6 +107,7 @@ class RunState:
         "aborted",
         "inv_branching",
         "jobs_run",
+        "orphans",
         "plugin",
         "progress",
         "run_id",
@@ -127,6 +128,9 @@ class RunState:
         # Set (by the trio thread) when the run is over: its frames still waiting here are
         # abandoned and its queued jobs dropped (see worker.RunAborted).
         self.aborted = False
+        # path -> holder of a kept result (recovery/orphans.py); None while there is none, so
+        # that a spawn pays one attribute read in the common case.
+        self.orphans: dict[bytes, str] | None = None
 
     def counters(self) -> dict[str, int | float]:
         return {

@@ -116,6 +116,13 @@ class ThiefHost(Protocol):
         """Hand a job to the compute thread."""
         ...
 
+    @property
+    def needs_orphans(self) -> bool:
+        """This peer has no orphan table yet: ask for one with the steal (satin-ft §3.5)."""
+        ...
+
+    def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None: ...
+
 
 class Thief:
     def __init__(self, cfg: StealConfig, rng: random.Random, host: ThiefHost) -> None:
@@ -194,12 +201,14 @@ class Thief:
         requests = self.host.requests
         req = requests.new()
         started = trio.current_time()
-        self.host.post(victim, m.StealRequest(req, wide))
+        self.host.post(victim, m.StealRequest(req, wide, self.host.needs_orphans))
         reply = await requests.reply_within(req, within_s)
         if reply is None:
             return False
         counters.record_rtt(trio.current_time() - started)
         assert isinstance(reply, m.StealReply)
+        if reply.orphans is not None:
+            self.host.got_orphan_table(reply.orphans)
         if reply.job is None:
             return False
         return self._take(reply.job, victim, wide)

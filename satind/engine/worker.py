@@ -49,6 +49,9 @@ class WorkerHooks(Protocol):
     def job_finished(self, job: Job) -> None:
         """A job with no local parent (a root or a stolen job) finished: send its result."""
 
+    def orphan_hit(self, job: Job, holder: str) -> None:
+        """A job just spawned is an orphan ``holder`` keeps the result of: fetch it."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobArrived:
@@ -190,6 +193,9 @@ class Worker:
             if job.run.aborted:
                 return  # a job of a run that is over: nobody waits for it
             self.nesting += 1
+        elif job.run.orphans is not None and self.adopt(job):
+            return  # a tuple came in while it waited in the queue: its result is kept
+
         prev = self.current
         self.current = job
         try:
@@ -216,6 +222,17 @@ class Worker:
         else:
             self.nesting -= 1
             self.hooks.job_finished(job)
+
+    def adopt(self, job: Job) -> bool:
+        """At spawn, in a run with orphans: if this job's result is kept somewhere, link the
+        job to it instead of queueing it (satin-ft §3.2). The table is shared with the trio
+        thread; single dict operations are atomic under the GIL."""
+        table = job.run.orphans
+        holder = table.get(job.path) if table is not None else None
+        if holder is None:
+            return False
+        self.hooks.orphan_hit(job, holder)
+        return True
 
     def sync_frame(self, frame: Job) -> None:
         """Run or wait for work until ``frame`` has no pending children."""

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 import trio
 
-from satind.net.messages import Broadcasts, MemberUpdate, RunAnnounce
+from satind.net.messages import Broadcasts, MemberUpdate, OrphanTuple, RunAnnounce
 
 T = TypeVar("T")
 
@@ -70,6 +70,7 @@ class Dissemination:
         self.max_items = max_items
         self.members: BroadcastQueue[MemberUpdate] = BroadcastQueue()
         self.runs: BroadcastQueue[RunAnnounce] = BroadcastQueue()
+        self.tuples: BroadcastQueue[OrphanTuple] = BroadcastQueue()
         # Set when something is queued; the gossip loop sleeps on it when there is no news.
         self.wakeup = trio.Event()
 
@@ -81,11 +82,17 @@ class Dissemination:
         self.runs.add(announce.info.run_id, announce)
         self.wakeup.set()
 
+    def add_tuple(self, item: OrphanTuple) -> None:
+        self.tuples.add((item.run_id, item.path), item)
+        self.wakeup.set()
+
     def pending(self) -> bool:
-        return bool(len(self.members) or len(self.runs))
+        return bool(len(self.members) or len(self.runs) or len(self.tuples))
 
     def take(self, cluster_size: int) -> Broadcasts:
         limit = retransmit_limit(self.retransmit_mult, cluster_size)
         members = self.members.take(self.max_items, limit)
         runs = self.runs.take(max(1, self.max_items // 8), limit)
-        return Broadcasts(members, runs)
+        # Tuples are combined: as many as fit go in one message (satin-ft §3.6).
+        tuples = self.tuples.take(4 * self.max_items, limit)
+        return Broadcasts(members, runs, tuples)

@@ -98,6 +98,8 @@ class SwimHost(Protocol):
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None: ...
 
+    def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None: ...
+
     def run_announcements(self) -> list[m.RunAnnounce]: ...
 
 
@@ -351,6 +353,8 @@ class Swim:
             self.merge(gossip.members)
         if gossip.runs:
             self.host.on_runs(gossip.runs)
+        if gossip.tuples:
+            self.host.on_tuples(gossip.tuples)
 
     def state_message(self, join: bool, reply: bool) -> m.PushPull:
         return m.PushPull(join, reply, self.table.updates(), self.host.run_announcements())

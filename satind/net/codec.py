@@ -244,7 +244,8 @@ def _plainer(hint: Any) -> Plain | None:
         record_type, record_conv = records[0]
         assert record_conv is not None
         convert: Plain = record_conv
-        return lambda v: convert(v) if isinstance(v, record_type) else v
+        runtime_type = typing.get_origin(record_type) or record_type  # list[X] -> list
+        return lambda v: convert(v) if isinstance(v, runtime_type) else v
     if origin is list:
         element = _plainer(typing.get_args(hint)[0])
         if element is None:

@@ -87,6 +87,15 @@ class MemberUpdate:
 
 
 @dataclass(frozen=True)
+class OrphanTuple:
+    """A finished result whose owner is gone, kept by ``holder`` (fault tolerance §3.2)."""
+
+    run_id: str
+    path: bytes
+    holder: str
+
+
+@dataclass(frozen=True)
 class RunAnnounce:
     """A run's descriptor and where it stands, spread by gossip to every peer."""
 
@@ -100,6 +109,7 @@ class Broadcasts:
 
     members: list[MemberUpdate] = field(default_factory=list)
     runs: list[RunAnnounce] = field(default_factory=list)
+    tuples: list[OrphanTuple] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -162,9 +172,12 @@ class Bye(Message):
 
 @dataclass(frozen=True)
 class StealRequest(Message):
+    """``orphans``: a joiner asks for the victim's orphan table with its steal (§3.5)."""
+
     TYPE: ClassVar[int] = 10
     req: int
     wide: bool
+    orphans: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,6 +187,7 @@ class StealReply(Message):
     TYPE: ClassVar[int] = 11
     req: int
     job: JobSpec | None
+    orphans: list[OrphanTuple] | None = None
 
 
 @dataclass(frozen=True)
@@ -413,6 +427,15 @@ class ControlReply(Message):
 
 
 @dataclass(frozen=True)
+class HandOver(Message):
+    """A leaving peer's finished results, given to a peer that keeps them and announces them
+    under its own name (fault tolerance §3.3)."""
+
+    TYPE: ClassVar[int] = 68
+    results: list[JobResult]
+
+
+@dataclass(frozen=True)
 class Drain(Message):
     """Peer to peer: stop taking work, finish it, leave."""
 
@@ -450,4 +473,5 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     StopRequest,
     ControlReply,
     Drain,
+    HandOver,
 )

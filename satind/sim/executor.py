@@ -74,6 +74,8 @@ class SimWorker:
             if job.run.aborted:
                 return
             self.nesting += 1
+        elif job.run.orphans is not None and self._adopt(job):
+            return  # a tuple came in while it waited in the queue: its result is kept
         try:
             await self._body(job)
         except RunAborted as aborted:
@@ -110,11 +112,21 @@ class SimWorker:
                 )
                 job.nspawn += 1
                 job.pending += 1
-                self.queue.push(child)
                 handles.append(child)
+                if job.run.orphans is not None and self._adopt(child):
+                    continue  # an orphan's kept result stands in for it
+                self.queue.push(child)
             job.nsync += 1
             await self.sync_frame(job)
             job.value = sum(h.result() for h in handles) & MASK
+
+    def _adopt(self, job: Job) -> bool:
+        table = job.run.orphans
+        holder = table.get(job.path) if table is not None else None
+        if holder is None:
+            return False
+        self.hooks.orphan_hit(job, holder)
+        return True
 
     async def sync_frame(self, frame: Job) -> None:
         while frame.pending:

@@ -62,6 +62,10 @@ class SimReport:
     messages: int
     bytes: int
     messages_dropped: int
+    jobs_restarted: int
+    tuples_sent: int
+    tuples_received: int
+    results_reused: int
     convergence_s: float | None
     virtual_s: float
     wall_s: float
@@ -440,6 +444,10 @@ class Simulation:
             messages=sum(t.messages for t in traffic),
             bytes=sum(t.bytes for t in traffic),
             messages_dropped=self.network.dropped,
+            jobs_restarted=sum(c.jobs_restarted for c in counters),
+            tuples_sent=sum(p.orphans.counters.tuples_sent for p in self.peers.values()),
+            tuples_received=sum(p.orphans.counters.tuples_received for p in self.peers.values()),
+            results_reused=sum(p.orphans.counters.results_reused for p in self.peers.values()),
             convergence_s=self.converged_at,
             virtual_s=round(self.end, 6),
             wall_s=round(wall_s, 3),

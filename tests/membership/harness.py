@@ -40,6 +40,9 @@ class Node:
     def run_announcements(self) -> list[m.RunAnnounce]:
         return []
 
+    def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
+        pass
+
     def handle(self, link: MemoryLink, msg: m.Message) -> None:
         handlers = {
             m.Ping: self.swim.on_ping,

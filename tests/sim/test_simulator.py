@@ -131,3 +131,20 @@ def test_a_lost_master_is_replaced_and_the_run_still_exact(seed: int) -> None:
     report = simulate(load(SCENARIOS / "master-crash.toml"), seed)
     _ok(report)
     assert report.result_ok
+
+
+def test_orphan_saving_reuses_results_and_naive_mode_sends_no_tuples() -> None:
+    base = load(SCENARIOS / "crash-mid-run.toml")
+    naive_cfg = dataclasses.replace(
+        base.config, ft=dataclasses.replace(base.config.ft, orphans=False)
+    )
+    reused = 0
+    for seed in (2, 3):
+        saving = simulate(base, seed)
+        naive = simulate(dataclasses.replace(base, config=naive_cfg), seed)
+        _ok(saving)
+        _ok(naive)
+        assert naive.tuples_sent == naive.results_reused == 0
+        assert saving.redone_s <= naive.redone_s
+        reused += saving.results_reused
+    assert reused > 0  # orphans were found in the tables and their results used
