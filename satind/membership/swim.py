@@ -291,13 +291,28 @@ class Swim:
     def piggyback(self) -> m.Broadcasts:
         return self.dissemination.take(len(self.table))
 
+    def _piggyback_for(self, target: str) -> m.Broadcasts:
+        """Lifeguard's buddy system: a ping to a member we suspect carries the suspicion
+        first, so the member learns of it at once and refutes, instead of depending on gossip
+        reaching it before the suspicion expires."""
+        gossip = self.piggyback()
+        known = self.table.get(target)
+        if known is None or known.state != State.SUSPECT:
+            return gossip
+        return m.Broadcasts([known.update(), *gossip.members], gossip.runs, gossip.tuples)
+
     def on_ping(self, link: Link, msg: m.Ping) -> None:
         self._receive(msg.gossip)
         self._learn_about(link)
         if msg.target != self.me.name:
             log.debug("ping for %s reached %s", msg.target, self.me.name)
             return
-        link.post(m.Ack(msg.seq, self.piggyback()))
+        gossip = self.piggyback()
+        if any(u.name == self.me.name and u.state != "alive" for u in msg.gossip.members):
+            # The prober still suspects us, perhaps at an incarnation we already refuted and
+            # whose refutation gossip never brought it: answer with our current word.
+            gossip = m.Broadcasts([self.me.update(), *gossip.members], gossip.runs, gossip.tuples)
+        link.post(m.Ack(msg.seq, gossip))
 
     def on_ack(self, link: Link, msg: m.Ack) -> None:
         self._receive(msg.gossip)
@@ -310,10 +325,12 @@ class Swim:
             self.host.post(asker, m.Ack(their_seq, self.piggyback()))
 
     def _learn_about(self, link: Link) -> None:
-        """A member we do not know probes us: gossip about it passed us by. Sync state with it
-        (once a probe interval at most) instead of waiting for the periodic sync."""
+        """A member we do not know, or believe dead, probes us: gossip passed one of us by.
+        Sync state with it (once a probe interval at most) instead of waiting for the periodic
+        sync: it learns it was declared dead and refutes, or we learn it exists."""
         sender = link.remote_name
-        if self.table.get(sender) is not None:
+        known = self.table.get(sender)
+        if known is not None and known.state != State.DEAD:
             return
         now = self.clock()
         if now - self._asked.get(sender, -1e9) < self.cfg.probe_interval_s:
@@ -405,7 +422,7 @@ class Swim:
         helpers: list[str] = []
         try:
             self.probes_sent += 1
-            self.host.post(target, m.Ping(seq, target, self.piggyback()))
+            self.host.post(target, m.Ping(seq, target, self._piggyback_for(target)))
             with trio.move_on_after(scale_by_health(self.cfg.probe_timeout_s, self.health)):
                 await acked.wait()
             if not acked.is_set():
