@@ -292,6 +292,9 @@ class Peer:
             # Results we sent it may never have been applied: keep them as orphans.
             for result in self.custody.sent_to(thief):
                 self._keep_orphan(result)
+            # And what it kept is gone with it: its tuples no longer point anywhere.
+            for run in self.runs.active.values():
+                Orphans.forget_holder(run.state, thief)
 
     # -- orphans (recovery/orphans.py) -------------------------------------------------------
 
@@ -325,6 +328,10 @@ class Peer:
         """A spawned job whose result ``holder`` keeps: record it as stolen by the holder and
         ask for the result (the custody query; "unknown" puts the job back in our queue)."""
         key = (job.run.run_id, job.path)
+        member = self.table.get(holder)
+        if holder != self.name and (member is None or not member.alive):
+            self.worker.post(JobArrived(job))  # its holder is gone: compute it after all
+            return
         if holder == self.name:
             kept = self.orphans.kept_result(key)
             if kept is not None and kept.value is not None:
@@ -540,6 +547,12 @@ class Peer:
         while True:
             await trio.sleep(every)
             for (run_id, path), given in self.custody.overdue(trio.current_time(), every):
+                member = self.table.get(given.thief)
+                if member is None or member.state.gone:
+                    # Whoever has it is gone (its death reached us before the job did): the
+                    # job comes back here.
+                    self._restart_jobs_of(given.thief, "gone")
+                    continue
                 self.post(given.thief, m.JobQuery(run_id, path))
             rounds += 1
             if rounds % 6 == 0:
@@ -678,6 +691,8 @@ class Peer:
                 master = self.runs.master_of(msg.run_id)
                 if master is None or master == self.name:
                     result, why = await self.runs.result_of(msg.run_id, msg.wait)
+                    if result is None and msg.wait and why.startswith("moved"):
+                        continue  # another peer took the run over meanwhile: ask it
                     conn.post(m.ResultReply(msg.req, result, why))
                     return
                 # Ask the master and relay its answer. When waiting, ask again now and then:

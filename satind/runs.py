@@ -227,6 +227,9 @@ class Runs:
         )
         if old.info.master == self.host.name:
             old.root = None  # a stale master: its root's result no longer counts
+            # Whoever waits here for the result must ask the new master instead.
+            for event in self._result_waiters.pop(info.run_id, []):
+                event.set()
         old.info = info
         return old
 
@@ -423,6 +426,9 @@ class Runs:
         if finished is not None:
             finished.fetched = True
             return finished.result, ""
+        master = self.master_of(run_id)
+        if master is not None and master != self.host.name:
+            return None, f"moved: run {run_id} is now mastered by {master}"
         if pending:
             return None, f"run {run_id} is still {self.status_of(run_id)}"
         if run_id in self.ended:

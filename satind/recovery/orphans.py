@@ -84,6 +84,15 @@ class Orphans:
         return True
 
     @staticmethod
+    def forget_holder(state: RunState, holder: str) -> None:
+        """A holder is gone: its tuples no longer lead to a result."""
+        table = state.orphans
+        if table is None:
+            return
+        for path in [p for p, h in table.items() if h == holder]:
+            del table[path]
+
+    @staticmethod
     def tuples_of(state: RunState, run_id: str) -> list[m.OrphanTuple]:
         table = state.orphans or {}
         return [m.OrphanTuple(run_id, path, holder) for path, holder in table.items()]

@@ -133,6 +133,16 @@ def test_a_lost_master_is_replaced_and_the_run_still_exact(seed: int) -> None:
     assert report.result_ok
 
 
+@pytest.mark.parametrize("seed", [1, 2, 7])
+@pytest.mark.parametrize("name", ["cluster-crash-mid-run", "drain-and-crash"])
+def test_compound_faults_mid_run(name: str, seed: int) -> None:
+    # A cluster crashes, peers join, another crashes; or a drain, a crash and the master's
+    # crash in a row under 2% loss: the answer is exact and nothing is left behind.
+    report = simulate(load(SCENARIOS / f"{name}.toml"), seed)
+    _ok(report)
+    assert report.result_ok
+
+
 def test_orphan_saving_reuses_results_and_naive_mode_sends_no_tuples() -> None:
     base = load(SCENARIOS / "crash-mid-run.toml")
     naive_cfg = dataclasses.replace(
