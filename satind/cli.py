@@ -37,6 +37,15 @@ STAT_NAMES = (
     "messages",
     "bytes",
 )
+# Recovery counters (satin-fault-tolerance §3): printed when a fault made any of them nonzero.
+RECOVERY_STAT_NAMES = (
+    "jobs_restarted",
+    "tuples_sent",
+    "tuples_received",
+    "orphan_table_size",
+    "results_reused",
+    "leaves_redone",
+)
 
 
 class CliError(Exception):
@@ -228,7 +237,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    sys.exit(run_cli(list(sys.argv[1:] if argv is None else argv)))
+    try:
+        code = run_cli(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Output piped into `head` and the like: the reader left, which is not an error of
+        # ours. Point stdout at /dev/null so that the flush at exit does not complain again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    sys.exit(code)
 
 
 def run_cli(argv: list[str]) -> int:
@@ -332,6 +349,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             f"  steals local {report.stolen_local:,}/{report.steal_attempts_local:,} · wide "
             f"{report.stolen_wide:,}/{report.steal_attempts_wide:,} · messages "
             f"{report.messages:,} ({report.bytes:,} bytes, {report.messages_dropped:,} dropped)"
+        )
+        print(
+            f"  recovery: jobs restarted {report.jobs_restarted:,} · tuples sent "
+            f"{report.tuples_sent:,} · results reused {report.results_reused:,} · drained "
+            f"leaves redone {report.drained_redone:,}"
         )
         conv = "-" if report.convergence_s is None else f"{report.convergence_s:.2f} s"
         print(
@@ -502,6 +524,9 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         )
         parts = [f"{name.replace('_', ' ')} {int(stats.get(name, 0)):,}" for name in STAT_NAMES]
         print("  " + " · ".join(parts))
+        if any(stats.get(name) for name in RECOVERY_STAT_NAMES):
+            parts = [f"{n.replace('_', ' ')} {int(stats.get(n, 0)):,}" for n in RECOVERY_STAT_NAMES]
+            print("  recovery: " + " · ".join(parts))
     if report["check"].startswith("failed"):
         print(
             f"satind: the result failed the plugin's check: {report['check'][8:]}", file=sys.stderr

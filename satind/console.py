@@ -78,7 +78,9 @@ def peers_table(reply: m.StatusReply) -> Table:
 
 def runs_table(reply: m.StatusReply) -> Table:
     table = Table(title="runs", title_justify="left")
-    for column in ("run", "plugin", "master", "state", "done", "elapsed s", "jobs"):
+    columns = ("run", "plugin", "master", "state", "done", "elapsed s", "jobs")
+    recovery = ("jobs_restarted", "results_reused", "leaves_redone", "orphan_table_size")
+    for column in (*columns, "restarted", "reused", "redone", "orphans"):
         table.add_column(column)
     for r in reply.runs:
         table.add_row(
@@ -89,6 +91,7 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{100 * r.progress:.1f}%",
             f"{r.elapsed_s:.1f}",
             f"{int(r.counters.get('jobs_run', 0)):,}",
+            *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),
         )
     return table
 

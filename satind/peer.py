@@ -133,6 +133,7 @@ class Peer:
         self.runs = Runs(cfg.run, self, options.run_ids)
         self.draining = False
         self.worker_idle = True
+        self.worker_frames = 0  # frames in progress on the compute side, as of worker_idle
         self._victims: tuple[int, Candidates] | None = None
         self.stopped = trio.Event()
         self.joined = trio.Event()
@@ -209,10 +210,12 @@ class Peer:
         self._nursery.start_soon(self._finish_drain)
 
     async def _finish_drain(self) -> None:
-        # Runs this peer masters cannot move yet (master election comes with fault
-        # tolerance): a draining master leaves when they are over.
+        # "Idle" (wanting work) is not enough: a frame may wait in a sync for children that
+        # thieves still compute, and its result must reach its owner before we leave.
+        # A draining master leaves when its runs are over.
         while not (
             self.worker_idle
+            and self.worker_frames == 0
             and not self.worker.queue.jobs
             and not any(r.info.master == self.name for r in self.runs.active.values())
             and not self.runs.queue
@@ -286,6 +289,7 @@ class Peer:
             if job.run.aborted:
                 continue
             self.thief.counters.jobs_restarted += 1
+            job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the worker reads it
             log.info("restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why)
             self.worker.post(JobArrived(job))
         if self.cfg.ft.orphans:
@@ -381,10 +385,13 @@ class Peer:
     # -- hooks from the compute thread (must not block) -------------------------------------
 
     def want_work(self, wanted: bool) -> None:
-        self._soon(self._set_idle, wanted)
+        # The frame count is read here, on the compute side, so that it reaches the trio side
+        # in order with the results of the frames that ended before (job_finished).
+        self._soon(self._set_idle, wanted, self.worker.nesting)
 
-    def _set_idle(self, idle: bool) -> None:
+    def _set_idle(self, idle: bool, frames: int) -> None:
         self.worker_idle = idle
+        self.worker_frames = frames
         self.thief.set_wanted(idle)
         self.changed()
 

@@ -107,9 +107,12 @@ class RunState:
         "aborted",
         "inv_branching",
         "jobs_run",
+        "leaves_redone",
+        "leaves_run",
         "orphans",
         "plugin",
         "progress",
+        "redo",
         "run_id",
         "spawns",
         "syncs",
@@ -123,6 +126,8 @@ class RunState:
         self.spawns = 0
         self.syncs = 0
         self.jobs_run = 0
+        self.leaves_run = 0
+        self.leaves_redone = 0
         # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
         self.progress = 0.0
         # Set (by the trio thread) when the run is over: its frames still waiting here are
@@ -131,12 +136,17 @@ class RunState:
         # path -> holder of a kept result (recovery/orphans.py); None while there is none, so
         # that a spawn pays one attribute read in the common case.
         self.orphans: dict[bytes, str] | None = None
+        # Paths of jobs this peer restarted after a loss; a leaf below one of them is work done
+        # again (``leaves_redone``). None until a restart, so a leaf pays one attribute read.
+        self.redo: list[bytes] | None = None
 
     def counters(self) -> dict[str, int | float]:
         return {
             "spawns": self.spawns,
             "syncs": self.syncs,
             "jobs_run": self.jobs_run,
+            "leaves_run": self.leaves_run,
+            "leaves_redone": self.leaves_redone,
             "progress": self.progress,
         }
 

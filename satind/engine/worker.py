@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import trio
 
 from satind.config import EngineConfig
-from satind.engine.jobs import UNSET, Job, RunState
+from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
 from satind.engine.workqueue import WorkQueue
 
 # The worker of this process while its compute thread runs, else None. A module global, not a
@@ -102,6 +102,9 @@ class Compute(Protocol):
     executor that runs synthetic jobs in virtual time."""
 
     queue: WorkQueue
+    # Frames in progress (0: no job is running or waiting in a sync). Written by the compute
+    # side only; the peer reads it to know a drain is over.
+    nesting: int
 
     def post(self, event: MailboxEvent) -> None: ...
 
@@ -311,6 +314,9 @@ def account(job: Job) -> None:
         run.progress += job.share * (1.0 - nspawn * run.inv_branching)
     else:
         run.progress += job.share
+        run.leaves_run += 1
+        if run.redo is not None and any(is_ancestor(root, job.path) for root in run.redo):
+            run.leaves_redone += 1
 
 
 def apply_result(event: ChildResult) -> Job | None:

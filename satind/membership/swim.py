@@ -456,7 +456,14 @@ class Swim:
                 continue
             others = self._gossip_targets()
             for name in self.rng.sample(others, min(self.cfg.gossip_nodes, len(others))):
-                self.host.post(name, m.Gossip(self.piggyback()))
+                member = self.table.get(name)
+                if member is not None and member.state == State.DEAD:
+                    # A member we believe dead gets only the news it can act on, its own
+                    # death (to refute it): sends to the dead must not use up the retransmit
+                    # budget of the updates the living need.
+                    self.host.post(name, m.Gossip(m.Broadcasts([member.update()])))
+                else:
+                    self.host.post(name, m.Gossip(self.piggyback()))
 
     def _gossip_targets(self) -> list[str]:
         """Live members, and members declared dead less than gossip_to_dead_s ago (memberlist's

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import random
 import struct
@@ -66,6 +67,9 @@ class SimReport:
     tuples_sent: int
     tuples_received: int
     results_reused: int
+    # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
+    # peer hands everything over, so this stays 0 unless a later fault lost the results.
+    drained_redone: int
     convergence_s: float | None
     virtual_s: float
     wall_s: float
@@ -114,6 +118,9 @@ class Simulation:
         self.events = 0
         self.leaves: Counter[tuple[str, tuple[int, ...]]] = Counter()
         self.leaf_cost: dict[tuple[str, tuple[int, ...]], float] = {}
+        # Who ran each leaf, in order: for drained_redone.
+        self.leaf_runners: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+        self.drained: set[str] = set()
         self.work_s = 0.0
         self.result: m.RunResult | None = None
         self.submitted_at = 0.0
@@ -138,8 +145,9 @@ class Simulation:
     def _on_deliver(self, src: str, dst: str, data: bytes) -> None:
         self.trace("msg", f"{src}>{dst}".encode() + b"\x00" + data)
 
-    def _on_leaf(self, run_id: str, path: tuple[int, ...], cost: float) -> None:
+    def _on_leaf(self, peer: str, run_id: str, path: tuple[int, ...], cost: float) -> None:
         self.leaves[(run_id, path)] += 1
+        self.leaf_runners.setdefault((run_id, path), []).append(peer)
         self.leaf_cost[(run_id, path)] = cost
         self.work_s += cost
 
@@ -175,7 +183,7 @@ class Simulation:
         )
 
         def compute(hooks: Any) -> SimWorker:
-            worker = SimWorker(self.cfg.engine, hooks, self._on_leaf)
+            worker = SimWorker(self.cfg.engine, hooks, functools.partial(self._on_leaf, name))
             self.workers[name] = worker
             return worker
 
@@ -230,6 +238,7 @@ class Simulation:
                 client.post(survivor, m.ResultRequest(2, self.run_id, True))
         elif fault.kind == "drain":
             for name in fault.peers:
+                self.drained.add(name)
                 client.post(name, m.DrainRequest(0, [name]))
         elif fault.kind == "join":
             alive = self.live()
@@ -448,6 +457,11 @@ class Simulation:
             tuples_sent=sum(p.orphans.counters.tuples_sent for p in self.peers.values()),
             tuples_received=sum(p.orphans.counters.tuples_received for p in self.peers.values()),
             results_reused=sum(p.orphans.counters.results_reused for p in self.peers.values()),
+            drained_redone=sum(
+                1
+                for runners in self.leaf_runners.values()
+                if any(r in self.drained for r in runners[:-1])
+            ),
             convergence_s=self.converged_at,
             virtual_s=round(self.end, 6),
             wall_s=round(wall_s, 3),

@@ -12,7 +12,7 @@ import pytest
 from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
-from satind.engine.jobs import Job, RunState
+from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
 from satind.engine.worker import ChildResult, JobArrived, Wakeup, Worker, make_root
 
 
@@ -74,6 +74,20 @@ def test_fib_runs_and_counts(worker: Worker) -> None:
     assert run.jobs_run == run.spawns + 1
     assert run.syncs == run.spawns // 2
     assert run.progress == pytest.approx(1.0)
+
+
+def _leaves(n: int) -> int:
+    return 1 if n < 2 else _leaves(n - 1) + _leaves(n - 2)
+
+
+def test_leaves_below_a_restarted_job_count_as_redone(worker: Worker) -> None:
+    run = _run()
+    run.redo = [child_path(ROOT_PATH, 0)]  # as if fib(14), the first child, were restarted
+    root = make_root(fib.fn, (15,), run)
+    worker.run_job(root)
+    assert root.result() == 610
+    assert run.leaves_run == _leaves(15)
+    assert run.leaves_redone == _leaves(14)
 
 
 def test_child_exception_reaches_the_parent(worker: Worker) -> None:
