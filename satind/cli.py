@@ -199,6 +199,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="stop the daemon's machine (its peers leave and exit)",
     )
     stop.add_argument("--all", action="store_true", help="stop every member of the system")
+    stop.add_argument(
+        "--drain",
+        action="store_true",
+        help="drain first: each peer finishes its work and hands its finished results to a "
+        "peer that stays before it leaves (no work is lost; see `satind drain`)",
+    )
     _client_options(stop)
 
     keys = commands["keys"] = sub.add_parser(

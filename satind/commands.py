@@ -184,6 +184,6 @@ async def _drain(args: argparse.Namespace, cfg: Config) -> int:
 
 async def _stop(args: argparse.Namespace, cfg: Config) -> int:
     async with _client(args, cfg) as client:
-        reply = await client.control(m.StopRequest(client.requests.new(), args.all))
+        reply = await client.control(m.StopRequest(client.requests.new(), args.all, args.drain))
     print(f"{reply.message}: {', '.join(reply.affected)}")
     return EXIT_OK if reply.ok else EXIT_FAILED

@@ -826,6 +826,16 @@ class Peer:
             mem.name for mem in self.table.alive() if msg.every or mem.name.split("/")[0] == node
         ]
         reason = f"stop requested by {conn.remote_name}"
+        if msg.drain:
+            # Graceful: each peer drains (finishes, hands its results over) and then leaves;
+            # the daemon exits once all its peers are down.
+            for target in targets:
+                if target == self.name:
+                    self.drain(reason)
+                else:
+                    self.post(target, m.Drain(f"{reason} via {self.name}"))
+            conn.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
+            return
         for target in targets:
             if target != self.name:
                 self.post(target, m.Shutdown(reason))

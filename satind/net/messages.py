@@ -410,11 +410,13 @@ class DrainRequest(Message):
 
 @dataclass(frozen=True)
 class StopRequest(Message):
-    """Stop the answering peer's machine (``every``: all members)."""
+    """Stop the answering peer's machine (``every``: all members); ``drain``: each peer
+    finishes its work and hands its results over before it leaves."""
 
     TYPE: ClassVar[int] = 65
     req: int
     every: bool
+    drain: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from satind.net import tls
+from tests import independent
 from tests.integration.procs import alive, children_of, kill_all
 
 pytestmark = pytest.mark.slow
@@ -253,3 +254,42 @@ def test_the_supervisor_restarts_a_crashed_peer(keys: Path) -> None:
     finally:
         m1.kill()
         kill_all(children_of(m1.proc.pid))
+
+
+def test_draining_a_cluster_mid_run_loses_no_work_and_stop_drain_ends_the_daemon(
+    keys: Path, two_machines: tuple[Daemon, Daemon]
+) -> None:
+    m1, m2 = two_machines
+    wait_for(
+        lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 4
+    )
+    # 512 leaves of 60 ms: about 8 s on 4 peers. The master is on m1 (the run goes there).
+    argv = ["submit", "tree", "3", "8", "60", "sleep", "--wait", "--json"]
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "satind", *argv, "--to", m1.first, "--keys", str(keys)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: any(r["progress"] > 0.1 for r in status(keys, m1.first)["runs"]), 30)
+        # Migration away from machine m2: drain its cluster in the middle of the run.
+        proc = client(keys, m1.first, "drain", "--cluster", "west")
+        assert proc.returncode == 0 and "draining 2 peer(s)" in proc.stdout, proc.stderr
+        out, err = submit.communicate(timeout=120)
+    finally:
+        submit.kill()
+    assert submit.returncode == 0, err
+    report = json.loads(out)
+    assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
+    # A graceful leave: nothing was lost, so nothing was restarted.
+    assert report["stats"]["jobs_restarted"] == 0
+    # m2's peers left; its supervisor exits by itself, cleanly.
+    assert m2.proc.wait(timeout=30) == 0
+    states = {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}
+    assert states["m2/0"] == states["m2/1"] == "left"
+    # `stop --drain` takes m1 down the same way.
+    proc = client(keys, m1.first, "stop", "--drain")
+    assert proc.returncode == 0 and "draining 2 peer(s)" in proc.stdout, proc.stderr
+    assert m1.proc.wait(timeout=30) == 0
+    wait_for(lambda: not any(alive(p) for p in m1.children + m2.children), 10)
