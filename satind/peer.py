@@ -31,7 +31,15 @@ from satind.engine.errors import error_info, exception_from
 from satind.engine.jobs import Job, RunState, path_indices
 from satind.engine.stealing import Candidates, candidates
 from satind.engine.thief import Thief
-from satind.engine.worker import ChildResult, Compute, JobArrived, Wakeup, Worker, WorkerHooks
+from satind.engine.worker import (
+    ChildResult,
+    Compute,
+    JobArrived,
+    Orphaned,
+    Wakeup,
+    Worker,
+    WorkerHooks,
+)
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import codec, tls
@@ -293,6 +301,10 @@ class Peer:
             log.info("restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why)
             self.worker.post(JobArrived(job))
         if self.cfg.ft.orphans:
+            # Jobs we took from it have no parent to return to: abort their unfinished frames
+            # and keep what they finished (satin-ft §3.2; worker.Orphaned).
+            for job in self.custody.orphaned_by(thief):
+                self.worker.post(Orphaned(job))
             # Results we sent it may never have been applied: keep them as orphans.
             for result in self.custody.sent_to(thief):
                 self._keep_orphan(result)
@@ -301,6 +313,17 @@ class Peer:
                 Orphans.forget_holder(run.state, thief)
 
     # -- orphans (recovery/orphans.py) -------------------------------------------------------
+
+    def orphan_result(self, job: Job) -> None:
+        self._soon(self._on_orphan_result, job)
+
+    def _on_orphan_result(self, job: Job) -> None:
+        """Trio thread: a finished job of an aborted orphan subtree: keep it."""
+        try:
+            value = codec.encode_value(job.value)
+        except codec.EncodeError:
+            return  # it cannot travel: whoever needs it computes it again
+        self._keep_orphan(m.JobResult(job.run.run_id, job.path, value, None))
 
     def _keep_orphan(self, result: m.JobResult) -> None:
         """Keep a result whose owner is gone and announce it to everyone (a tuple)."""
@@ -316,6 +339,9 @@ class Peer:
         if not self.cfg.ft.orphans:
             return
         for item in tuples:
+            holder = self.table.get(item.holder)
+            if holder is not None and holder.state.gone:
+                continue  # late gossip about a holder that is gone: it leads nowhere
             run = self.runs.active.get(item.run_id)
             if run is not None and Orphans.file(run.state, item):
                 self.orphans.counters.tuples_received += 1
@@ -334,7 +360,9 @@ class Peer:
         key = (job.run.run_id, job.path)
         member = self.table.get(holder)
         if holder != self.name and (member is None or not member.alive):
-            self.worker.post(JobArrived(job))  # its holder is gone: compute it after all
+            # Its holder is gone: compute it after all (and do not look it up again).
+            Orphans.forget(job.run, job.path, holder)
+            self.worker.post(JobArrived(job))
             return
         if holder == self.name:
             kept = self.orphans.kept_result(key)
@@ -343,6 +371,7 @@ class Peer:
                 value = codec.decode_value(kept.value, self.cfg.net.max_depth)
                 self.worker.post(ChildResult(job, value, None))
                 return
+            Orphans.forget(job.run, job.path, holder)
             self.worker.post(JobArrived(job))
             return
         self.custody.give(key, job, holder, trio.current_time(), adopted=True)
@@ -624,7 +653,7 @@ class Peer:
         job = Job(fn, args, None, 0, run.state, run.state.inv_branching**depth)
         job.set_path(spec.path)
         job.origin = victim
-        self.custody.take((spec.run_id, spec.path), victim)
+        self.custody.take((spec.run_id, spec.path), victim, job)
         log.debug("took %s%s from %s", spec.run_id, spec.path.hex(), victim)
         return job
 
@@ -694,31 +723,46 @@ class Peer:
 
     def _on_result_request(self, conn: Link, msg: m.ResultRequest) -> None:
         async def answer() -> None:
-            while True:
-                master = self.runs.master_of(msg.run_id)
-                if master is None or master == self.name:
-                    result, why = await self.runs.result_of(msg.run_id, msg.wait)
-                    if result is None and msg.wait and why.startswith("moved"):
-                        continue  # another peer took the run over meanwhile: ask it
-                    conn.post(m.ResultReply(msg.req, result, why))
-                    return
-                # Ask the master and relay its answer. When waiting, ask again now and then:
-                # the master may be lost and another elected meanwhile.
-                req = self.requests.new()
-                self.post(master, m.ResultRequest(req, msg.run_id, msg.wait))
-                # Waiting: re-ask every custody interval, so that a new master is found soon.
-                within = self.cfg.steal.custody_check_s if msg.wait else self.cfg.client.timeout_s
-                reply = await self.requests.reply_within(req, within)
-                if isinstance(reply, m.ResultReply) and (
-                    reply.result is not None or not msg.wait or not reply.error.startswith("no run")
-                ):
-                    conn.post(m.ResultReply(msg.req, reply.result, reply.error))
-                    return
-                if not msg.wait:
-                    conn.post(m.ResultReply(msg.req, None, f"master {master} did not answer"))
-                    return
+            result, why = await self.fetch_result(msg.run_id, msg.wait)
+            conn.post(m.ResultReply(msg.req, result, why))
 
         self.spawn_task(answer)
+
+    def forward_result(self, run_id: str, dest: str) -> None:
+        """Send ``dest`` the run's result once the run's master has it (see Runs._new_epoch)."""
+
+        async def forward() -> None:
+            result, why = await self.fetch_result(run_id, True)
+            if result is not None:
+                self.post(dest, result)
+            else:
+                log.warning("cannot forward the result of %s to %s: %s", run_id, dest, why)
+
+        self.spawn_task(forward)
+
+    async def fetch_result(self, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
+        """A run's result (or why there is none): ours if we master it, else the master's,
+        relayed. When waiting, follow the run to whichever peer masters it."""
+        while True:
+            master = self.runs.master_of(run_id)
+            if master is None or master == self.name:
+                result, why = await self.runs.result_of(run_id, wait)
+                if result is None and wait and why.startswith("moved"):
+                    continue  # another peer took the run over meanwhile: ask it
+                return result, why
+            # Ask the master and relay its answer. When waiting, ask again now and then:
+            # the master may be lost and another elected meanwhile.
+            req = self.requests.new()
+            self.post(master, m.ResultRequest(req, run_id, wait))
+            # Waiting: re-ask every custody interval, so that a new master is found soon.
+            within = self.cfg.steal.custody_check_s if wait else self.cfg.client.timeout_s
+            reply = await self.requests.reply_within(req, within)
+            if isinstance(reply, m.ResultReply) and (
+                reply.result is not None or not wait or not reply.error.startswith("no run")
+            ):
+                return reply.result, reply.error
+            if not wait:
+                return None, f"master {master} did not answer"
 
     def _on_status(self, conn: Link, msg: m.StatusRequest) -> None:
         if not msg.deep:

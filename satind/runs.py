@@ -129,6 +129,8 @@ class RunsHost(Protocol):
 
     def run_over(self, run: RunState) -> None: ...
 
+    def forward_result(self, run_id: str, dest: str) -> None: ...
+
 
 class Runs:
     """The runs this peer knows of, and the ones it masters."""
@@ -227,9 +229,14 @@ class Runs:
         )
         if old.info.master == self.host.name:
             old.root = None  # a stale master: its root's result no longer counts
-            # Whoever waits here for the result must ask the new master instead.
+            # Whoever waits here for the result must ask the new master instead; the
+            # submitter, who waits for the result to come, gets it from the new master
+            # through us (we were wrongly taken for dead, so it still talks to us).
             for event in self._result_waiters.pop(info.run_id, []):
                 event.set()
+            if old.submitter is not None:
+                self.host.forward_result(info.run_id, old.submitter)
+                old.submitter = None
         old.info = info
         return old
 

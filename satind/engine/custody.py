@@ -43,8 +43,8 @@ class Given:
 class Custody:
     def __init__(self, keep_results: int = 4096) -> None:
         self.given: dict[Key, list[Given]] = {}
-        # Thief side: jobs taken and not finished, counted by (name, victim).
-        self.taken: dict[tuple[Key, str], int] = {}
+        # Thief side: jobs taken and not finished, by (name, victim).
+        self.taken: dict[tuple[Key, str], list[Job]] = {}
         # Thief side: results sent, by (name, victim), kept to send again if asked.
         self.sent: OrderedDict[tuple[Key, str], m.JobResult] = OrderedDict()
         self.keep_results = keep_results
@@ -105,15 +105,15 @@ class Custody:
 
     # -- the thief's side --------------------------------------------------------------------
 
-    def take(self, key: Key, victim: str) -> None:
-        self.taken[(key, victim)] = self.taken.get((key, victim), 0) + 1
+    def take(self, key: Key, victim: str, job: Job) -> None:
+        self.taken.setdefault((key, victim), []).append(job)
 
     def finished(self, key: Key, victim: str, result: m.JobResult) -> None:
-        count = self.taken.get((key, victim), 0)
-        if count <= 1:
-            self.taken.pop((key, victim), None)
-        else:
-            self.taken[(key, victim)] = count - 1
+        jobs = self.taken.get((key, victim))
+        if jobs is not None:
+            jobs.pop()
+            if not jobs:
+                del self.taken[(key, victim)]
         self.sent[(key, victim)] = result
         self.sent.move_to_end((key, victim))
         while len(self.sent) > self.keep_results:
@@ -129,6 +129,12 @@ class Custody:
             self.resent += 1
             return result
         return m.JobState(msg.run_id, msg.path, "unknown")
+
+    def orphaned_by(self, victim: str) -> list[Job]:
+        """``victim`` is gone: the jobs we took from it and still run are orphans. They are
+        forgotten here (asked about, they are "unknown"), and returned to be aborted."""
+        keys = [key for key in self.taken if key[1] == victim]
+        return [job for key in keys for job in self.taken.pop(key)]
 
     def sent_to(self, victim: str) -> list[m.JobResult]:
         """Results we sent to ``victim`` (gone now: they may be orphans worth keeping)."""

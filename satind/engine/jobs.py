@@ -169,6 +169,7 @@ class Job:
         "exc",
         "fn",
         "index",
+        "kids",
         "nspawn",
         "nsync",
         "origin",
@@ -176,6 +177,7 @@ class Job:
         "pending",
         "run",
         "share",
+        "sib",
         "value",
     )
 
@@ -199,6 +201,10 @@ class Job:
         self.pending = 0
         self.nspawn = 0
         self.nsync = 0
+        # Its finished children, linked through ``sib`` (newest first), while it runs: what an
+        # aborted orphan frame keeps as orphans (worker.abandon). Cleared when it finishes, so
+        # that parent and children do not keep each other alive.
+        self.kids: Job | None = None
         # Not set here, to keep the spawn path short (every store costs): ``exc`` (read only
         # through ``error``), ``_path`` (see ``path``) and ``origin`` (set by whoever creates a
         # job without a local parent: the peer id its result goes to, None for a root).
@@ -206,6 +212,7 @@ class Job:
     exc: BaseException | None
     origin: str | None
     _path: bytes
+    sib: Job | None  # the finished sibling linked before this one (set when it is linked)
 
     @property
     def error(self) -> BaseException | None:

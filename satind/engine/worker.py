@@ -24,6 +24,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -52,6 +53,9 @@ class WorkerHooks(Protocol):
     def orphan_hit(self, job: Job, holder: str) -> None:
         """A job just spawned is an orphan ``holder`` keeps the result of: fetch it."""
 
+    def orphan_result(self, job: Job) -> None:
+        """A finished job below an aborted orphan frame: keep its result and announce it."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobArrived:
@@ -70,6 +74,14 @@ class ChildResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Orphaned:
+    """``job``, stolen from a peer that is gone, is the root of an orphan subtree: abort its
+    unfinished frames and keep what is finished (satin-fault-tolerance §3.2)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Unwind the compute thread."""
 
@@ -79,7 +91,7 @@ class Wakeup:
     """Only wakes the compute thread (so that it notices an aborted run)."""
 
 
-MailboxEvent = JobArrived | ChildResult | Stop | Wakeup
+MailboxEvent = JobArrived | ChildResult | Orphaned | Stop | Wakeup
 
 
 class RunAborted(BaseException):
@@ -91,6 +103,16 @@ class RunAborted(BaseException):
     def __init__(self, run_id: str) -> None:
         super().__init__(run_id)
         self.run_id = run_id
+
+
+class SubtreeAborted(BaseException):
+    """Raised in a frame of an orphan subtree (see Orphaned). It unwinds the subtree's frames
+    up to its root, each one abandoned on the way (``abandon``); the root is dropped. Frames
+    below the root, of other work, go on."""
+
+    def __init__(self, root: Job) -> None:
+        super().__init__(root)
+        self.root = root
 
 
 class WorkerStopped(BaseException):
@@ -135,6 +157,8 @@ class Worker:
         self.current: Job = self.idle_frame
         # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
         self.nesting = 0
+        # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
+        self.cut: set[Job] = set()
         self._wanting = False
         self._stopped = False
 
@@ -192,6 +216,8 @@ class Worker:
     def run_job(self, job: Job) -> None:
         """Run one job to completion on this thread, children included, and report it."""
         parent = job.parent
+        if self.cut and root_of(job) in self.cut:
+            return  # in an orphan subtree (a root not started, or a restarted child): drop it
         if parent is None:
             if job.run.aborted:
                 return  # a job of a run that is over: nobody waits for it
@@ -204,7 +230,7 @@ class Worker:
         try:
             try:
                 job.value = job.fn(*job.args)
-            except (WorkerStopped, RunAborted):
+            except (WorkerStopped, RunAborted, SubtreeAborted):
                 raise
             except Exception as exc:
                 job.exc = exc
@@ -218,13 +244,28 @@ class Worker:
                 raise
             self.nesting -= 1  # the run's outermost frame here: drop it, report nothing
             return
+        except SubtreeAborted:
+            self.current = prev
+            abandon(job, self.jobs, self.hooks)
+            if parent is not None and parent is prev:
+                raise  # unwind the parent's frame too
+            # The subtree's root (dropped, nothing to report); or a child that ran under
+            # another frame (restarted work runs wherever the queue gives it), whose parent's
+            # frame sees the cut itself. The frame below may be cut too: make it look.
+            if parent is None:
+                self.nesting -= 1
+            self.attention = True
+            return
         self.current = prev
         account(job)
+        job.kids = None
         if parent is not None:
-            parent.pending -= 1
+            finish(job, parent)
         else:
             self.nesting -= 1
             self.hooks.job_finished(job)
+            if self.cut:
+                self.attention = True  # the frame below may have been cut meanwhile
 
     def adopt(self, job: Job) -> bool:
         """At spawn, in a run with orphans: if this job's result is kept somewhere, link the
@@ -243,6 +284,8 @@ class Worker:
         while frame.pending:
             if self.attention:
                 self.drain()
+                if self.cut and (root := root_of(frame)) in self.cut:
+                    raise SubtreeAborted(root)
                 continue
             try:
                 job = jobs.pop()
@@ -284,6 +327,8 @@ class Worker:
             return
         self._handle(event)
         self.drain()
+        if self.cut:
+            self.attention = True  # an Orphaned event may have been handled: look at the cut
 
     def _handle(self, event: MailboxEvent) -> None:
         if isinstance(event, JobArrived):
@@ -297,6 +342,11 @@ class Worker:
             unparented = apply_result(event)
             if unparented is not None:
                 self.hooks.job_finished(unparented)
+            elif self.cut:
+                orphaned_result(event, self.cut, self.hooks)
+        elif isinstance(event, Orphaned):
+            cut_subtree(event.job, self.cut)
+            self.attention = True
         elif isinstance(event, Stop):
             raise WorkerStopped
 
@@ -319,6 +369,57 @@ def account(job: Job) -> None:
             run.leaves_redone += 1
 
 
+def finish(job: Job, parent: Job) -> None:
+    """A child finished: one less to wait for, and one more its parent keeps if aborted."""
+    parent.pending -= 1
+    job.sib = parent.kids
+    parent.kids = job
+
+
+def root_of(job: Job) -> Job:
+    """The job at the bottom of ``job``'s frame chain here (a root or a stolen job)."""
+    while job.parent is not None:
+        job = job.parent
+    return job
+
+
+def abandon(frame: Job, jobs: deque[Job], hooks: WorkerHooks) -> None:
+    """Abort a frame of an orphan subtree (satin-fault-tolerance §3.2): its finished children
+    are kept as orphans; its children still queued here go, since the restarted parent spawns
+    them again. Children other peers stole come back as results and are kept then (the
+    compute side's ChildResult handling)."""
+    while True:
+        try:
+            job = jobs.pop()  # the owner's end: thieves take from the other one
+        except IndexError:
+            break
+        if job.parent is not frame:
+            jobs.append(job)  # not ours: the queued children of a frame are on top
+            break
+    kid = frame.kids
+    while kid is not None:
+        if kid.error is None:
+            hooks.orphan_result(kid)
+        kid = kid.sib
+    frame.kids = None
+
+
+def cut_subtree(root: Job, cut: set[Job]) -> None:
+    """Handle Orphaned: remember the subtree's root (until its run is over)."""
+    for job in [j for j in cut if j.run.aborted]:
+        cut.discard(job)
+    if not root.done and not root.run.aborted:
+        cut.add(root)
+
+
+def orphaned_result(event: ChildResult, cut: set[Job], hooks: WorkerHooks) -> None:
+    """A result another peer sent for a child in an orphan subtree: it has no frame to go to
+    (or soon will not): keep it as an orphan."""
+    job = event.job
+    if event.exc is None and job.parent is not None and root_of(job) in cut:
+        hooks.orphan_result(job)
+
+
 def apply_result(event: ChildResult) -> Job | None:
     """Apply the result of a job another peer ran, at most once. Returns the job when it has
     no local parent (its result must travel on), else None."""
@@ -331,7 +432,7 @@ def apply_result(event: ChildResult) -> Job | None:
         job.value = event.value
     parent = job.parent
     if parent is not None:
-        parent.pending -= 1
+        finish(job, parent)
         return None
     # A job without a local parent that a thief took from our queue: a root, or work we
     # stole ourselves and that was stolen on.
@@ -355,7 +456,9 @@ __all__ = [
     "ChildResult",
     "Job",
     "JobArrived",
+    "Orphaned",
     "Stop",
+    "SubtreeAborted",
     "Worker",
     "WorkerHooks",
     "WorkerStopped",

@@ -73,6 +73,8 @@ class Dissemination:
         self.tuples: BroadcastQueue[OrphanTuple] = BroadcastQueue()
         # Set when something is queued; the gossip loop sleeps on it when there is no news.
         self.wakeup = trio.Event()
+        # Messages that carried orphan tuples (the "broadcast messages" of satin-ft Table 2).
+        self.tuple_messages = 0
 
     def add_member(self, update: MemberUpdate) -> None:
         self.members.add(update.name, update)
@@ -95,4 +97,6 @@ class Dissemination:
         runs = self.runs.take(max(1, self.max_items // 8), limit)
         # Tuples are combined: as many as fit go in one message (satin-ft §3.6).
         tuples = self.tuples.take(4 * self.max_items, limit)
+        if tuples:
+            self.tuple_messages += 1
         return Broadcasts(members, runs, tuples)

@@ -84,6 +84,14 @@ class Orphans:
         return True
 
     @staticmethod
+    def forget(state: RunState, path: bytes, holder: str) -> None:
+        """A tuple led nowhere (its holder is gone, or no longer has the result): drop it, so
+        that the job it names is computed instead of looked up again and again."""
+        table = state.orphans
+        if table is not None and table.get(path) == holder:
+            del table[path]
+
+    @staticmethod
     def forget_holder(state: RunState, holder: str) -> None:
         """A holder is gone: its tuples no longer lead to a result."""
         table = state.orphans

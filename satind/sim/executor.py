@@ -22,11 +22,19 @@ from satind.engine.worker import (
     ChildResult,
     JobArrived,
     MailboxEvent,
+    Orphaned,
     RunAborted,
     Stop,
+    SubtreeAborted,
     WorkerHooks,
+    WorkerStopped,
+    abandon,
     account,
     apply_result,
+    cut_subtree,
+    finish,
+    orphaned_result,
+    root_of,
 )
 from satind.engine.workqueue import WorkQueue
 from satind.sim.workload import MASK, children, leaf_cost_s, leaf_value
@@ -43,6 +51,7 @@ class SimWorker:
         self._mailbox: deque[MailboxEvent] = deque()
         self._wake = trio.Event()
         self.nesting = 0
+        self.cut: set[Job] = set()
         self._wanting = False
         self._stopped = False
         self.busy_s = 0.0
@@ -59,17 +68,22 @@ class SimWorker:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        while not self._stopped:
-            job = self.queue.pop()
-            if job is None:
-                await self._wait()
-            else:
-                await self.run_job(job)
+        try:
+            while not self._stopped:
+                job = self.queue.pop()
+                if job is None:
+                    await self._wait()
+                else:
+                    await self.run_job(job, None)
+        except WorkerStopped:
+            pass  # as the thread-backed worker: every frame unwinds, nothing is reported
 
     # -- running jobs --------------------------------------------------------------------------
 
-    async def run_job(self, job: Job) -> None:
+    async def run_job(self, job: Job, caller: Job | None) -> None:
         parent = job.parent
+        if self.cut and root_of(job) in self.cut:
+            return  # in an orphan subtree (a root not started, or a restarted child): drop it
         if parent is None:
             if job.run.aborted:
                 return
@@ -83,9 +97,19 @@ class SimWorker:
                 raise
             self.nesting -= 1
             return
+        except SubtreeAborted:
+            abandon(job, self.queue.jobs, self.hooks)
+            if parent is not None and parent is caller:
+                raise  # unwind the parent's frame too
+            # The subtree's root; or a child that ran under another frame (restarted work
+            # runs wherever the queue gives it): its parent's frame will see the cut itself.
+            if parent is None:
+                self.nesting -= 1
+            return
         account(job)
+        job.kids = None
         if parent is not None:
-            parent.pending -= 1
+            finish(job, parent)
         else:
             self.nesting -= 1
             self.hooks.job_finished(job)
@@ -130,6 +154,8 @@ class SimWorker:
 
     async def sync_frame(self, frame: Job) -> None:
         while frame.pending:
+            if self.cut and (root := root_of(frame)) in self.cut:
+                raise SubtreeAborted(root)
             if self._mailbox:
                 self._drain()
                 continue
@@ -139,7 +165,7 @@ class SimWorker:
                     raise RunAborted(frame.run.run_id)
                 await self._wait()
                 continue
-            await self.run_job(job)
+            await self.run_job(job, frame)
         if self._wanting:
             self._wanting = False
             self.hooks.want_work(False)
@@ -151,6 +177,8 @@ class SimWorker:
         while not self._mailbox and not self._stopped:
             self._wake = trio.Event()
             await self._wake.wait()
+        if self._stopped:
+            raise WorkerStopped
         self._drain()
 
     def _drain(self) -> None:
@@ -165,5 +193,9 @@ class SimWorker:
                 unparented = apply_result(event)
                 if unparented is not None:
                     self.hooks.job_finished(unparented)
+                elif self.cut:
+                    orphaned_result(event, self.cut, self.hooks)
+            elif isinstance(event, Orphaned):
+                cut_subtree(event.job, self.cut)
             elif isinstance(event, Stop):
                 self._stopped = True

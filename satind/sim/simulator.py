@@ -67,6 +67,8 @@ class SimReport:
     tuples_sent: int
     tuples_received: int
     results_reused: int
+    # Gossip messages that carried orphan tuples (combined: many tuples per message).
+    tuple_messages: int
     # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
     # peer hands everything over, so this stays 0 unless a later fault lost the results.
     drained_redone: int
@@ -457,6 +459,7 @@ class Simulation:
             tuples_sent=sum(p.orphans.counters.tuples_sent for p in self.peers.values()),
             tuples_received=sum(p.orphans.counters.tuples_received for p in self.peers.values()),
             results_reused=sum(p.orphans.counters.results_reused for p in self.peers.values()),
+            tuple_messages=sum(p.swim.dissemination.tuple_messages for p in self.peers.values()),
             drained_redone=sum(
                 1
                 for runners in self.leaf_runners.values()

@@ -13,7 +13,7 @@ from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
-from satind.engine.worker import ChildResult, JobArrived, Wakeup, Worker, make_root
+from satind.engine.worker import ChildResult, JobArrived, Orphaned, Wakeup, Worker, make_root
 
 
 class Hooks:
@@ -25,6 +25,18 @@ class Hooks:
 
     def job_finished(self, job: Job) -> None:
         self.events.put(("finished", job))
+
+    def orphan_hit(self, job: Job, holder: str) -> None:
+        self.events.put(("hit", job))
+
+    def orphan_result(self, job: Job) -> None:
+        self.events.put(("orphan", job))
+
+    def drained(self) -> list[tuple[str, Any]]:
+        out = []
+        while not self.events.empty():
+            out.append(self.events.get())
+        return out
 
     def next(self, kind: str, timeout: float = 10.0) -> Any:
         while True:
@@ -128,6 +140,49 @@ def test_result_before_sync_is_an_error(worker: Worker) -> None:
     root = make_root(eager.fn, (), _run())
     worker.run_job(root)
     assert isinstance(root.error, ResultNotReady)
+
+
+def test_an_orphaned_frame_keeps_its_finished_children_and_drops_the_rest() -> None:
+    # A job stolen from a peer that then died (satin-ft §3.2): when the peer learns it, the
+    # job's frame is aborted at its next sync; the children that finished are kept as
+    # orphans, the ones still queued go, and the job itself reports nothing.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    root = make_root(lambda: None, (), _run())  # replaced below: the frame needs the worker
+
+    @spawnable
+    def leaf(i: int) -> int:
+        if i == 5:  # news of the death arrives while child 5 runs
+            w.post(Orphaned(root))
+        return 10 * i
+
+    @spawnable
+    def split(n: int) -> int:
+        handles = [leaf.spawn(i) for i in range(n)]
+        sync()
+        return sum(h.result() for h in handles)
+
+    root.fn, root.args = split.fn, (8,)
+    root.origin = "gone-peer"
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+    events = hooks.drained()
+    # Children run newest first: 7, 6 and 5 finished; 4 down to 0 were still queued.
+    kept = sorted(job.value for kind, job in events if kind == "orphan")
+    assert kept == [50, 60, 70]
+    assert not any(kind == "finished" for kind, _ in events)
+    assert not root.done and len(w.queue) == 0 and w.nesting == 0
+    # A result for the subtree that comes in later (a child another peer ran) is kept too,
+    # and a job of the subtree that turns up again (restarted) is dropped.
+    child = Job(leaf.fn, (1,), root, 1, root.run, 0.1)
+    w.post(ChildResult(child, 10, None))
+    w.drain()
+    assert [(k, j.value) for k, j in hooks.drained()] == [("orphan", 10)]
+    w.run_job(Job(leaf.fn, (0,), root, 0, root.run, 0.1))
+    assert hooks.drained() == []
 
 
 def test_without_satind_spawn_is_a_plain_call() -> None:
