@@ -216,11 +216,9 @@ class Worker:
     def run_job(self, job: Job) -> None:
         """Run one job to completion on this thread, children included, and report it."""
         parent = job.parent
-        if self.cut and root_of(job) in self.cut:
-            return  # in an orphan subtree (a root not started, or a restarted child): drop it
         if parent is None:
-            if job.run.aborted:
-                return  # a job of a run that is over: nobody waits for it
+            if job.run.aborted or (self.cut and job in self.cut):
+                return  # a job of a run that is over, or an orphan not started: drop it
             self.nesting += 1
         elif job.run.orphans is not None and self.adopt(job):
             return  # a tuple came in while it waited in the queue: its result is kept
@@ -258,9 +256,11 @@ class Worker:
             return
         self.current = prev
         account(job)
-        job.kids = None
         if parent is not None:
-            finish(job, parent)
+            # finish(job, parent), inlined: this is every job's path.
+            parent.pending -= 1
+            job.sib = parent.kids
+            parent.kids = job
         else:
             self.nesting -= 1
             self.hooks.job_finished(job)
@@ -332,6 +332,8 @@ class Worker:
 
     def _handle(self, event: MailboxEvent) -> None:
         if isinstance(event, JobArrived):
+            if self.cut and root_of(event.job) in self.cut:
+                return  # a restarted child of an aborted orphan subtree: nobody waits for it
             # Work is here (stolen for us, or a root): stop asking. The thief stops by itself
             # when it delivers, but a root or a late steal reply does not go through it.
             if self._wanting:
@@ -362,6 +364,7 @@ def account(job: Job) -> None:
     if nspawn:
         run.spawns += nspawn
         run.progress += job.share * (1.0 - nspawn * run.inv_branching)
+        job.kids = None  # its finished children no longer need to be reachable from it
     else:
         run.progress += job.share
         run.leaves_run += 1

@@ -82,10 +82,8 @@ class SimWorker:
 
     async def run_job(self, job: Job, caller: Job | None) -> None:
         parent = job.parent
-        if self.cut and root_of(job) in self.cut:
-            return  # in an orphan subtree (a root not started, or a restarted child): drop it
         if parent is None:
-            if job.run.aborted:
+            if job.run.aborted or job in self.cut:
                 return
             self.nesting += 1
         elif job.run.orphans is not None and self._adopt(job):
@@ -107,7 +105,6 @@ class SimWorker:
                 self.nesting -= 1
             return
         account(job)
-        job.kids = None
         if parent is not None:
             finish(job, parent)
         else:
@@ -185,6 +182,8 @@ class SimWorker:
         while self._mailbox:
             event = self._mailbox.popleft()
             if isinstance(event, JobArrived):
+                if self.cut and root_of(event.job) in self.cut:
+                    continue  # a restarted child of an aborted orphan subtree
                 if self._wanting:
                     self._wanting = False
                     self.hooks.want_work(False)

@@ -181,8 +181,9 @@ def test_an_orphaned_frame_keeps_its_finished_children_and_drops_the_rest() -> N
     w.post(ChildResult(child, 10, None))
     w.drain()
     assert [(k, j.value) for k, j in hooks.drained()] == [("orphan", 10)]
-    w.run_job(Job(leaf.fn, (0,), root, 0, root.run, 0.1))
-    assert hooks.drained() == []
+    w.post(JobArrived(Job(leaf.fn, (0,), root, 0, root.run, 0.1)))
+    w.drain()
+    assert len(w.queue) == 0 and hooks.drained() == []
 
 
 def test_without_satind_spawn_is_a_plain_call() -> None:
