@@ -19,6 +19,7 @@ restarts at a master takeover). Medians of --repeat runs, variants interleaved.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -90,10 +91,8 @@ class Machine:
     def stop(self) -> None:
         self.proc.kill()
         for pid in self.peers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=30)
 
 
@@ -136,9 +135,9 @@ def experiment(
         waiter = last.first if fault == "kill-master" else first.first
         run_id = client(keys, first.first, "submit", "tree", *tree).stdout.strip()
         started = time.monotonic()
+        argv = ["result", run_id, "--wait", "--json", "--to", waiter, "--keys", str(keys)]
         wait = subprocess.Popen(
-            [sys.executable, "-m", "satind", "result", run_id, "--wait", "--json"]
-            + ["--to", waiter, "--keys", str(keys)],
+            [sys.executable, "-m", "satind", *argv],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
