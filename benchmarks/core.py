@@ -181,11 +181,16 @@ def idle_peer_rss_mb() -> float:
 
     from satind.config import DEFAULT
     from satind.launcher import local_peers
+    from satind.runner import ephemeral_keys
 
     result: list[float] = []
 
     async def main() -> None:
-        async with local_peers(1, cfg=DEFAULT) as peers:
+        with ephemeral_keys() as keys:
+            await measure(keys)
+
+    async def measure(keys: Path) -> None:
+        async with local_peers(1, cfg=DEFAULT, keys=keys) as peers:
             await trio.sleep(1.0)
             status = await trio.Path(f"/proc/{peers[0].process.pid}/status").read_text()
             for line in status.splitlines():
@@ -194,6 +199,35 @@ def idle_peer_rss_mb() -> float:
 
     trio.run(main)
     return result[0]
+
+
+def orphan_entry_bytes(entries: int = 100_000) -> float:
+    """Bytes per orphan-table entry as a peer holds them: tuples decoded off the wire (their
+    own path bytes and holder strings) filed in a run's table (recovery/orphans.py)."""
+    import tracemalloc
+
+    from satind.net import codec
+    from satind.net import messages as m
+    from satind.recovery.orphans import Orphans
+
+    wire = [
+        codec.encode_message(
+            m.Gossip(m.Broadcasts([], [], [m.OrphanTuple("r1", bytes([1, 2, i % 100, i // 100 % 100, i // 10000]), f"node-{i % 16}/0")]))
+        )
+        for i in range(entries)
+    ]
+    state = RunState("r1", "tree", 0.25)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for frame in wire:
+        msg = codec.decode_message(frame)
+        assert isinstance(msg, m.Gossip)
+        for item in msg.gossip.tuples:
+            Orphans.file(state, item)
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert state.orphans is not None and len(state.orphans) == entries
+    return (after - before) / entries
 
 
 def machine() -> str:
@@ -286,6 +320,7 @@ def main() -> None:
             f"{row['satind_s']:.3f} | {row['efficiency']:.3f} | {rtt} |"
         )
     print(f"\nidle peer peak RSS: {idle_peer_rss_mb():.1f} MB (goal < 60 MB)")
+    print(f"orphan-table entry: {orphan_entry_bytes():.0f} bytes")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ no tuple, so a spawn pays one attribute read when nothing is orphaned.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -77,7 +78,9 @@ class Orphans:
             table = {}
         if table.get(item.path) == item.holder:
             return False
-        table[item.path] = item.holder
+        # Interned: a table holds few distinct holders, each named by thousands of tuples
+        # decoded into strings of their own (about a third of an entry's bytes otherwise).
+        table[item.path] = sys.intern(item.holder)
         # The compute thread reads the table at spawns: a dict item set is atomic under the
         # GIL, and a new table is published only once it holds its first tuple.
         state.orphans = table
