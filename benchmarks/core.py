@@ -210,11 +210,12 @@ def orphan_entry_bytes(entries: int = 100_000) -> float:
     from satind.net import messages as m
     from satind.recovery.orphans import Orphans
 
+    def tuple_(i: int) -> m.OrphanTuple:
+        path = bytes([1, 2, i % 100, i // 100 % 100, i // 10000])
+        return m.OrphanTuple("r1", path, f"node-{i % 16}/0")
+
     wire = [
-        codec.encode_message(
-            m.Gossip(m.Broadcasts([], [], [m.OrphanTuple("r1", bytes([1, 2, i % 100, i // 100 % 100, i // 10000]), f"node-{i % 16}/0")]))
-        )
-        for i in range(entries)
+        codec.encode_message(m.Gossip(m.Broadcasts([], [], [tuple_(i)]))) for i in range(entries)
     ]
     state = RunState("r1", "tree", 0.25)
     tracemalloc.start()

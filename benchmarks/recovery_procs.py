@@ -174,6 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tree", default="4,8,40", help="DEPTH,BRANCHING,LEAF_MS")
+    parser.add_argument("--plot", default="docs/recovery-procs.png")
     args = parser.parse_args()
     tree = [*args.tree.split(","), "sleep"]
     print(f"command: python benchmarks/recovery_procs.py --repeat {args.repeat} "
@@ -229,6 +230,32 @@ def main() -> None:
     print(f"\n(b) vs (a): {100 * (a - b) / a:.1f}% faster (goal 25%); (c) vs (d): "
           f"{100 * (c - d) / d:+.1f}% (goal within 8%); migration overhead "
           f"{100 * (mg - s) / s:+.1f}% (goal under 2%)")
+    times = {label: med(label, lambda r: r["wall_s"]) for label in rows}
+    plot(times, Path(__file__).resolve().parent.parent / args.plot)
+    print(f"\nplot: {args.plot}")
+
+
+def plot(times: dict[str, float], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("\n(matplotlib not installed: pip install -e '.[bench]' for the plot)")
+        return
+    short = ["2 clusters", "(a) crash,\nnaive", "(b) crash,\norphans", "(c) drain",
+             "(d) 1.5\nclusters", "4 x 4", "migrate\n1 of 4", "master\ndies"]
+    colors = ["grey", "tab:red", "tab:green", "tab:blue", "tab:orange", "grey", "tab:blue",
+              "tab:purple"]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.bar(range(len(times)), list(times.values()), color=colors[: len(times)])
+    ax.set_xticks(range(len(times)), short[: len(times)], fontsize=8)
+    ax.set_ylabel("submit to result, wall s (median)")
+    ax.set_title("satind, real processes (16 peers, sleeping tree leaves): leaving peers")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
