@@ -1,0 +1,181 @@
+"""Checkpoint logs of finished results (satin-grid-programming-model §4.4; kaapi §3).
+
+Orphan saving keeps a run alive while one peer survives. To survive the loss of every peer,
+each peer appends the results recovery would need to its own **log** in a checkpoint
+directory (a local disk or a shared mount), concurrently with computing and without any
+synchronization between peers. A resume loads every log into the orphan table and respawns
+the root: the results are found at spawn, exactly as orphans are.
+
+The file is a sequence of records, each
+
+    MAGIC (2 bytes) | length (4 bytes, big-endian) | CRC-32 of the body (4 bytes) | body
+
+where the body is one protocol message, encoded and validated by the wire codec (never
+pickle): a ``Gossip`` carrying the ``RunAnnounce`` of a run (its descriptor: plugin,
+arguments, code hash), or a ``JobResult`` (run, path, encoded value). Records are appended;
+a crash may leave a torn record at the end, and a disk may flip bits. The reader checks every
+record's length and checksum, skips what is damaged by searching for the next MAGIC, reports
+what it skipped, and keeps everything else: a damaged log costs only the records it lost.
+
+Writes happen off the trio thread (``trio.to_thread``) in batches; each batch is flushed and,
+with ``fsync`` on (the default), fsynced before the next: a record counts as checkpointed once
+its batch's fsync returned. Compaction drops results below a result of an ancestor (the
+ancestor stands in for the whole subtree).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from satind.net import codec
+from satind.net import messages as m
+
+MAGIC = b"\xc5\x1d"
+HEADER = struct.Struct(">2sII")
+SUFFIX = ".satlog"
+# A record is one result or one run descriptor: the wire's frame cap bounds it as well.
+MAX_RECORD = 64 * 1024 * 1024
+
+
+def log_path(directory: Path, peer: str) -> Path:
+    """The log of ``peer`` in ``directory`` (peer names contain '/': NODE/INDEX)."""
+    return directory / (peer.replace("/", "_") + SUFFIX)
+
+
+def frame(msg: m.JobResult | m.RunAnnounce) -> bytes:
+    """One record, ready to append."""
+    wire: m.Message = msg if isinstance(msg, m.JobResult) else m.Gossip(m.Broadcasts([], [msg]))
+    body = codec.encode_message(wire)
+    return HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
+
+
+def append(path: Path, records: list[bytes], fsync: bool = True) -> int:
+    """Append records to a log (blocking: call it from a worker thread). Returns bytes
+    written."""
+    data = b"".join(records)
+    with path.open("ab") as f:
+        f.write(data)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    return len(data)
+
+
+@dataclass
+class LogContents:
+    """What the logs of a checkpoint directory hold, and what could not be read."""
+
+    runs: dict[str, m.RunInfo] = field(default_factory=dict)
+    # run id -> path -> result (compacted: no result below another one's path)
+    results: dict[str, dict[bytes, m.JobResult]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    records: int = 0
+
+    def add(self, msg: m.Message) -> None:
+        if isinstance(msg, m.JobResult):
+            if msg.error is None and msg.value is not None:
+                self.results.setdefault(msg.run_id, {})[msg.path] = msg
+        elif isinstance(msg, m.Gossip):
+            for announce in msg.gossip.runs:
+                known = self.runs.get(announce.info.run_id)
+                if known is None or announce.info.epoch >= known.epoch:
+                    self.runs[announce.info.run_id] = announce.info
+
+
+def read_records(data: bytes) -> Iterator[tuple[int, m.Message | str]]:
+    """The records of one log, in order: (offset, message), or (offset, problem) for what was
+    skipped. Never raises on bad data."""
+    pos = 0
+    end = len(data)
+    while pos < end:
+        if end - pos < HEADER.size:
+            yield pos, f"torn record at the end ({end - pos} bytes)"
+            return
+        magic, length, crc = HEADER.unpack_from(data, pos)
+        body_at = pos + HEADER.size
+        problem = ""
+        if magic != MAGIC:
+            problem = "no record starts here"
+        elif length > MAX_RECORD:
+            problem = f"record length {length} over the cap"
+        elif body_at + length > end:
+            if data.find(MAGIC, pos + 1) < 0:
+                yield pos, f"torn record at the end ({end - pos} of {HEADER.size + length} bytes)"
+                return
+            problem = "record length past the end of the log"  # a damaged length: resync
+        elif zlib.crc32(data[body_at : body_at + length]) != crc:
+            problem = "checksum mismatch"
+        if not problem:
+            try:
+                msg = codec.decode_message(data[body_at : body_at + length])
+            except codec.DecodeError as exc:
+                problem = f"undecodable record: {exc}"
+            else:
+                yield pos, msg
+                pos = body_at + length
+                continue
+        # Damaged: look for the next record start and go on from there.
+        following = data.find(MAGIC, pos + 1)
+        skipped_to = end if following < 0 else following
+        yield pos, f"{problem}; skipped {skipped_to - pos} bytes"
+        pos = skipped_to
+
+
+def load(paths: Iterable[Path]) -> LogContents:
+    """Read logs (unreadable files and damaged records are reported, never fatal), then
+    compact."""
+    out = LogContents()
+    for path in sorted(paths):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            out.problems.append(f"{path.name}: cannot read: {exc}")
+            continue
+        for offset, item in read_records(data):
+            if isinstance(item, str):
+                out.problems.append(f"{path.name} at byte {offset}: {item}")
+            else:
+                out.records += 1
+                out.add(item)
+    for run_id, results in out.results.items():
+        out.results[run_id] = compact(results)
+    return out
+
+
+def load_directory(directory: Path) -> LogContents:
+    return load(directory.glob("*" + SUFFIX))
+
+
+def compact(results: dict[bytes, m.JobResult]) -> dict[bytes, m.JobResult]:
+    """Drop the results that lie below another result's path: the ancestor's result stands
+    in for its whole subtree, so they would never be looked up."""
+    kept: dict[bytes, m.JobResult] = {}
+    # Shorter paths first, so that an ancestor is kept before its subtree is looked at.
+    for path in sorted(results, key=len):
+        if not _below_kept(path, kept):
+            kept[path] = results[path]
+    return kept
+
+
+def _below_kept(path: bytes, kept: dict[bytes, m.JobResult]) -> bool:
+    """Whether a proper ancestor of ``path`` is kept. A byte prefix that is a kept path is an
+    ancestor (paths are a prefix-free code, jobs.is_ancestor), so a dict lookup per prefix
+    keeps compaction O(N x path length) instead of O(N^2)."""
+    return any(path[:cut] in kept for cut in range(len(path)))
+
+
+__all__ = [
+    "LogContents",
+    "append",
+    "compact",
+    "frame",
+    "load",
+    "load_directory",
+    "log_path",
+    "read_records",
+]
