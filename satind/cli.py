@@ -155,6 +155,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")
     start.add_argument("--name", help="this machine's name (its certificate's; default: host)")
     start.add_argument("--plugin-path", action="append", default=[], metavar="DIR")
+    start.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        metavar="DIR",
+        help="write checkpoint logs of finished results here (a local disk, or a mount every "
+        "machine shares), so that runs survive the loss of every peer (`satind resume`)",
+    )
+    start.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
+    )
 
     submit = commands["submit"] = sub.add_parser(
         "submit",
@@ -176,6 +189,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     result.add_argument("--json", action="store_true")
     result.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
     _client_options(result)
+
+    resume = commands["resume"] = sub.add_parser(
+        "resume",
+        help="resume a run from checkpoint logs (after every peer was lost, or elsewhere)",
+        description="The peer at --to loads every log in its [checkpoint] dir, becomes the "
+        "run's master under a new epoch and respawns the root; checkpointed results are "
+        "reused (stats.results_reused) instead of computed.",
+    )
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--wait", action="store_true", help="wait for the result")
+    resume.add_argument("--json", action="store_true", help="JSON output, as `satind run --json`")
+    resume.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    _client_options(resume)
 
     status = commands["status"] = sub.add_parser(
         "status",
@@ -419,6 +445,14 @@ def _cmd_start(args: argparse.Namespace) -> int:
     if changes.get("peers", 1) < 0:
         raise CliError("--peers must be at least 1", EXIT_USAGE)
     cfg = dataclasses.replace(cfg, daemon=dataclasses.replace(d, **changes))
+    checkpoint: dict[str, Any] = {}
+    if args.checkpoint_dir is not None:
+        checkpoint["dir"] = str(args.checkpoint_dir.resolve())
+    if args.checkpoint_interval is not None:
+        if args.checkpoint_interval <= 0:
+            raise CliError("--checkpoint-interval must be a positive number of seconds", EXIT_USAGE)
+        checkpoint["interval_s"] = args.checkpoint_interval
+    cfg = dataclasses.replace(cfg, checkpoint=dataclasses.replace(cfg.checkpoint, **checkpoint))
     try:
         supervisor = Supervisor(cfg, args.config, args.log_level)
         return int(run_flat(supervisor.run))

@@ -40,6 +40,7 @@ def dispatch(args: argparse.Namespace) -> int:
     handler = {
         "submit": _submit,
         "result": _result,
+        "resume": _resume,
         "status": _status,
         "drain": _drain,
         "stop": _stop,
@@ -126,6 +127,24 @@ async def _submit(args: argparse.Namespace, cfg: Config) -> int:
             return EXIT_OK
         result = await client.result(run_id)
     return _show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
+
+
+async def _resume(args: argparse.Namespace, cfg: Config) -> int:
+    async with _client(args, cfg) as client:
+        try:
+            run_id = await client.resume(args.run_id)
+        except control.SubmitRefused as exc:
+            raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
+        if not args.wait:
+            print(json.dumps({"run_id": run_id}) if args.json else run_id)
+            return EXIT_OK
+        result = await client.result(run_id)
+        status = await client.status()
+    plugin_name, argv = "", []
+    for run in status.runs:
+        if run.run_id == run_id:
+            plugin_name, argv = run.plugin, list(run.argv)
+    return _show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)
 
 
 async def _result(args: argparse.Namespace, cfg: Config) -> int:

@@ -132,6 +132,25 @@ class FaultToleranceConfig:
 
 
 @dataclass(frozen=True)
+class CheckpointConfig:
+    """Checkpoint logs of finished results (recovery/checkpoint.py), for runs that must
+    survive the loss of every peer, and for suspend/resume."""
+
+    # Directory of the per-peer logs: a local disk, or a mount every machine shares so that a
+    # run can resume anywhere. Empty: no checkpoints.
+    dir: str = ""
+    # seconds between checkpoints (each a batch of appended records, fsynced).
+    interval_s: float = 10.0
+    # What is logged: "orphans", at each interval the results recovery needs (results of
+    # stolen jobs, kept orphans); "tic", the same and a checkpoint at every theft from this
+    # peer (KAAPI's theft-induced checkpointing).
+    policy: str = "orphans"
+    # fsync each batch: a record counts as checkpointed once its batch is on the disk. Off,
+    # a machine crash (not a process crash) may lose the last batches.
+    fsync: bool = True
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """The run lifecycle on the master."""
 
@@ -219,6 +238,7 @@ class Config:
     net: NetConfig = field(default_factory=NetConfig)
     membership: MembershipConfig = field(default_factory=MembershipConfig)
     ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -242,6 +262,7 @@ class ConfigError(ValueError):
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("steal", "algorithm"): ("rs", "crs"),
     ("daemon", "on_sigterm"): ("leave", "drain"),
+    ("checkpoint", "policy"): ("orphans", "tic"),
 }
 
 

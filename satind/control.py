@@ -85,6 +85,23 @@ class Client:
         self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
         return reply.run_id
 
+    async def resume(self, run_id: str) -> str:
+        """Resume a run from the checkpoint logs the peer can read; returns its id.
+
+        Raises:
+            SubmitRefused: no checkpoint of the run there, or it cannot run it.
+            PeerUnavailable: no answer.
+        """
+        req = self.requests.new()
+        self.conn.post(m.ResumeRequest(req, run_id))
+        # Loading the logs takes time on a big checkpoint: wait longer than for a submit.
+        reply = await self._wait_reply(req, 300.0)
+        assert isinstance(reply, m.Submitted)
+        if reply.error is not None:
+            raise SubmitRefused(reply.error)
+        self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
+        return reply.run_id
+
     async def _wait_reply(self, req: int, seconds: float) -> m.Message:
         reply = None
         async with trio.open_nursery() as nursery:

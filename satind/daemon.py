@@ -95,6 +95,8 @@ class Supervisor:
                     plugin_paths=[Path(p) for p in d.plugin_paths],
                     config_file=config_file,
                     log_level=log_level,
+                    checkpoint_dir=cfg.checkpoint.dir,
+                    checkpoint_interval_s=cfg.checkpoint.interval_s,
                 )
             )
             for i in range(count)

@@ -62,6 +62,10 @@ class PeerSpec:
     steal: StealAlgorithm | None = None
     seed: int | None = None
     log_level: str = "WARNING"
+    # [checkpoint] settings given on the command line (`satind start --checkpoint-dir ...`),
+    # which the config file the peer reads does not have.
+    checkpoint_dir: str = ""
+    checkpoint_interval_s: float | None = None
 
     def command(self) -> list[str]:
         cmd = [
@@ -95,6 +99,10 @@ class PeerSpec:
             cmd += ["--steal", self.steal]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
+        if self.checkpoint_dir:
+            cmd += ["--checkpoint-dir", self.checkpoint_dir]
+        if self.checkpoint_interval_s is not None:
+            cmd += ["--checkpoint-interval", repr(self.checkpoint_interval_s)]
         return cmd
 
 
@@ -343,6 +351,8 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--config", type=Path)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--checkpoint-dir", default="")
+    parser.add_argument("--checkpoint-interval", type=float)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(),
@@ -356,6 +366,18 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     cfg = load(args.config)
     if args.steal:
         cfg = dataclasses.replace(cfg, steal=dataclasses.replace(cfg.steal, algorithm=args.steal))
+    if args.checkpoint_dir or args.checkpoint_interval is not None:
+        cp = cfg.checkpoint
+        cfg = dataclasses.replace(
+            cfg,
+            checkpoint=dataclasses.replace(
+                cp,
+                dir=args.checkpoint_dir or cp.dir,
+                interval_s=cp.interval_s
+                if args.checkpoint_interval is None
+                else args.checkpoint_interval,
+            ),
+        )
     sys.setswitchinterval(cfg.engine.switch_interval_s)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = 1

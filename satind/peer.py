@@ -47,8 +47,9 @@ from satind.net import messages as m
 from satind.net.memory import MemoryNetwork
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
+from satind.recovery.checkpoint import Checkpointer, load_directory
 from satind.recovery.orphans import Orphans
-from satind.runs import Runs, as_ints
+from satind.runs import PeerRun, Runs, as_ints
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class Peer:
         self.requests = Requests()
         self.custody = Custody()
         self.orphans = Orphans(cfg.ft.keep_results)
+        self.checkpointer = Checkpointer(cfg.checkpoint, options.name)
         # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
         self.needs_orphans = cfg.ft.orphans
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
@@ -173,6 +175,8 @@ class Peer:
                 await nursery.start(self.swim.run)
                 await nursery.start(self.worker.serve)
                 nursery.start_soon(self._custody_loop)
+                if self.checkpointer.enabled:
+                    nursery.start_soon(self.checkpointer.loop)
                 task_status.started(address)
                 if join:
                     self.join(self.options.seeds)
@@ -331,6 +335,7 @@ class Peer:
         if run is None or not self.orphans.keep(result):
             return
         item = m.OrphanTuple(result.run_id, result.path, self.name)
+        self.checkpointer.result(result)
         Orphans.file(run.state, item)
         self.swim.dissemination.add_tuple(item)
         self.orphans.counters.tuples_sent += 1
@@ -393,6 +398,9 @@ class Peer:
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         news = [a for a in runs if self.runs.on_announce(a)]
         for announce in news:
+            if announce.state == "running":
+                self.checkpointer.run(announce)
+        for announce in news:
             # Run news spreads like member news: epidemically, so that one lost message
             # does not leave a peer stealing for a run that is long over.
             self.swim.dissemination.add_run(announce)
@@ -404,6 +412,8 @@ class Peer:
 
     def announce(self, announce: m.RunAnnounce) -> None:
         """Spread news of a run: gossip it, and tell every member at once (it is small)."""
+        if announce.state == "running":
+            self.checkpointer.run(announce)
         self.swim.dissemination.add_run(announce)
         for name in self.others():
             self.post(name, m.Gossip(m.Broadcasts([], [announce])))
@@ -455,6 +465,7 @@ class Peer:
         traffic = self.transport.counters
         out = self.thief.counters.as_dict()
         out.update(self.orphans.counters.as_dict())
+        out.update(self.checkpointer.counters())
         out["orphan_table_size"] = sum(
             len(r.state.orphans or ()) for r in self.runs.active.values()
         )
@@ -524,6 +535,7 @@ class Peer:
         if job is not None and spec is not None:
             self.custody.give((spec.run_id, spec.path), job, thief, trio.current_time())
             self.thief.counters.jobs_given += 1
+            self.checkpointer.theft()
             log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
 
     def _on_steal_reply(self, conn: Link, msg: m.StealReply) -> None:
@@ -676,6 +688,7 @@ class Peer:
             self._keep_orphan(msg)
             return
         self.custody.finished((job.run.run_id, job.path), job.origin, msg)
+        self.checkpointer.result(msg)  # what a resume after a total loss would need
         sent = self.post(job.origin, msg)
         log.debug(
             "sent result of %s%s to %s (%s)",
@@ -725,6 +738,33 @@ class Peer:
         async def answer() -> None:
             result, why = await self.fetch_result(msg.run_id, msg.wait)
             conn.post(m.ResultReply(msg.req, result, why))
+
+        self.spawn_task(answer)
+
+    def _on_resume_request(self, conn: Link, msg: m.ResumeRequest) -> None:
+        async def answer() -> None:
+            directory = self.cfg.checkpoint.dir
+            if not directory:
+                why = f"peer {self.name} has no checkpoint directory ([checkpoint] dir)"
+                conn.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+                return
+            contents = await trio.to_thread.run_sync(load_directory, Path(directory))
+            for problem in contents.problems:
+                log.warning("checkpoint: %s", problem)
+            info = contents.runs.get(msg.run_id)
+            if info is None:
+                why = f"no checkpoint of run {msg.run_id} in {directory}"
+                conn.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+                return
+            results = contents.results.get(msg.run_id, {})
+
+            def preload(run: PeerRun) -> None:
+                # Checkpointed results become this peer's orphans: found at spawn and used.
+                for result in results.values():
+                    self._keep_orphan(result)
+
+            log.info("resuming %s: %d checkpointed result(s)", msg.run_id, len(results))
+            conn.post(self.runs.resume(conn.remote_name, msg.req, info, preload))
 
         self.spawn_task(answer)
 
@@ -973,6 +1013,7 @@ _HANDLERS: dict[type, Any] = {
     m.Shutdown: Peer._on_shutdown,
     m.Drain: Peer._on_drain,
     m.HandOver: Peer._on_hand_over,
+    m.ResumeRequest: Peer._on_resume_request,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),
@@ -985,6 +1026,7 @@ _HANDLERS: dict[type, Any] = {
 _CLIENT_OK: frozenset[type] = frozenset(
     {
         m.Submit,
+        m.ResumeRequest,
         m.ProgressRequest,
         m.ResultRequest,
         m.StatusRequest,

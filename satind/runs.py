@@ -344,6 +344,43 @@ class Runs:
             self._start(run)
         return m.Submitted(msg.req, info.run_id)
 
+    def resume(
+        self,
+        client: str,
+        req: int,
+        info: m.RunInfo,
+        preload: Callable[[PeerRun], None],
+    ) -> m.Submitted:
+        """Become the master of a checkpointed run under the next epoch; ``preload`` files the
+        checkpointed results as this peer's orphans before the root is respawned."""
+        try:
+            plugin = self.host.plugin_named(info.plugin)
+            if plugin.code_hash != info.code_hash:
+                raise RunRefused(
+                    f"the checkpoint of {info.run_id} was written by plugin {info.plugin} with "
+                    f"code hash {info.code_hash[:12]}; peer {self.host.name} has "
+                    f"{plugin.code_hash[:12]}"
+                )
+            problems = plugin_mismatches(plugin, self.host.members())
+            if problems:
+                raise RunRefused("; ".join(problems))
+            args = codec.decode_value(info.args)
+        except (plugins.UnknownPlugin, codec.DecodeError, RunRefused) as exc:
+            return m.Submitted(req, "", error_info(exc))
+        if info.run_id in self.active:
+            return m.Submitted(
+                req, "", m.ErrorInfo("RunRefused", f"run {info.run_id} is running already")
+            )
+        info = dataclasses.replace(info, master=self.host.name, epoch=info.epoch + 1)
+        run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
+        run.submitter = client
+        run.args = args
+        self.active[info.run_id] = run
+        preload(run)
+        log.warning("run %s: resumed from checkpoints as epoch %d", info.run_id, info.epoch)
+        self._start(run)
+        return m.Submitted(req, info.run_id)
+
     def _start(self, run: PeerRun) -> None:
         assert run.plugin is not None
         run.status = RUNNING

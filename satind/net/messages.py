@@ -429,6 +429,16 @@ class ControlReply(Message):
 
 
 @dataclass(frozen=True)
+class ResumeRequest(Message):
+    """Resume a run from the checkpoint logs the answering peer can read: it becomes the
+    run's master; the answer is ``Submitted`` (the same run id, or why not)."""
+
+    TYPE: ClassVar[int] = 69
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
 class HandOver(Message):
     """A leaving peer's finished results, given to a peer that keeps them and announces them
     under its own name (fault tolerance §3.3)."""
@@ -476,4 +486,5 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     ControlReply,
     Drain,
     HandOver,
+    ResumeRequest,
 )

@@ -25,6 +25,7 @@ ancestor stands in for the whole subtree).
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import zlib
@@ -32,8 +33,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import trio
+
+from satind.config import CheckpointConfig
 from satind.net import codec
 from satind.net import messages as m
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"\xc5\x1d"
 HEADER = struct.Struct(">2sII")
@@ -169,7 +175,74 @@ def _below_kept(path: bytes, kept: dict[bytes, m.JobResult]) -> bool:
     return any(path[:cut] in kept for cut in range(len(path)))
 
 
+class Checkpointer:
+    """A peer's side: the records to append, and the loop that appends them off the trio
+    thread every ``interval_s`` (and at every theft from this peer with policy "tic")."""
+
+    def __init__(self, cfg: CheckpointConfig, peer: str) -> None:
+        self.cfg = cfg
+        self.path = log_path(Path(cfg.dir), peer) if cfg.dir else None
+        self.pending: list[bytes] = []
+        self._runs: set[str] = set()
+        self._now = trio.Event()
+        self.bytes_written = 0
+        self.records_written = 0
+        self.failures = 0
+        self.last_at: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None
+
+    def run(self, announce: m.RunAnnounce) -> None:
+        """Log a run's descriptor once (a resume needs its plugin and arguments)."""
+        if self.enabled and announce.info.run_id not in self._runs:
+            self._runs.add(announce.info.run_id)
+            self.pending.append(frame(announce))
+
+    def result(self, result: m.JobResult) -> None:
+        if self.enabled and result.error is None and result.value is not None:
+            self.pending.append(frame(result))
+
+    def theft(self) -> None:
+        if self.cfg.policy == "tic":
+            self._now.set()
+
+    async def loop(self) -> None:
+        while True:
+            with trio.move_on_after(self.cfg.interval_s):
+                await self._now.wait()
+            self._now = trio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        if not self.pending or self.path is None:
+            return
+        batch, self.pending = self.pending, []
+        path = self.path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            written = await trio.to_thread.run_sync(append, path, batch, self.cfg.fsync)
+        except OSError as exc:
+            # A full or missing disk must not stop the computation: keep the records for the
+            # next try and say so.
+            self.failures += 1
+            self.pending[:0] = batch
+            log.error("checkpoint to %s failed: %s", path, exc)
+            return
+        self.bytes_written += written
+        self.records_written += len(batch)
+        self.last_at = trio.current_time()
+
+    def counters(self) -> dict[str, float]:
+        return {
+            "checkpoint_bytes": self.bytes_written,
+            "checkpoint_records": self.records_written,
+        }
+
+
 __all__ = [
+    "Checkpointer",
     "LogContents",
     "append",
     "compact",

@@ -1,0 +1,56 @@
+"""Total loss: every peer of a run is SIGKILLed mid-run; `satind resume` on other, fewer
+peers finishes it exactly from the checkpoint logs, computing less than a fresh run."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import independent
+from tests.integration.procs import alive
+from tests.integration.test_daemon import Daemon, client, keys, satind, status, wait_for
+
+pytestmark = pytest.mark.slow
+
+__all__ = ["keys"]  # the fixture, used by name below
+
+
+def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path) -> None:
+    assert satind("keys", "issue", str(keys), "m3").returncode == 0
+    ckpt = tmp_path / "checkpoints"
+    opts = ["--checkpoint-dir", str(ckpt), "--checkpoint-interval", "0.3"]
+    m1 = Daemon(keys, "m1", "east", "", "--peers", "3", *opts)
+    try:
+        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 3)
+        # 512 leaves of 60 ms: about 10 s on 3 peers.
+        proc = client(keys, m1.first, "submit", "tree", "3", "8", "60", "sleep")
+        run_id = proc.stdout.strip()
+        assert proc.returncode == 0, proc.stderr
+        wait_for(lambda: any(r["progress"] > 0.5 for r in status(keys, m1.first)["runs"]), 60)
+        time.sleep(0.5)  # a checkpoint interval or so
+    finally:
+        m1.kill()  # every peer, SIGKILL: nothing is left of the run but the logs
+    wait_for(lambda: not any(alive(p) for p in m1.children), 10)
+    logs = sorted(p.name for p in ckpt.iterdir())
+    assert logs and all(name.endswith(".satlog") for name in logs)
+
+    # Other peers (a different machine and cluster, 2 peers instead of 3) resume it.
+    m3 = Daemon(keys, "m3", "west", "", "--peers", "2", *opts)
+    try:
+        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m3.first)["peers"]) == 2)
+        proc = client(keys, m3.first, "resume", run_id, "--wait", "--json", timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["run_id"] == run_id
+        assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
+        stats = report["stats"]
+        assert stats["results_reused"] > 0  # checkpointed results were used...
+        assert stats["leaves_run"] < 512  # ...so less was computed than by a fresh run
+        # A run that is not in the logs is refused with a clear message.
+        proc = client(keys, m3.first, "resume", "20260101-000000-abcdef")
+        assert proc.returncode != 0 and "no checkpoint of run" in proc.stderr
+    finally:
+        m3.kill()
