@@ -48,6 +48,7 @@ def peers_table(reply: m.StatusReply) -> Table:
         "attempts l/w",
         "CPU%",
         "RSS MB",
+        "checkpoint",
     ):
         table.add_column(
             column, justify="left" if column in ("peer", "cluster", "state") else "right"
@@ -68,12 +69,21 @@ def peers_table(reply: m.StatusReply) -> Table:
                     f"{p.steal_attempts_local:,}/{p.steal_attempts_wide:,}",
                     f"{p.cpu_percent:.0f}",
                     f"{p.rss_mb:.0f}",
+                    _checkpoint_cell(p),
                 ]
                 if known
-                else ["-"] * 8
+                else ["-"] * 9
             ),
         )
     return table
+
+
+def _checkpoint_cell(p: m.PeerStatus) -> str:
+    """Policy, bytes written and age of the last checkpoint; "off" without checkpoints."""
+    if not p.checkpoint_policy:
+        return "off"
+    age = "none yet" if p.checkpoint_age_s < 0 else f"{p.checkpoint_age_s:.0f} s ago"
+    return f"{p.checkpoint_policy} {p.checkpoint_bytes / 1e6:.1f} MB, {age}"
 
 
 def runs_table(reply: m.StatusReply) -> Table:

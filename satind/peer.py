@@ -836,6 +836,11 @@ class Peer:
             cpu_percent=self._cpu_percent(),
             rss_mb=_rss_mb(),
             runs=len(self.runs.active),
+            checkpoint_policy=self.cfg.checkpoint.policy if self.checkpointer.enabled else "",
+            checkpoint_bytes=self.checkpointer.bytes_written,
+            checkpoint_age_s=-1.0
+            if self.checkpointer.last_at is None
+            else round(trio.current_time() - self.checkpointer.last_at, 1),
         )
 
     def _cpu_percent(self) -> float:

@@ -129,6 +129,11 @@ class PeerStatus:
     cpu_percent: float = 0.0
     rss_mb: float = 0.0
     runs: int = 0
+    # Checkpoints (recovery/checkpoint.py): policy ("" when off), bytes written, seconds since
+    # the last one (-1: none yet).
+    checkpoint_policy: str = ""
+    checkpoint_bytes: int = 0
+    checkpoint_age_s: float = -1.0
 
 
 @dataclass(frozen=True)

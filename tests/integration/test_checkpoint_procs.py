@@ -49,6 +49,10 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path) -> No
         stats = report["stats"]
         assert stats["results_reused"] > 0  # checkpointed results were used...
         assert stats["leaves_run"] < 512  # ...so less was computed than by a fresh run
+        # `status` shows each peer's checkpoints: policy, bytes written, age.
+        peers = [p for p in status(keys, m3.first)["peers"] if p["state"] == "alive"]
+        assert {p["checkpoint_policy"] for p in peers} == {"orphans"}
+        assert sum(p["checkpoint_bytes"] for p in peers) > 0
         # A run that is not in the logs is refused with a clear message.
         proc = client(keys, m3.first, "resume", "20260101-000000-abcdef")
         assert proc.returncode != 0 and "no checkpoint of run" in proc.stderr
