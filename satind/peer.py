@@ -225,9 +225,12 @@ class Peer:
         # "Idle" (wanting work) is not enough: a frame may wait in a sync for children that
         # thieves still compute, and its result must reach its owner before we leave.
         # A draining master leaves when its runs are over.
+        # Jobs we took and passed on to a thief (never run here, so not frames) still owe
+        # their result through us: wait for custody to be empty as well.
         while not (
             self.worker_idle
             and self.worker_frames == 0
+            and not self.custody.given
             and not self.worker.queue.jobs
             and not any(r.info.master == self.name for r in self.runs.active.values())
             and not self.runs.queue
@@ -671,6 +674,8 @@ class Peer:
 
     def _on_job_finished(self, job: Job) -> None:
         """Trio thread: a job without a local parent finished on our compute thread."""
+        if self.draining:
+            self.changed()  # it may have been the last thing a drain waited for
         if job.origin is None:
             self.runs.root_finished(job)
             return
