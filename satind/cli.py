@@ -203,6 +203,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     resume.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
     _client_options(resume)
 
+    suspend = commands["suspend"] = sub.add_parser(
+        "suspend",
+        help="checkpoint and stop a run; `satind resume` continues it, here or elsewhere",
+        description="The run's master stops it; every peer writes what it finished for it to "
+        "its checkpoint log. Needs peers started with --checkpoint-dir.",
+    )
+    suspend.add_argument("run_id", metavar="RUN_ID")
+    _client_options(suspend)
+
     status = commands["status"] = sub.add_parser(
         "status",
         help="peers and runs of the system",

@@ -41,6 +41,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "submit": _submit,
         "result": _result,
         "resume": _resume,
+        "suspend": _suspend,
         "status": _status,
         "drain": _drain,
         "stop": _stop,
@@ -145,6 +146,15 @@ async def _resume(args: argparse.Namespace, cfg: Config) -> int:
         if run.run_id == run_id:
             plugin_name, argv = run.plugin, list(run.argv)
     return _show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)
+
+
+async def _suspend(args: argparse.Namespace, cfg: Config) -> int:
+    async with _client(args, cfg) as client:
+        reply = await client.control(m.SuspendRequest(client.requests.new(), args.run_id), 60.0)
+    if not reply.ok:
+        raise CliError(reply.message, EXIT_FAILED)
+    print(reply.message)
+    return EXIT_OK
 
 
 async def _result(args: argparse.Namespace, cfg: Config) -> int:

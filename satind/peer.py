@@ -49,7 +49,7 @@ from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.recovery.checkpoint import Checkpointer, load_directory
 from satind.recovery.orphans import Orphans
-from satind.runs import PeerRun, Runs, as_ints
+from satind.runs import PeerRun, RunRefused, Runs, as_ints
 
 log = logging.getLogger(__name__)
 
@@ -403,6 +403,8 @@ class Peer:
         for announce in news:
             if announce.state == "running":
                 self.checkpointer.run(announce)
+            elif announce.state == "suspended":
+                self.checkpointer.flush_soon()  # what it did for the run goes to its log now
         for announce in news:
             # Run news spreads like member news: epidemically, so that one lost message
             # does not leave a peer stealing for a run that is long over.
@@ -496,6 +498,10 @@ class Peer:
     def _on_steal_request(self, conn: Link, msg: m.StealRequest) -> None:
         thief = conn.remote_name
         job = self.worker.queue.steal()
+        while job is not None and job.run.aborted:
+            # A job of a run that is over here (ended, suspended, or an epoch left behind):
+            # nobody waits for it. Given away, it would be run again under the run's id.
+            job = self.worker.queue.steal()
         spec = None
         if job is not None and job.parent is not None and job.run.orphans is not None:
             holder = job.run.orphans.get(job.path)
@@ -773,6 +779,38 @@ class Peer:
 
         self.spawn_task(answer)
 
+    def _on_suspend_request(self, conn: Link, msg: m.SuspendRequest) -> None:
+        async def answer() -> None:
+            master = self.runs.master_of(msg.run_id)
+            if master is not None and master != self.name:
+                # Relay to the master and its answer back.
+                req = self.requests.new()
+                self.post(master, m.SuspendRequest(req, msg.run_id))
+                reply = await self.requests.reply_within(req, self.cfg.client.timeout_s)
+                if isinstance(reply, m.ControlReply):
+                    conn.post(m.ControlReply(msg.req, reply.ok, reply.message, reply.affected))
+                else:
+                    why = f"the master of {msg.run_id}, {master}, did not answer"
+                    conn.post(m.ControlReply(msg.req, False, why))
+                return
+            if not self.checkpointer.enabled:
+                why = (
+                    f"peer {self.name} has no checkpoint directory: a suspended run is resumed "
+                    "from checkpoints (start the peers with --checkpoint-dir)"
+                )
+                conn.post(m.ControlReply(msg.req, False, why))
+                return
+            try:
+                self.runs.suspend(msg.run_id)
+            except RunRefused as exc:
+                conn.post(m.ControlReply(msg.req, False, str(exc)))
+                return
+            await self.checkpointer.flush()
+            done = f"suspended {msg.run_id}; `satind resume {msg.run_id}` continues it"
+            conn.post(m.ControlReply(msg.req, True, done, [msg.run_id]))
+
+        self.spawn_task(answer)
+
     def forward_result(self, run_id: str, dest: str) -> None:
         """Send ``dest`` the run's result once the run's master has it (see Runs._new_epoch)."""
 
@@ -1024,6 +1062,8 @@ _HANDLERS: dict[type, Any] = {
     m.Drain: Peer._on_drain,
     m.HandOver: Peer._on_hand_over,
     m.ResumeRequest: Peer._on_resume_request,
+    m.SuspendRequest: Peer._on_suspend_request,
+    m.ControlReply: Peer._on_reply,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),
@@ -1037,6 +1077,7 @@ _CLIENT_OK: frozenset[type] = frozenset(
     {
         m.Submit,
         m.ResumeRequest,
+        m.SuspendRequest,
         m.ProgressRequest,
         m.ResultRequest,
         m.StatusRequest,

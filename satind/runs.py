@@ -34,6 +34,8 @@ from satind.net.requests import Requests
 log = logging.getLogger(__name__)
 
 RUNNING, QUEUED, DONE, FAILED = "running", "queued", "done", "failed"
+# Stopped by `satind suspend` after a checkpoint; `satind resume` continues it (a new epoch).
+SUSPENDED = "suspended"
 
 
 def new_run_id() -> str:
@@ -148,6 +150,8 @@ class Runs:
         # ignored from now on, and `satind result` knows whom to ask.
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
+        # Suspended runs and the epoch they were suspended at: a higher epoch resumes them.
+        self.suspended: dict[str, int] = {}
         self._result_waiters: dict[str, list[trio.Event]] = {}
         # Jobs this peer ran in runs it no longer tracks (for `satind status`).
         self.jobs_run_before = 0
@@ -198,11 +202,21 @@ class Runs:
     def on_announce(self, announce: m.RunAnnounce) -> bool:
         """Apply gossip about a run; True when it is news here (then it is worth spreading)."""
         run_id = announce.info.run_id
+        if (
+            announce.state == RUNNING
+            and run_id in self.suspended
+            and announce.info.epoch > self.suspended[run_id]
+        ):
+            self._reopen(run_id)  # resumed
         if run_id in self.ended or run_id in self.finished:
             return False
-        if announce.state in (DONE, FAILED):
-            self._remember_ended(announce)
+        if announce.state in (DONE, FAILED, SUSPENDED):
             run = self.active.get(run_id)
+            if run is not None and run.info.epoch > announce.info.epoch:
+                return False  # news of an epoch that a resume superseded
+            self._remember_ended(announce)
+            if announce.state == SUSPENDED:
+                self.suspended[run_id] = announce.info.epoch
             if run is not None and run.info.master != self.host.name:
                 self.drop(run_id)
             return True
@@ -272,6 +286,44 @@ class Runs:
         run.args = codec.decode_value(info.args)
         run.submitter = None
         self._start(run)
+
+    def suspend(self, run_id: str) -> None:
+        """Stop a run this peer masters so that `resume` can continue it from checkpoints:
+        every peer drops its frames and flushes its log; the submitter is told.
+
+        Raises:
+            RunRefused: this peer is not the master of a running run of that id.
+        """
+        run = self.active.get(run_id)
+        if run is None or run.info.master != self.host.name or run.status != RUNNING:
+            master = self.master_of(run_id)
+            where = f"its master is {master}" if master else "no such run"
+            raise RunRefused(f"peer {self.host.name} masters no running run {run_id} ({where})")
+        elapsed = trio.current_time() - run.started
+        self.drop(run_id)
+        announce = m.RunAnnounce(run.info, SUSPENDED)
+        self._remember_ended(announce)
+        self.suspended[run_id] = run.info.epoch
+        self.host.announce(announce)
+        why = f"run {run_id} was suspended; `satind resume {run_id}` continues it"
+        if run.submitter is not None:
+            error = m.ErrorInfo("RunSuspended", why)
+            peers = len(self.host.members())
+            self.host.post(run.submitter, m.RunResult(run_id, None, error, elapsed, peers, {}))
+        for event in self._result_waiters.pop(run_id, []):
+            event.set()
+        log.warning("%s", why)
+        if self.queue:
+            self._start(self.queue.popleft())
+        self.host.changed()
+
+    def _reopen(self, run_id: str) -> None:
+        """A suspended run is resumed: it is no longer over."""
+        self.suspended.pop(run_id, None)
+        self.ended.pop(run_id, None)
+        kept = [a for a in self.recently_ended if a.info.run_id != run_id]
+        self.recently_ended.clear()
+        self.recently_ended.extend(kept)
 
     def _remember_ended(self, announce: m.RunAnnounce) -> None:
         run_id = announce.info.run_id
@@ -371,6 +423,12 @@ class Runs:
             return m.Submitted(
                 req, "", m.ErrorInfo("RunRefused", f"run {info.run_id} is running already")
             )
+        if info.run_id in self.suspended:
+            info = dataclasses.replace(info, epoch=max(info.epoch, self.suspended[info.run_id]))
+            self._reopen(info.run_id)
+        elif info.run_id in self.ended or info.run_id in self.finished:
+            why = f"run {info.run_id} is over ({self.status_of(info.run_id)}): see `satind result`"
+            return m.Submitted(req, "", m.ErrorInfo("RunRefused", why))
         info = dataclasses.replace(info, master=self.host.name, epoch=info.epoch + 1)
         run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
         run.submitter = client

@@ -100,7 +100,7 @@ class RunAnnounce:
     """A run's descriptor and where it stands, spread by gossip to every peer."""
 
     info: RunInfo
-    state: str  # "queued", "running", "done" or "failed"
+    state: str  # "queued", "running", "done", "failed" or "suspended"
 
 
 @dataclass(frozen=True)
@@ -444,6 +444,16 @@ class ResumeRequest(Message):
 
 
 @dataclass(frozen=True)
+class SuspendRequest(Message):
+    """Suspend a run (its master checkpoints and stops it; relayed to the master by any
+    peer). The answer is a ControlReply."""
+
+    TYPE: ClassVar[int] = 70
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
 class HandOver(Message):
     """A leaving peer's finished results, given to a peer that keeps them and announces them
     under its own name (fault tolerance §3.3)."""
@@ -492,4 +502,5 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Drain,
     HandOver,
     ResumeRequest,
+    SuspendRequest,
 )

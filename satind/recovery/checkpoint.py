@@ -208,6 +208,10 @@ class Checkpointer:
         if self.cfg.policy == "tic":
             self._now.set()
 
+    def flush_soon(self) -> None:
+        """Checkpoint now rather than at the next interval (a run is being suspended)."""
+        self._now.set()
+
     async def loop(self) -> None:
         while True:
             with trio.move_on_after(self.cfg.interval_s):

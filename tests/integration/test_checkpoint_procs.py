@@ -4,6 +4,8 @@ peers finishes it exactly from the checkpoint logs, computing less than a fresh 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,3 +60,41 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path) -> No
         assert proc.returncode != 0 and "no checkpoint of run" in proc.stderr
     finally:
         m3.kill()
+
+
+def test_suspend_then_resume_on_the_same_peers(keys: Path, tmp_path: Path) -> None:
+    opts = ["--checkpoint-dir", str(tmp_path / "ckpt"), "--checkpoint-interval", "5"]
+    m1 = Daemon(keys, "m1", "east", "", "--peers", "3", *opts)
+    try:
+        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 3)
+        argv = ["submit", "tree", "3", "8", "60", "sleep", "--wait", "--json"]
+        submit = subprocess.Popen(
+            [sys.executable, "-m", "satind", *argv, "--to", m1.first, "--keys", str(keys)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: any(r["progress"] > 0.4 for r in status(keys, m1.first)["runs"]), 60)
+            run_id = next(r["run_id"] for r in status(keys, m1.first)["runs"])
+            # Suspend through a peer that is not the master: the request is relayed.
+            other = list(m1.addresses.values())[1]
+            proc = client(keys, other, "suspend", run_id)
+            assert proc.returncode == 0 and "suspended" in proc.stdout, proc.stderr
+            _, err = submit.communicate(timeout=60)
+        finally:
+            submit.kill()
+        assert submit.returncode != 0 and "suspended" in err  # the submitter is told
+        # A run that is not running cannot be suspended.
+        proc = client(keys, m1.first, "suspend", run_id)
+        assert proc.returncode == 1 and "masters no running run" in proc.stderr
+        # Later: resume it, on the same peers. The checkpoint interval is 5 s: what the peers
+        # finished went to the logs at the suspend, not at an interval.
+        proc = client(keys, m1.first, "resume", run_id, "--wait", "--json", timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
+        assert report["stats"]["results_reused"] > 0
+        assert report["stats"]["leaves_run"] < 512
+    finally:
+        m1.kill()
