@@ -108,6 +108,8 @@ class Peer:
         self.custody = Custody()
         self.orphans = Orphans(cfg.ft.keep_results)
         self.checkpointer = Checkpointer(cfg.checkpoint, options.name)
+        # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
+        self.checkpointed: dict[str, m.RunInfo] = {}
         # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
         self.needs_orphans = cfg.ft.orphans
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
@@ -177,6 +179,7 @@ class Peer:
                 nursery.start_soon(self._custody_loop)
                 if self.checkpointer.enabled:
                     nursery.start_soon(self.checkpointer.loop)
+                    nursery.start_soon(self._find_checkpointed_runs)
                 task_status.started(address)
                 if join:
                     self.join(self.options.seeds)
@@ -403,6 +406,8 @@ class Peer:
         for announce in news:
             if announce.state == "running":
                 self.checkpointer.run(announce)
+            elif announce.state in ("done", "failed"):
+                self.checkpointer.ended(announce)
             elif announce.state == "suspended":
                 self.checkpointer.flush_soon()  # what it did for the run goes to its log now
         for announce in news:
@@ -419,6 +424,8 @@ class Peer:
         """Spread news of a run: gossip it, and tell every member at once (it is small)."""
         if announce.state == "running":
             self.checkpointer.run(announce)
+        elif announce.state in ("done", "failed"):
+            self.checkpointer.ended(announce)
         self.swim.dissemination.add_run(announce)
         for name in self.others():
             self.post(name, m.Gossip(m.Broadcasts([], [announce])))
@@ -752,6 +759,19 @@ class Peer:
 
         self.spawn_task(answer)
 
+    async def _find_checkpointed_runs(self) -> None:
+        """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
+        directory = Path(self.cfg.checkpoint.dir)
+        contents = await trio.to_thread.run_sync(load_directory, directory)
+        self.checkpointed = contents.unfinished()
+        if self.checkpointed:
+            log.warning(
+                "checkpoint directory %s holds %d unfinished run(s): %s (`satind resume RUN_ID`)",
+                directory,
+                len(self.checkpointed),
+                ", ".join(sorted(self.checkpointed)),
+            )
+
     def _on_resume_request(self, conn: Link, msg: m.ResumeRequest) -> None:
         async def answer() -> None:
             directory = self.cfg.checkpoint.dir
@@ -912,7 +932,12 @@ class Peer:
                     counters,
                 )
             )
-        return parts + self.runs.statuses({})
+        resumable = [
+            m.RunStatus(info.run_id, info.plugin, info.argv, info.master, "checkpointed", 0.0, 0.0)
+            for run_id, info in self.checkpointed.items()
+            if run_id not in self.runs.active and self.runs.status_of(run_id) == "unknown"
+        ]
+        return parts + self.runs.statuses({}) + resumable
 
     async def _answer_deep_status(self, conn: Link, msg: m.StatusRequest) -> None:
         peers = [self.local_status()]

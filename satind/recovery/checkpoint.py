@@ -77,6 +77,8 @@ class LogContents:
     """What the logs of a checkpoint directory hold, and what could not be read."""
 
     runs: dict[str, m.RunInfo] = field(default_factory=dict)
+    # Runs whose end (done or failed) was logged: nothing to resume.
+    ended: set[str] = field(default_factory=set)
     # run id -> path -> result (compacted: no result below another one's path)
     results: dict[str, dict[bytes, m.JobResult]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -88,9 +90,16 @@ class LogContents:
                 self.results.setdefault(msg.run_id, {})[msg.path] = msg
         elif isinstance(msg, m.Gossip):
             for announce in msg.gossip.runs:
+                if announce.state in ("done", "failed"):
+                    self.ended.add(announce.info.run_id)
+                    continue
                 known = self.runs.get(announce.info.run_id)
                 if known is None or announce.info.epoch >= known.epoch:
                     self.runs[announce.info.run_id] = announce.info
+
+    def unfinished(self) -> dict[str, m.RunInfo]:
+        """Runs the logs can resume: logged as running, and not logged as over."""
+        return {k: v for k, v in self.runs.items() if k not in self.ended}
 
 
 def read_records(data: bytes) -> Iterator[tuple[int, m.Message | str]]:
@@ -198,6 +207,12 @@ class Checkpointer:
         """Log a run's descriptor once (a resume needs its plugin and arguments)."""
         if self.enabled and announce.info.run_id not in self._runs:
             self._runs.add(announce.info.run_id)
+            self.pending.append(frame(announce))
+
+    def ended(self, announce: m.RunAnnounce) -> None:
+        """Log that a run is over (done or failed): a directory's unfinished runs are those
+        without this record."""
+        if self.enabled and announce.info.run_id in self._runs:
             self.pending.append(frame(announce))
 
     def result(self, result: m.JobResult) -> None:

@@ -43,6 +43,14 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path) -> No
     m3 = Daemon(keys, "m3", "west", "", "--peers", "2", *opts)
     try:
         wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m3.first)["peers"]) == 2)
+        # The peers found the unfinished run in the checkpoint directory: status lists it.
+        wait_for(
+            lambda: (
+                {r["run_id"]: r["state"] for r in status(keys, m3.first)["runs"]}.get(run_id)
+                == "checkpointed"
+            ),
+            10,
+        )
         proc = client(keys, m3.first, "resume", run_id, "--wait", "--json", timeout=120)
         assert proc.returncode == 0, proc.stderr
         report = json.loads(proc.stdout)
@@ -55,6 +63,9 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path) -> No
         peers = [p for p in status(keys, m3.first)["peers"] if p["state"] == "alive"]
         assert {p["checkpoint_policy"] for p in peers} == {"orphans"}
         assert sum(p["checkpoint_bytes"] for p in peers) > 0
+        # Now it is done, and listed so (not as checkpointed any more).
+        runs = {r["run_id"]: r["state"] for r in status(keys, m3.first)["runs"]}
+        assert runs[run_id] == "done"
         # A run that is not in the logs is refused with a clear message.
         proc = client(keys, m3.first, "resume", "20260101-000000-abcdef")
         assert proc.returncode != 0 and "no checkpoint of run" in proc.stderr

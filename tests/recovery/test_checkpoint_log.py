@@ -53,7 +53,7 @@ def test_a_torn_tail_costs_only_the_last_record(tmp_path: Path) -> None:
     assert len(got.problems) == 1 and "torn record at the end" in got.problems[0]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.integers(min_value=0, max_value=10**9), st.integers(min_value=1, max_value=8))
 def test_flipped_bits_and_truncation_never_stop_a_load(seed: int, flips: int) -> None:
     import tempfile
@@ -80,8 +80,10 @@ def test_flipped_bits_and_truncation_never_stop_a_load(seed: int, flips: int) ->
             ends.append(ends[-1] + len(cp.frame(r)))
         whole_before_cut = sum(1 for end in ends[1:] if end <= cut)
         assert len(survived) >= whole_before_cut - flips
-        if len(survived) < whole_before_cut or cut < len(original):
-            assert got.problems  # damage is reported
+        # Damage is reported: a lost record, or a cut inside a record (a cut exactly between
+        # records leaves a shorter, sound log).
+        if len(survived) < whole_before_cut or cut not in (0, *ends):
+            assert got.problems
 
 
 def test_garbage_files_are_reported_not_fatal(tmp_path: Path) -> None:
