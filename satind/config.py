@@ -143,7 +143,8 @@ class CheckpointConfig:
     interval_s: float = 10.0
     # What is logged: "orphans", at each interval the results recovery needs (results of
     # stolen jobs, kept orphans); "tic", the same and a checkpoint at every theft from this
-    # peer (KAAPI's theft-induced checkpointing).
+    # peer (KAAPI's theft-induced checkpointing); "sel", every finished job's result
+    # (systematic event logging: the most reuse after a total loss, the most bytes).
     policy: str = "orphans"
     # fsync each batch: a record counts as checkpointed once its batch is on the disk. Off,
     # a machine crash (not a process crash) may lose the last batches.
@@ -262,7 +263,7 @@ class ConfigError(ValueError):
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("steal", "algorithm"): ("rs", "crs"),
     ("daemon", "on_sigterm"): ("leave", "drain"),
-    ("checkpoint", "policy"): ("orphans", "tic"),
+    ("checkpoint", "policy"): ("orphans", "tic", "sel"),
 }
 
 

@@ -113,6 +113,8 @@ class Peer:
         # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
         self.needs_orphans = cfg.ft.orphans
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
+        if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
+            self.worker.log_all = True
         identity = Identity(options.name, options.cluster, "peer")
         self.transport: PeerTransport
         if network is not None:
@@ -326,6 +328,19 @@ class Peer:
 
     def orphan_result(self, job: Job) -> None:
         self._soon(self._on_orphan_result, job)
+
+    def job_logged(self, job: Job) -> None:
+        self._soon(self._log_job, job)
+
+    def _log_job(self, job: Job) -> None:
+        """Checkpoint policy "sel": every finished job's result goes to the log."""
+        if job.error is not None or job.run.aborted:
+            return
+        try:
+            value = codec.encode_value(job.value)
+        except codec.EncodeError:
+            return
+        self.checkpointer.result(m.JobResult(job.run.run_id, job.path, value, None))
 
     def _on_orphan_result(self, job: Job) -> None:
         """Trio thread: a finished job of an aborted orphan subtree: keep it."""

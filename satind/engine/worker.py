@@ -56,6 +56,9 @@ class WorkerHooks(Protocol):
     def orphan_result(self, job: Job) -> None:
         """A finished job below an aborted orphan frame: keep its result and announce it."""
 
+    def job_logged(self, job: Job) -> None:
+        """A job finished and every completion is logged (checkpoint policy "sel")."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobArrived:
@@ -127,6 +130,8 @@ class Compute(Protocol):
     # Frames in progress (0: no job is running or waiting in a sync). Written by the compute
     # side only; the peer reads it to know a drain is over.
     nesting: int
+    # Report every finished job through ``job_logged`` (checkpoint policy "sel").
+    log_all: bool
 
     def post(self, event: MailboxEvent) -> None: ...
 
@@ -159,6 +164,8 @@ class Worker:
         self.nesting = 0
         # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
         self.cut: set[Job] = set()
+        # Report every finished job (checkpoint policy "sel", systematic event logging).
+        self.log_all = False
         self._wanting = False
         self._stopped = False
 
@@ -256,6 +263,8 @@ class Worker:
             return
         self.current = prev
         account(job)
+        if self.log_all:
+            self.hooks.job_logged(job)
         if parent is not None:
             # finish(job, parent), inlined: this is every job's path.
             parent.pending -= 1

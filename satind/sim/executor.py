@@ -52,6 +52,7 @@ class SimWorker:
         self._wake = trio.Event()
         self.nesting = 0
         self.cut: set[Job] = set()
+        self.log_all = False
         self._wanting = False
         self._stopped = False
         self.busy_s = 0.0
@@ -105,6 +106,8 @@ class SimWorker:
                 self.nesting -= 1
             return
         account(job)
+        if self.log_all:
+            self.hooks.job_logged(job)
         if parent is not None:
             finish(job, parent)
         else:

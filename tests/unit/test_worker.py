@@ -32,6 +32,9 @@ class Hooks:
     def orphan_result(self, job: Job) -> None:
         self.events.put(("orphan", job))
 
+    def job_logged(self, job: Job) -> None:
+        self.events.put(("logged", job))
+
     def drained(self) -> list[tuple[str, Any]]:
         out = []
         while not self.events.empty():
@@ -100,6 +103,22 @@ def test_leaves_below_a_restarted_job_count_as_redone(worker: Worker) -> None:
     assert root.result() == 610
     assert run.leaves_run == _leaves(15)
     assert run.leaves_redone == _leaves(14)
+
+
+def test_with_log_all_every_finished_job_is_reported() -> None:
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    w.log_all = True  # checkpoint policy "sel"
+    run = _run()
+    root = make_root(fib.fn, (10,), run)
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+    logged = [job for kind, job in hooks.drained() if kind == "logged"]
+    assert len(logged) == run.jobs_run and root in logged
+    assert all(job.done for job in logged)
 
 
 def test_child_exception_reaches_the_parent(worker: Worker) -> None:
