@@ -141,10 +141,7 @@ async def _resume(args: argparse.Namespace, cfg: Config) -> int:
             return EXIT_OK
         result = await client.result(run_id)
         status = await client.status()
-    plugin_name, argv = "", []
-    for run in status.runs:
-        if run.run_id == run_id:
-            plugin_name, argv = run.plugin, list(run.argv)
+    plugin_name, argv = _plugin_and_argv(status, run_id)
     return _show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)
 
 
@@ -163,11 +160,16 @@ async def _result(args: argparse.Namespace, cfg: Config) -> int:
         status = await client.status() if reply.result is not None else None
     if reply.result is None:
         raise CliError(reply.error or f"no result for {args.run_id}", EXIT_FAILED)
-    plugin_name, argv = "", []
-    for run in status.runs if status else []:
-        if run.run_id == args.run_id:
-            plugin_name, argv = run.plugin, list(run.argv)
+    plugin_name, argv = _plugin_and_argv(status, args.run_id)
     return _show_result(reply.result, plugin_name, argv, args.plugin_path, args.json, cfg)
+
+
+def _plugin_and_argv(status: m.StatusReply | None, run_id: str) -> tuple[str, list[str]]:
+    """A run's plugin and arguments from a status reply (for printing its result)."""
+    for run in status.runs if status else []:
+        if run.run_id == run_id:
+            return run.plugin, list(run.argv)
+    return "", []
 
 
 def status_json(reply: m.StatusReply) -> dict[str, Any]:

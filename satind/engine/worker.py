@@ -280,12 +280,7 @@ class Worker:
         """At spawn, in a run with orphans: if this job's result is kept somewhere, link the
         job to it instead of queueing it (satin-ft §3.2). The table is shared with the trio
         thread; single dict operations are atomic under the GIL."""
-        table = job.run.orphans
-        holder = table.get(job.path) if table is not None else None
-        if holder is None:
-            return False
-        self.hooks.orphan_hit(job, holder)
-        return True
+        return adopt(job, self.hooks)
 
     def sync_frame(self, frame: Job) -> None:
         """Run or wait for work until ``frame`` has no pending children."""
@@ -379,6 +374,17 @@ def account(job: Job) -> None:
         run.leaves_run += 1
         if run.redo is not None and any(is_ancestor(root, job.path) for root in run.redo):
             run.leaves_redone += 1
+
+
+def adopt(job: Job, hooks: WorkerHooks) -> bool:
+    """If ``job``'s result is kept somewhere (an orphan), tell the peer to fetch it and return
+    True; the job is then not run here. Shared by every compute side."""
+    table = job.run.orphans
+    holder = table.get(job.path) if table is not None else None
+    if holder is None:
+        return False
+    hooks.orphan_hit(job, holder)
+    return True
 
 
 def finish(job: Job, parent: Job) -> None:

@@ -30,6 +30,7 @@ from satind.engine.worker import (
     WorkerStopped,
     abandon,
     account,
+    adopt,
     apply_result,
     cut_subtree,
     finish,
@@ -87,7 +88,7 @@ class SimWorker:
             if job.run.aborted or job in self.cut:
                 return
             self.nesting += 1
-        elif job.run.orphans is not None and self._adopt(job):
+        elif job.run.orphans is not None and adopt(job, self.hooks):
             return  # a tuple came in while it waited in the queue: its result is kept
         try:
             await self._body(job)
@@ -137,20 +138,12 @@ class SimWorker:
                 job.nspawn += 1
                 job.pending += 1
                 handles.append(child)
-                if job.run.orphans is not None and self._adopt(child):
+                if job.run.orphans is not None and adopt(child, self.hooks):
                     continue  # an orphan's kept result stands in for it
                 self.queue.push(child)
             job.nsync += 1
             await self.sync_frame(job)
             job.value = sum(h.result() for h in handles) & MASK
-
-    def _adopt(self, job: Job) -> bool:
-        table = job.run.orphans
-        holder = table.get(job.path) if table is not None else None
-        if holder is None:
-            return False
-        self.hooks.orphan_hit(job, holder)
-        return True
 
     async def sync_frame(self, frame: Job) -> None:
         while frame.pending:
