@@ -396,6 +396,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             f"{report.tuples_sent:,} · results reused {report.results_reused:,} · drained "
             f"leaves redone {report.drained_redone:,}"
         )
+        if report.checkpoint_bytes:
+            covered = report.leaves_checkpointed
+            reused = covered - report.checkpointed_redone
+            share = f" ({reused / covered:.0%})" if covered else ""
+            print(
+                f"  checkpoints: {report.checkpoint_bytes:,} bytes written · leaves covered at "
+                f"the resume {covered:,}, reused {reused:,}{share} · leaves run after the "
+                f"resume {report.leaves_after_resume:,}"
+            )
         conv = "-" if report.convergence_s is None else f"{report.convergence_s:.2f} s"
         print(
             f"  membership converged at {conv} · {report.virtual_s:.1f} virtual s in "

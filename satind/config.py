@@ -129,6 +129,9 @@ class FaultToleranceConfig:
     # count. Results a peer keeps for others (orphans and handed-over results); past it the
     # oldest go (a lost tuple only costs recomputation).
     keep_results: int = 100_000
+    # count. Orphan tuples per message when a (re)started run's table is sent to every member
+    # with its announce (bounded so that a big table never nears net.max_frame_bytes).
+    tuples_per_message: int = 2_000
 
 
 @dataclass(frozen=True)

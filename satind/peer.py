@@ -47,7 +47,7 @@ from satind.net import messages as m
 from satind.net.memory import MemoryNetwork
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
-from satind.recovery.checkpoint import Checkpointer, load_directory
+from satind.recovery.checkpoint import Checkpointer, LogStore
 from satind.recovery.orphans import Orphans
 from satind.runs import PeerRun, RunRefused, Runs, as_ints
 
@@ -82,6 +82,9 @@ class PeerOptions:
     instance: int | None = None
     plugins: dict[str, plugins.Plugin] | None = None
     run_ids: Callable[[], str] | None = None
+    # Where checkpoint logs go; by default files in [checkpoint] dir (the simulator shares
+    # one in-memory store among its peers, as machines share a mount).
+    checkpoint_store: LogStore | None = None
 
 
 class Peer:
@@ -107,7 +110,7 @@ class Peer:
         self.requests = Requests()
         self.custody = Custody()
         self.orphans = Orphans(cfg.ft.keep_results)
-        self.checkpointer = Checkpointer(cfg.checkpoint, options.name)
+        self.checkpointer = Checkpointer(cfg.checkpoint, options.name, options.checkpoint_store)
         # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
         self.checkpointed: dict[str, m.RunInfo] = {}
         # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
@@ -442,8 +445,20 @@ class Peer:
         elif announce.state in ("done", "failed"):
             self.checkpointer.ended(announce)
         self.swim.dissemination.add_run(announce)
+        # A run that starts with an orphan table (resumed from checkpoints, or respawned by a
+        # new master) sends the table along: a member that steals before gossip brings the
+        # tuples would compute again what is kept. Same link, so the run is known first.
+        run = self.runs.active.get(announce.info.run_id)
+        table = (
+            []
+            if run is None or announce.state != "running"
+            else (Orphans.tuples_of(run.state, announce.info.run_id))
+        )
+        chunk = self.cfg.ft.tuples_per_message
         for name in self.others():
-            self.post(name, m.Gossip(m.Broadcasts([], [announce])))
+            self.post(name, m.Gossip(m.Broadcasts([], [announce], table[:chunk])))
+            for start in range(chunk, len(table), chunk):
+                self.post(name, m.Gossip(m.Broadcasts([], [], table[start : start + chunk])))
 
     def has_active_runs(self) -> bool:
         return not self.draining and self.runs.has_work()
@@ -776,30 +791,30 @@ class Peer:
 
     async def _find_checkpointed_runs(self) -> None:
         """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
-        directory = Path(self.cfg.checkpoint.dir)
-        contents = await trio.to_thread.run_sync(load_directory, directory)
+        assert self.checkpointer.store is not None
+        contents = await self.checkpointer.store.load()
         self.checkpointed = contents.unfinished()
         if self.checkpointed:
             log.warning(
                 "checkpoint directory %s holds %d unfinished run(s): %s (`satind resume RUN_ID`)",
-                directory,
+                self.checkpointer.store.where,
                 len(self.checkpointed),
                 ", ".join(sorted(self.checkpointed)),
             )
 
     def _on_resume_request(self, conn: Link, msg: m.ResumeRequest) -> None:
         async def answer() -> None:
-            directory = self.cfg.checkpoint.dir
-            if not directory:
+            store = self.checkpointer.store
+            if store is None:
                 why = f"peer {self.name} has no checkpoint directory ([checkpoint] dir)"
                 conn.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
                 return
-            contents = await trio.to_thread.run_sync(load_directory, Path(directory))
+            contents = await store.load()
             for problem in contents.problems:
                 log.warning("checkpoint: %s", problem)
             info = contents.runs.get(msg.run_id)
             if info is None:
-                why = f"no checkpoint of run {msg.run_id} in {directory}"
+                why = f"no checkpoint of run {msg.run_id} in {store.where}"
                 conn.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
                 return
             results = contents.results.get(msg.run_id, {})

@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
@@ -142,18 +143,29 @@ def read_records(data: bytes) -> Iterator[tuple[int, m.Message | str]]:
 
 
 def load(paths: Iterable[Path]) -> LogContents:
-    """Read logs (unreadable files and damaged records are reported, never fatal), then
-    compact."""
+    """Read log files (unreadable files and damaged records are reported, never fatal),
+    then compact."""
+
+    def blobs() -> Iterator[tuple[str, bytes | OSError]]:
+        for path in sorted(paths):
+            try:
+                yield path.name, path.read_bytes()
+            except OSError as exc:
+                yield path.name, exc
+
+    return load_blobs(blobs())
+
+
+def load_blobs(blobs: Iterable[tuple[str, bytes | OSError]]) -> LogContents:
+    """Read logs given as (name, content or the error reading it), then compact."""
     out = LogContents()
-    for path in sorted(paths):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            out.problems.append(f"{path.name}: cannot read: {exc}")
+    for name, data in blobs:
+        if isinstance(data, OSError):
+            out.problems.append(f"{name}: cannot read: {data}")
             continue
         for offset, item in read_records(data):
             if isinstance(item, str):
-                out.problems.append(f"{path.name} at byte {offset}: {item}")
+                out.problems.append(f"{name} at byte {offset}: {item}")
             else:
                 out.records += 1
                 out.add(item)
@@ -164,6 +176,56 @@ def load(paths: Iterable[Path]) -> LogContents:
 
 def load_directory(directory: Path) -> LogContents:
     return load(directory.glob("*" + SUFFIX))
+
+
+class LogStore(Protocol):
+    """Where a peer's log goes and where a resume reads every peer's log from."""
+
+    where: str
+
+    async def append(self, peer: str, records: list[bytes]) -> int:
+        """Append records to ``peer``'s log; returns bytes written. Raises OSError."""
+        ...
+
+    async def load(self) -> LogContents: ...
+
+
+class FileStore:
+    """Log files in a directory (a local disk or a shared mount); file work runs off the
+    trio thread so that a slow disk never stalls the peer."""
+
+    def __init__(self, directory: Path, fsync: bool = True) -> None:
+        self.directory = directory
+        self.fsync = fsync
+        self.where = str(directory)
+
+    async def append(self, peer: str, records: list[bytes]) -> int:
+        path = log_path(self.directory, peer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return await trio.to_thread.run_sync(append, path, records, self.fsync)
+
+    async def load(self) -> LogContents:
+        return await trio.to_thread.run_sync(load_directory, self.directory)
+
+
+class MemoryStore:
+    """Logs in memory, shared by every peer given the same store: the simulator's checkpoint
+    mount. Appends are synchronous, so a simulation stays deterministic under the mock
+    clock (a thread would let virtual time jump while it runs)."""
+
+    def __init__(self, where: str = "memory") -> None:
+        self.where = where
+        self.logs: dict[str, bytearray] = {}
+
+    async def append(self, peer: str, records: list[bytes]) -> int:
+        data = b"".join(records)
+        self.logs.setdefault(peer, bytearray()).extend(data)
+        await trio.lowlevel.checkpoint()
+        return len(data)
+
+    async def load(self) -> LogContents:
+        await trio.lowlevel.checkpoint()
+        return load_blobs((name, bytes(self.logs[name])) for name in sorted(self.logs))
 
 
 def compact(results: dict[bytes, m.JobResult]) -> dict[bytes, m.JobResult]:
@@ -188,9 +250,13 @@ class Checkpointer:
     """A peer's side: the records to append, and the loop that appends them off the trio
     thread every ``interval_s`` (and at every theft from this peer with policy "tic")."""
 
-    def __init__(self, cfg: CheckpointConfig, peer: str) -> None:
+    def __init__(self, cfg: CheckpointConfig, peer: str, store: LogStore | None = None) -> None:
         self.cfg = cfg
-        self.path = log_path(Path(cfg.dir), peer) if cfg.dir else None
+        self.peer = peer
+        # No store given: the configured directory, if any (empty: checkpoints are off).
+        if store is None and cfg.dir:
+            store = FileStore(Path(cfg.dir), cfg.fsync)
+        self.store = store
         self.pending: list[bytes] = []
         self._runs: set[str] = set()
         self._now = trio.Event()
@@ -201,7 +267,7 @@ class Checkpointer:
 
     @property
     def enabled(self) -> bool:
-        return self.path is not None
+        return self.store is not None
 
     def run(self, announce: m.RunAnnounce) -> None:
         """Log a run's descriptor once (a resume needs its plugin and arguments)."""
@@ -235,19 +301,17 @@ class Checkpointer:
             await self.flush()
 
     async def flush(self) -> None:
-        if not self.pending or self.path is None:
+        if not self.pending or self.store is None:
             return
         batch, self.pending = self.pending, []
-        path = self.path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            written = await trio.to_thread.run_sync(append, path, batch, self.cfg.fsync)
+            written = await self.store.append(self.peer, batch)
         except OSError as exc:
             # A full or missing disk must not stop the computation: keep the records for the
             # next try and say so.
             self.failures += 1
             self.pending[:0] = batch
-            log.error("checkpoint to %s failed: %s", path, exc)
+            log.error("checkpoint to %s failed: %s", self.store.where, exc)
             return
         self.bytes_written += written
         self.records_written += len(batch)
@@ -262,11 +326,15 @@ class Checkpointer:
 
 __all__ = [
     "Checkpointer",
+    "FileStore",
     "LogContents",
+    "LogStore",
+    "MemoryStore",
     "append",
     "compact",
     "frame",
     "load",
+    "load_blobs",
     "load_directory",
     "log_path",
     "read_records",

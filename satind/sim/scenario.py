@@ -31,7 +31,13 @@ membership = { probe_interval_s = 0.5 }
 at = 30.0
 crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster = "c1"
 # drain = ["c0/4"] | join = 4 (join_cluster = "c0") | drop = 0.1 |
-# partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names)
+# partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names) |
+# crash_all = true (a total loss) | damage_logs = 3 (every checkpoint log cut at a random
+# offset in its second half, then 3 random bits flipped) | resume = true (the client asks the
+# first live peer to resume the run from the checkpoint logs)
+
+Checkpoints: a non-empty ``[config] checkpoint.dir`` turns them on; in the simulator the
+"directory" is one in-memory store shared by every peer, old and new (a shared mount).
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Fault:
     at: float
-    kind: str  # crash, drain, join, drop, partition
+    kind: str  # crash, crash_all, drain, join, drop, partition, damage_logs, resume
     peers: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
     count: int = 0
@@ -88,7 +94,17 @@ class Scenario:
 
 
 _TOP = {"name", "seed", "duration_s", "peers", "network", "workload", "config", "faults"}
-_FAULT_KINDS = ("crash", "crash_cluster", "drain", "join", "drop", "partition")
+_FAULT_KINDS = (
+    "crash",
+    "crash_cluster",
+    "crash_all",
+    "drain",
+    "join",
+    "drop",
+    "partition",
+    "damage_logs",
+    "resume",
+)
 
 
 def _get(table: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
@@ -194,6 +210,12 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
         if value not in clusters:
             raise ScenarioError(f"{where}.crash_cluster: no cluster {value!r}")
         return Fault(at, "crash", clusters=(value,))
+    if kind == "crash_all" or kind == "resume":
+        if value is not True:
+            raise ScenarioError(f"{where}.{kind} must be true")
+        return Fault(at, kind)
+    if kind == "damage_logs":
+        return Fault(at, kind, count=_get(raw, kind, int, 0, where))
     if kind == "join":
         cluster = _get(raw, "join_cluster", str, sorted(clusters)[0], where)
         return Fault(at, kind, count=_get(raw, "join", int, 1, where), cluster=cluster)

@@ -30,6 +30,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from satind.engine.jobs import path_indices
 from satind.membership.swim import suspicion_timeout
 from satind.membership.view import State
 from satind.net import codec
@@ -37,6 +38,7 @@ from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
 from satind.net.transport import Address, Identity
 from satind.peer import Peer, PeerOptions
+from satind.recovery.checkpoint import MemoryStore
 from satind.sim.executor import SimWorker
 from satind.sim.scenario import Fault, Scenario
 from satind.sim.workload import PLUGIN, expected
@@ -72,6 +74,12 @@ class SimReport:
     # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
     # peer hands everything over, so this stays 0 unless a later fault lost the results.
     drained_redone: int
+    # After a total loss and a resume (faults crash_all, resume): leaves whose result the
+    # checkpoint logs covered when the resume loaded them, and how many of those ran again.
+    leaves_checkpointed: int
+    checkpointed_redone: int
+    leaves_after_resume: int
+    checkpoint_bytes: int
     convergence_s: float | None
     virtual_s: float
     wall_s: float
@@ -136,6 +144,12 @@ class Simulation:
         self.run_id = ""
         self._faults_done = trio.Event()
         self._faults_left = 0
+        # One store for every peer, old and new: the shared checkpoint mount.
+        self.store = MemoryStore("sim") if self.cfg.checkpoint.dir else None
+        self.resumed_at: float | None = None
+        self.checkpointed_leaves: set[tuple[int, ...]] = set()
+        self.leaves_after: Counter[tuple[int, ...]] = Counter()
+        self.submit_error = ""
 
     # -- tracing -----------------------------------------------------------------------------
 
@@ -152,6 +166,8 @@ class Simulation:
         self.leaf_runners.setdefault((run_id, path), []).append(peer)
         self.leaf_cost[(run_id, path)] = cost
         self.work_s += cost
+        if self.resumed_at is not None:
+            self.leaves_after[path] += 1
 
     # -- peers -------------------------------------------------------------------------------
 
@@ -182,6 +198,7 @@ class Simulation:
             instance=len(self.peers) + 1,
             plugins={PLUGIN.name: PLUGIN},
             run_ids=lambda: next(self._run_ids),
+            checkpoint_store=self.store,
         )
 
         def compute(hooks: Any) -> SimWorker:
@@ -224,16 +241,18 @@ class Simulation:
         await trio.sleep_until(fault.at)
         self.last_change = trio.current_time()
         self.trace("fault", repr(fault).encode())
-        if fault.kind == "crash":
+        if fault.kind in ("crash", "crash_all"):
             names = list(fault.peers) + [
-                n for n in self.live() if n.rsplit("/", 1)[0] in fault.clusters
+                n
+                for n in self.live()
+                if n.rsplit("/", 1)[0] in fault.clusters or fault.kind == "crash_all"
             ]
             for name in names:
                 if name in self.peers and name not in self.gone:
                     network.detach(name)
                     self.scopes[name].cancel()
                     self.gone.add(name)
-            if self.master in names and self.run_id and self.result is None:
+            if self.master in names and self.run_id and self.result is None and self.live():
                 # As a real client does: the master is gone, ask a survivor to wait for the
                 # result (it relays to whoever is elected).
                 survivor = sorted(self.live())[0]
@@ -248,7 +267,12 @@ class Simulation:
                 seeds = [
                     self.peers[n].options.listen for n in self.rng.sample(alive, min(3, len(alive)))
                 ]
-                await self.start_peer(nursery, network, fault.cluster, seeds)
+                peer = await self.start_peer(nursery, network, fault.cluster, seeds)
+                alive = alive or [peer.name]  # after a total loss the first joiner is the seed
+        elif fault.kind == "damage_logs":
+            self._damage_logs(fault.count)
+        elif fault.kind == "resume":
+            await self._resume(client)
         elif fault.kind == "drop":
             network.faults.drop = fault.value
         elif fault.kind == "partition":
@@ -258,6 +282,37 @@ class Simulation:
             network.heal()
             self.last_change = trio.current_time()
             self.trace("heal", b"")
+
+    def _damage_logs(self, flips: int) -> None:
+        """Cut every log at a random offset in its second half, then flip random bits: what a
+        crash during a write and a bad disk do. A resume must still be exact."""
+        if self.store is None:
+            return
+        for name in sorted(self.store.logs):
+            log_data = self.store.logs[name]
+            if not log_data:
+                continue
+            del log_data[self.rng.randrange(len(log_data) // 2, len(log_data) + 1) :]
+            for _ in range(flips if log_data else 0):
+                log_data[self.rng.randrange(len(log_data))] ^= 1 << self.rng.randrange(8)
+
+    async def _resume(self, client: Any) -> None:
+        """Ask the first live peer to resume the run from the checkpoints (`satind resume`)."""
+        live = sorted(self.live())
+        if not live or not self.run_id or self.store is None:
+            return
+        contents = await self.store.load()
+        for path in contents.results.get(self.run_id, {}):
+            prefix = tuple(path_indices(path))
+            self.checkpointed_leaves |= {
+                leaf
+                for (run, leaf) in self.leaves
+                if run == self.run_id and leaf[: len(prefix)] == prefix
+            }
+        self.resumed_at = trio.current_time()
+        self.master = live[0]
+        self.trace("resume", self.master.encode())
+        client.post(self.master, m.ResumeRequest(3, self.run_id))
 
     def _expand(self, side: tuple[str, ...]) -> set[str]:
         out = set()
@@ -339,7 +394,10 @@ class Simulation:
 
     def _client_message(self, link: MemoryLink, msg: m.Message) -> None:
         if isinstance(msg, m.Submitted):
-            self.run_id = msg.run_id
+            if msg.error is not None:
+                self.submit_error = f"{msg.error.type}: {msg.error.message}"
+            else:
+                self.run_id = msg.run_id
         if isinstance(msg, m.ResultReply) and msg.result is not None and self.result is None:
             msg = msg.result  # the result, relayed by a survivor after the master was lost
         if isinstance(msg, m.RunResult) and self.result is None:
@@ -383,6 +441,8 @@ class Simulation:
         leaves_expected = 0
         if sc.workload is not None:
             answer, leaves_expected, _ = expected(sc.workload)
+            if self.submit_error:
+                violations.append(f"a submit or resume was refused: {self.submit_error}")
             if self.result is None:
                 result_ok = False
                 violations.append(f"the run did not finish within {sc.duration_s:g} virtual s")
@@ -465,6 +525,12 @@ class Simulation:
                 for runners in self.leaf_runners.values()
                 if any(r in self.drained for r in runners[:-1])
             ),
+            leaves_checkpointed=len(self.checkpointed_leaves),
+            checkpointed_redone=sum(
+                1 for leaf in self.checkpointed_leaves if self.leaves_after[leaf]
+            ),
+            leaves_after_resume=sum(self.leaves_after.values()),
+            checkpoint_bytes=sum(p.checkpointer.bytes_written for p in self.peers.values()),
             convergence_s=self.converged_at,
             virtual_s=round(self.end, 6),
             wall_s=round(wall_s, 3),
