@@ -80,6 +80,11 @@ class SimReport:
     checkpointed_redone: int
     leaves_after_resume: int
     checkpoint_bytes: int
+    # Results the resume loaded from the logs (after compaction), and the leaf work done
+    # before the loss that was done again after it.
+    results_checkpointed: int
+    work_before_loss_s: float
+    work_lost_s: float
     convergence_s: float | None
     virtual_s: float
     wall_s: float
@@ -149,6 +154,8 @@ class Simulation:
         self.resumed_at: float | None = None
         self.checkpointed_leaves: set[tuple[int, ...]] = set()
         self.leaves_after: Counter[tuple[int, ...]] = Counter()
+        self.leaves_before: set[tuple[int, ...]] = set()
+        self.results_checkpointed = 0
         self.submit_error = ""
 
     # -- tracing -----------------------------------------------------------------------------
@@ -302,7 +309,10 @@ class Simulation:
         if not live or not self.run_id or self.store is None:
             return
         contents = await self.store.load()
-        for path in contents.results.get(self.run_id, {}):
+        results = contents.results.get(self.run_id, {})
+        self.results_checkpointed = len(results)
+        self.leaves_before = {leaf for (run, leaf) in self.leaves if run == self.run_id}
+        for path in results:
             prefix = tuple(path_indices(path))
             self.checkpointed_leaves |= {
                 leaf
@@ -531,6 +541,18 @@ class Simulation:
             ),
             leaves_after_resume=sum(self.leaves_after.values()),
             checkpoint_bytes=sum(p.checkpointer.bytes_written for p in self.peers.values()),
+            results_checkpointed=self.results_checkpointed,
+            work_before_loss_s=round(
+                sum(self.leaf_cost[(self.run_id, leaf)] for leaf in self.leaves_before), 6
+            ),
+            work_lost_s=round(
+                sum(
+                    self.leaf_cost[(self.run_id, leaf)]
+                    for leaf in self.leaves_before
+                    if self.leaves_after[leaf]
+                ),
+                6,
+            ),
             convergence_s=self.converged_at,
             virtual_s=round(self.end, 6),
             wall_s=round(wall_s, 3),
