@@ -12,6 +12,7 @@ docs/total-loss.png.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import sys
 import tomllib
@@ -57,6 +58,7 @@ def main() -> None:
     )
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
+    logging.getLogger("satind").setLevel(logging.ERROR)  # the report says what happened
     print("command: python benchmarks/total_loss.py " + " ".join(sys.argv[1:]) + "\n")
     seeds = range(1, args.seeds + 1)
     results: dict[tuple[str, float], list[SimReport]] = {}

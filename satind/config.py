@@ -144,14 +144,19 @@ class CheckpointConfig:
     dir: str = ""
     # seconds between checkpoints (each a batch of appended records, fsynced).
     interval_s: float = 10.0
-    # What is logged: "orphans", at each interval the results recovery needs (results of
-    # stolen jobs, kept orphans); "tic", the same and a checkpoint at every theft from this
-    # peer (KAAPI's theft-induced checkpointing); "sel", every finished job's result
-    # (systematic event logging: the most reuse after a total loss, the most bytes).
+    # What is logged: "orphans" (Satin's lightweight checkpoint), at each interval the
+    # results recovery needs (results of stolen jobs, kept orphans); "tic" (KAAPI's
+    # theft-induced checkpointing), the same plus, at each interval and at every theft from
+    # this peer, the finished children of its open frames (its part of the computation's
+    # state); "sel" (systematic event logging), every finished job's result: the most reuse
+    # after a total loss, the most bytes.
     policy: str = "orphans"
     # fsync each batch: a record counts as checkpointed once its batch is on the disk. Off,
     # a machine crash (not a process crash) may lose the last batches.
     fsync: bool = True
+    # seconds a "tic" checkpoint waits for the compute side's snapshot (it answers at its
+    # next sync; a long leaf delays it). Past it, the snapshot goes with the next batch.
+    snapshot_wait_s: float = 1.0
 
 
 @dataclass(frozen=True)

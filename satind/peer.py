@@ -36,6 +36,7 @@ from satind.engine.worker import (
     Compute,
     JobArrived,
     Orphaned,
+    Snapshot,
     Wakeup,
     Worker,
     WorkerHooks,
@@ -118,6 +119,8 @@ class Peer:
         self.worker: Compute = compute(self) if compute is not None else Worker(cfg.engine, self)
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
+        if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
+            self.checkpointer.request_snapshot = lambda: self.worker.post(Snapshot())
         identity = Identity(options.name, options.cluster, "peer")
         self.transport: PeerTransport
         if network is not None:
@@ -335,8 +338,12 @@ class Peer:
     def job_logged(self, job: Job) -> None:
         self._soon(self._log_job, job)
 
+    def snapshot_taken(self) -> None:
+        self._soon(self.checkpointer.snapshot_taken)
+
     def _log_job(self, job: Job) -> None:
-        """Checkpoint policy "sel": every finished job's result goes to the log."""
+        """A finished job's result goes to the log (policy "sel": every one; "tic": those a
+        snapshot found)."""
         if job.error is not None or job.run.aborted:
             return
         try:

@@ -57,7 +57,10 @@ class WorkerHooks(Protocol):
         """A finished job below an aborted orphan frame: keep its result and announce it."""
 
     def job_logged(self, job: Job) -> None:
-        """A job finished and every completion is logged (checkpoint policy "sel")."""
+        """Log this finished job's result (checkpoint policies "sel" and "tic")."""
+
+    def snapshot_taken(self) -> None:
+        """A Snapshot was handled: every result it logged has been reported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,13 @@ class Wakeup:
     """Only wakes the compute thread (so that it notices an aborted run)."""
 
 
-MailboxEvent = JobArrived | ChildResult | Orphaned | Stop | Wakeup
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Report the finished children of every open frame that were not reported yet: the
+    state a theft-induced checkpoint saves (kaapi §3.3, the process's part of the graph)."""
+
+
+MailboxEvent = JobArrived | ChildResult | Orphaned | Stop | Wakeup | Snapshot
 
 
 class RunAborted(BaseException):
@@ -166,6 +175,10 @@ class Worker:
         self.cut: set[Job] = set()
         # Report every finished job (checkpoint policy "sel", systematic event logging).
         self.log_all = False
+        # Snapshots (checkpoint policy "tic"): the frame each root or stolen job on the stack
+        # runs under, and each open frame's newest child already reported.
+        self.under: dict[Job, Job | None] = {}
+        self.reported: dict[Job, Job | None] = {}
         self._wanting = False
         self._stopped = False
 
@@ -227,6 +240,7 @@ class Worker:
             if job.run.aborted or (self.cut and job in self.cut):
                 return  # a job of a run that is over, or an orphan not started: drop it
             self.nesting += 1
+            self.under[job] = self.current
         elif job.run.orphans is not None and self.adopt(job):
             return  # a tuple came in while it waited in the queue: its result is kept
 
@@ -245,6 +259,8 @@ class Worker:
                 self.sync_frame(job)
         except RunAborted as aborted:
             self.current = prev
+            if parent is None:
+                del self.under[job]
             if parent is not None or aborted.run_id != job.run.run_id:
                 raise
             self.nesting -= 1  # the run's outermost frame here: drop it, report nothing
@@ -259,6 +275,7 @@ class Worker:
             # frame sees the cut itself. The frame below may be cut too: make it look.
             if parent is None:
                 self.nesting -= 1
+                del self.under[job]
             self.attention = True
             return
         self.current = prev
@@ -272,6 +289,7 @@ class Worker:
             parent.kids = job
         else:
             self.nesting -= 1
+            del self.under[job]
             self.hooks.job_finished(job)
             if self.cut:
                 self.attention = True  # the frame below may have been cut meanwhile
@@ -353,6 +371,8 @@ class Worker:
         elif isinstance(event, Orphaned):
             cut_subtree(event.job, self.cut)
             self.attention = True
+        elif isinstance(event, Snapshot):
+            self.reported = snapshot(self.current, self.under, self.reported, self.hooks)
         elif isinstance(event, Stop):
             raise WorkerStopped
 
@@ -392,6 +412,35 @@ def finish(job: Job, parent: Job) -> None:
     parent.pending -= 1
     job.sib = parent.kids
     parent.kids = job
+
+
+def snapshot(
+    current: Job | None,
+    under: dict[Job, Job | None],
+    reported: dict[Job, Job | None],
+    hooks: WorkerHooks,
+) -> dict[Job, Job | None]:
+    """Handle Snapshot (shared by every compute side): walk the open frames from the
+    innermost (``current``) down the stack, and log each finished child not logged at the
+    previous snapshot. Children are linked newest first, so a frame's walk stops at the child
+    that was its newest last time. Returns the new newest child of each open frame (frames
+    that ended are dropped with it)."""
+    now: dict[Job, Job | None] = {}
+    frame = current
+    while frame is not None and frame not in now:
+        newest = frame.kids
+        stop = reported.get(frame)
+        kid = newest
+        while kid is not None and kid is not stop:
+            if kid.error is None:
+                hooks.job_logged(kid)
+            kid = kid.sib
+        now[frame] = newest
+        # Down the stack: a child's frame runs in its parent's; a root or a stolen job runs
+        # in the frame that was current when it started (None at the bottom).
+        frame = under.get(frame) if frame.parent is None else frame.parent
+    hooks.snapshot_taken()
+    return now
 
 
 def root_of(job: Job) -> Job:
@@ -475,6 +524,7 @@ __all__ = [
     "Job",
     "JobArrived",
     "Orphaned",
+    "Snapshot",
     "Stop",
     "SubtreeAborted",
     "Worker",

@@ -29,7 +29,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -257,6 +257,10 @@ class Checkpointer:
         if store is None and cfg.dir:
             store = FileStore(Path(cfg.dir), cfg.fsync)
         self.store = store
+        # Policy "tic": asks the compute side for a snapshot of its open frames' finished
+        # children (set by the peer); they come back through result() and snapshot_taken().
+        self.request_snapshot: Callable[[], None] | None = None
+        self._taken = trio.Event()
         self.pending: list[bytes] = []
         self._runs: set[str] = set()
         self._now = trio.Event()
@@ -286,8 +290,13 @@ class Checkpointer:
             self.pending.append(frame(result))
 
     def theft(self) -> None:
+        """A job was stolen from this peer: with policy "tic", a forced checkpoint."""
         if self.cfg.policy == "tic":
             self._now.set()
+
+    def snapshot_taken(self) -> None:
+        """The compute side reported the results its snapshot logs (policy "tic")."""
+        self._taken.set()
 
     def flush_soon(self) -> None:
         """Checkpoint now rather than at the next interval (a run is being suspended)."""
@@ -298,6 +307,14 @@ class Checkpointer:
             with trio.move_on_after(self.cfg.interval_s):
                 await self._now.wait()
             self._now = trio.Event()
+            if self.cfg.policy == "tic" and self.request_snapshot is not None:
+                # KAAPI's checkpoint of the process's part of the graph: what its open frames
+                # have finished. A long leaf delays the compute side's answer: past the wait,
+                # the snapshot's records go with the next batch.
+                self._taken = trio.Event()
+                self.request_snapshot()
+                with trio.move_on_after(self.cfg.snapshot_wait_s):
+                    await self._taken.wait()
             await self.flush()
 
     async def flush(self) -> None:

@@ -24,6 +24,7 @@ from satind.engine.worker import (
     MailboxEvent,
     Orphaned,
     RunAborted,
+    Snapshot,
     Stop,
     SubtreeAborted,
     WorkerHooks,
@@ -36,6 +37,7 @@ from satind.engine.worker import (
     finish,
     orphaned_result,
     root_of,
+    snapshot,
 )
 from satind.engine.workqueue import WorkQueue
 from satind.sim.workload import MASK, children, leaf_cost_s, leaf_value
@@ -54,6 +56,10 @@ class SimWorker:
         self.nesting = 0
         self.cut: set[Job] = set()
         self.log_all = False
+        # As the thread-backed Worker's, for snapshots (checkpoint policy "tic").
+        self.current: Job | None = None
+        self.under: dict[Job, Job | None] = {}
+        self.reported: dict[Job, Job | None] = {}
         self._wanting = False
         self._stopped = False
         self.busy_s = 0.0
@@ -90,9 +96,14 @@ class SimWorker:
             self.nesting += 1
         elif job.run.orphans is not None and adopt(job, self.hooks):
             return  # a tuple came in while it waited in the queue: its result is kept
+        if parent is None:
+            self.under[job] = caller
+        self.current = job
         try:
             await self._body(job)
         except RunAborted as aborted:
+            if parent is None:
+                del self.under[job]
             if parent is not None or aborted.run_id != job.run.run_id:
                 raise
             self.nesting -= 1
@@ -105,7 +116,10 @@ class SimWorker:
             # runs wherever the queue gives it): its parent's frame will see the cut itself.
             if parent is None:
                 self.nesting -= 1
+                del self.under[job]
             return
+        finally:
+            self.current = caller
         account(job)
         if self.log_all:
             self.hooks.job_logged(job)
@@ -113,6 +127,7 @@ class SimWorker:
             finish(job, parent)
         else:
             self.nesting -= 1
+            del self.under[job]
             self.hooks.job_finished(job)
 
     async def _body(self, job: Job) -> None:
@@ -192,5 +207,7 @@ class SimWorker:
                     orphaned_result(event, self.cut, self.hooks)
             elif isinstance(event, Orphaned):
                 cut_subtree(event.job, self.cut)
+            elif isinstance(event, Snapshot):
+                self.reported = snapshot(self.current, self.under, self.reported, self.hooks)
             elif isinstance(event, Stop):
                 self._stopped = True

@@ -13,7 +13,15 @@ from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
-from satind.engine.worker import ChildResult, JobArrived, Orphaned, Wakeup, Worker, make_root
+from satind.engine.worker import (
+    ChildResult,
+    JobArrived,
+    Orphaned,
+    Snapshot,
+    Wakeup,
+    Worker,
+    make_root,
+)
 
 
 class Hooks:
@@ -34,6 +42,9 @@ class Hooks:
 
     def job_logged(self, job: Job) -> None:
         self.events.put(("logged", job))
+
+    def snapshot_taken(self) -> None:
+        self.events.put(("snapshot", None))
 
     def drained(self) -> list[tuple[str, Any]]:
         out = []
@@ -119,6 +130,48 @@ def test_with_log_all_every_finished_job_is_reported() -> None:
     logged = [job for kind, job in hooks.drained() if kind == "logged"]
     assert len(logged) == run.jobs_run and root in logged
     assert all(job.done for job in logged)
+
+
+def test_a_snapshot_logs_the_finished_children_of_every_open_frame_once() -> None:
+    # Checkpoint policy "tic" (kaapi §3.3): a checkpoint saves this peer's part of the
+    # computation, the results its open frames hold; a later one adds only what is new.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+
+    @spawnable
+    def leaf(i: int) -> int:
+        if i in (2, 11):
+            w.post(Snapshot())  # handled at the next sync: in outer's frame, then in mid's
+        return 10 * i
+
+    @spawnable
+    def mid() -> int:
+        a, b = leaf.spawn(10), leaf.spawn(11)
+        sync()
+        return a.result() + b.result()
+
+    @spawnable
+    def outer() -> int:
+        # Children run newest first: leaf 2, leaf 1, then mid (whose snapshots see them).
+        handles = [mid.spawn(), leaf.spawn(1), leaf.spawn(2)]
+        sync()
+        return sum(h.result() for h in handles)
+
+    root = make_root(outer.fn, (), _run())
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+    events = [(kind, job.value if job else None) for kind, job in hooks.drained()]
+    snaps = [i for i, (kind, _) in enumerate(events) if kind == "snapshot"]
+    assert len(snaps) == 2
+    first = sorted(v for kind, v in events[: snaps[0]] if kind == "logged")
+    second = sorted(v for kind, v in events[snaps[0] : snaps[1]] if kind == "logged")
+    assert first == [20]  # outer's leaf 2
+    # mid's leaf 11, and down the stack in outer's frame only what is new there: leaf 1.
+    assert second == [10, 110]
+    assert root.result() == 240 and w.under == {}
 
 
 def test_child_exception_reaches_the_parent(worker: Worker) -> None:
