@@ -108,20 +108,26 @@ def main() -> None:
         ),
     }
     print(f"## Figure 4 (a): one of 2 clusters (8 + 8 peers) leaves at {t_full / 2:.2f} s\n")
-    print("| variant | makespan (virtual s, median) | work redone (s) | jobs restarted | "
-          "results reused |")
+    print(
+        "| variant | makespan (virtual s, median) | work redone (s) | jobs restarted | "
+        "results reused |"
+    )
     print("|---|---|---|---|---|")
     for label, reports in rows.items():
-        print(f"| {label} | {med(reports, makespan):.2f} | "
-              f"{med(reports, lambda r: r.redone_s):.1f} | "
-              f"{med(reports, lambda r: r.jobs_restarted):g} | "
-              f"{med(reports, lambda r: r.results_reused):g} |")
+        print(
+            f"| {label} | {med(reports, makespan):.2f} | "
+            f"{med(reports, lambda r: r.redone_s):.1f} | "
+            f"{med(reports, lambda r: r.jobs_restarted):g} | "
+            f"{med(reports, lambda r: r.results_reused):g} |"
+        )
     a = med(rows["(a) crash, naive recomputation"], makespan)
     b = med(rows["(b) crash, orphan saving"], makespan)
     c = med(rows["(c) graceful leave (drain)"], makespan)
     d = med(rows["(d) 1.5 clusters, no one leaves"], makespan)
-    print(f"\n(b) is {100 * (a - b) / a:.1f}% faster than (a) (goal: at least 25%); "
-          f"(c) is {100 * (c - d) / d:+.1f}% against (d) (goal: within 8%)\n")
+    print(
+        f"\n(b) is {100 * (a - b) / a:.1f}% faster than (a) (goal: at least 25%); "
+        f"(c) is {100 * (c - d) / d:+.1f}% against (d) (goal: within 8%)\n"
+    )
 
     four = {f"c{i}": 4 for i in range(4)}
     stay = run(scenario(four, [], leaf, name="4 clusters"), seeds)
@@ -136,8 +142,10 @@ def main() -> None:
     print("| variant | makespan (virtual s, median) | work redone (s) |")
     print("|---|---|---|")
     print(f"| no migration | {m_stay:.2f} | {med(stay, lambda r: r.redone_s):.1f} |")
-    print(f"| migration (replace 1 of 4 clusters) | {m_moved:.2f} | "
-          f"{med(moved, lambda r: r.redone_s):.1f} |")
+    print(
+        f"| migration (replace 1 of 4 clusters) | {m_moved:.2f} | "
+        f"{med(moved, lambda r: r.redone_s):.1f} |"
+    )
     print(f"\nmigration overhead {100 * (m_moved - m_stay) / m_stay:+.1f}% (goal: under 2%)\n")
 
     master_dies = run(scenario(two, crash_c0, leaf, name="master dies"), seeds)
@@ -148,10 +156,13 @@ def main() -> None:
     for label, reports in (("master lives", lives), ("master dies", master_dies)):
         tuples = med(reports, lambda r: r.tuples_sent)
         reused = med(reports, lambda r: r.results_reused)
-        share = med(reports, lambda r: 100 * r.results_reused / r.tuples_sent if r.tuples_sent
-                    else 0.0)
-        print(f"| {label} | {tuples:g} | {reused:g} | {share:.0f}% | "
-              f"{med(reports, lambda r: r.tuple_messages):g} |")
+        share = med(
+            reports, lambda r: 100 * r.results_reused / r.tuples_sent if r.tuples_sent else 0.0
+        )
+        print(
+            f"| {label} | {tuples:g} | {reused:g} | {share:.0f}% | "
+            f"{med(reports, lambda r: r.tuple_messages):g} |"
+        )
     print("\n(goal: at least 95% of orphan-table jobs reused when the master survives)")
 
     plot(rows, stay, moved, ROOT / args.plot)
@@ -174,10 +185,18 @@ def plot(
         return
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), width_ratios=[5, 2])
     labels = list(rows)
-    left.bar(range(len(labels)), [med(rows[k], makespan) for k in labels],
-             color=["grey", "tab:red", "tab:green", "tab:blue", "tab:orange"])
-    short = ["2 clusters", "(a) crash,\nnaive", "(b) crash,\norphans", "(c) drain",
-             "(d) 1.5\nclusters"]
+    left.bar(
+        range(len(labels)),
+        [med(rows[k], makespan) for k in labels],
+        color=["grey", "tab:red", "tab:green", "tab:blue", "tab:orange"],
+    )
+    short = [
+        "2 clusters",
+        "(a) crash,\nnaive",
+        "(b) crash,\norphans",
+        "(c) drain",
+        "(d) 1.5\nclusters",
+    ]
     left.set_xticks(range(len(labels)), short, fontsize=8)
     left.set_ylabel("makespan, virtual s (median)")
     left.set_title("(a) one of 2 clusters leaves at half time")

@@ -177,8 +177,9 @@ def main() -> None:
     parser.add_argument("--plot", default="docs/recovery-procs.png")
     args = parser.parse_args()
     tree = [*args.tree.split(","), "sleep"]
-    print(f"command: python benchmarks/recovery_procs.py --repeat {args.repeat} "
-          f"--tree {args.tree}\n")
+    print(
+        f"command: python benchmarks/recovery_procs.py --repeat {args.repeat} --tree {args.tree}\n"
+    )
     two = {"east": 8, "west": 8}
     four = {"c0": 4, "c1": 4, "c2": 4, "c3": 4}
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -217,19 +218,23 @@ def main() -> None:
     print("\n| variant | time (s, median) | jobs restarted | tuples sent | results reused |")
     print("|---|---|---|---|---|")
     for label in rows:
-        print(f"| {label} | {med(label, lambda r: r['wall_s']):.2f} | "
-              f"{med(label, lambda r: r['stats'].get('jobs_restarted', 0)):g} | "
-              f"{med(label, lambda r: r['stats'].get('tuples_sent', 0)):g} | "
-              f"{med(label, lambda r: r['stats'].get('results_reused', 0)):g} |")
+        print(
+            f"| {label} | {med(label, lambda r: r['wall_s']):.2f} | "
+            f"{med(label, lambda r: r['stats'].get('jobs_restarted', 0)):g} | "
+            f"{med(label, lambda r: r['stats'].get('tuples_sent', 0)):g} | "
+            f"{med(label, lambda r: r['stats'].get('results_reused', 0)):g} |"
+        )
     a = med("(a) crash, naive recomputation", lambda r: r["wall_s"])
     b = med("(b) crash, orphan saving", lambda r: r["wall_s"])
     c = med("(c) graceful leave (drain)", lambda r: r["wall_s"])
     d = med("(d) 1.5 clusters, no one leaves", lambda r: r["wall_s"])
     s = med("no migration (4 x 4)", lambda r: r["wall_s"])
     mg = med("migration (replace 1 of 4 clusters)", lambda r: r["wall_s"])
-    print(f"\n(b) vs (a): {100 * (a - b) / a:.1f}% faster (goal 25%); (c) vs (d): "
-          f"{100 * (c - d) / d:+.1f}% (goal within 8%); migration overhead "
-          f"{100 * (mg - s) / s:+.1f}% (goal under 2%)")
+    print(
+        f"\n(b) vs (a): {100 * (a - b) / a:.1f}% faster (goal 25%); (c) vs (d): "
+        f"{100 * (c - d) / d:+.1f}% (goal within 8%); migration overhead "
+        f"{100 * (mg - s) / s:+.1f}% (goal under 2%)"
+    )
     times = {label: med(label, lambda r: r["wall_s"]) for label in rows}
     plot(times, Path(__file__).resolve().parent.parent / args.plot)
     print(f"\nplot: {args.plot}")
@@ -244,10 +249,26 @@ def plot(times: dict[str, float], path: Path) -> None:
     except ImportError:
         print("\n(matplotlib not installed: pip install -e '.[bench]' for the plot)")
         return
-    short = ["2 clusters", "(a) crash,\nnaive", "(b) crash,\norphans", "(c) drain",
-             "(d) 1.5\nclusters", "4 x 4", "migrate\n1 of 4", "master\ndies"]
-    colors = ["grey", "tab:red", "tab:green", "tab:blue", "tab:orange", "grey", "tab:blue",
-              "tab:purple"]
+    short = [
+        "2 clusters",
+        "(a) crash,\nnaive",
+        "(b) crash,\norphans",
+        "(c) drain",
+        "(d) 1.5\nclusters",
+        "4 x 4",
+        "migrate\n1 of 4",
+        "master\ndies",
+    ]
+    colors = [
+        "grey",
+        "tab:red",
+        "tab:green",
+        "tab:blue",
+        "tab:orange",
+        "grey",
+        "tab:blue",
+        "tab:purple",
+    ]
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.bar(range(len(times)), list(times.values()), color=colors[: len(times)])
     ax.set_xticks(range(len(times)), short[: len(times)], fontsize=8)

@@ -19,11 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def convergence(n: int, seed: int) -> tuple[float | None, float, int]:
     clusters = {"c0": n // 2, "c1": n - n // 2} if n > 1 else {"c0": 1}
-    scenario = parse({
-        "name": f"join-{n}", "seed": seed, "duration_s": 300.0,
-        "peers": {"clusters": clusters},
-        "network": {"latency_ms": 0.5, "wide_latency_ms": 10.0},
-    })
+    scenario = parse(
+        {
+            "name": f"join-{n}",
+            "seed": seed,
+            "duration_s": 300.0,
+            "peers": {"clusters": clusters},
+            "network": {"latency_ms": 0.5, "wide_latency_ms": 10.0},
+        }
+    )
     report = simulate(scenario)
     assert report.invariants_ok, report.violations
     return report.convergence_s, report.wall_s, report.messages
@@ -47,11 +51,16 @@ def main() -> None:
         assert report.invariants_ok, report.violations
         walls.append(report.wall_s)
         rates.append(report.peers * report.virtual_s / report.wall_s)
-        print(f"seed {seed}: {report.peers} peers x {report.virtual_s:.1f} virtual s in "
-              f"{report.wall_s:.1f} wall s ({rates[-1]:,.0f} peer-s per wall s), "
-              f"{report.messages:,} messages", flush=True)
-    print(f"\nmedian: {statistics.median(walls):.1f} wall s, "
-          f"{statistics.median(rates):,.0f} simulated peer-seconds per wall second\n")
+        print(
+            f"seed {seed}: {report.peers} peers x {report.virtual_s:.1f} virtual s in "
+            f"{report.wall_s:.1f} wall s ({rates[-1]:,.0f} peer-s per wall s), "
+            f"{report.messages:,} messages",
+            flush=True,
+        )
+    print(
+        f"\nmedian: {statistics.median(walls):.1f} wall s, "
+        f"{statistics.median(rates):,.0f} simulated peer-seconds per wall second\n"
+    )
 
     print("## membership convergence after a join storm (every peer joins through one seed)\n")
     print("| peers | converged at (virtual s, median) | runs | wall s (median) | messages |")
@@ -62,9 +71,12 @@ def main() -> None:
         times = [r[0] for r in rows if r[0] is not None]
         median = statistics.median(times) if times else float("nan")
         medians.append(median)
-        print(f"| {n} | {median:.2f} | {len(times)}/{len(rows)} | "
-              f"{statistics.median(r[1] for r in rows):.1f} | "
-              f"{int(statistics.median(r[2] for r in rows)):,} |", flush=True)
+        print(
+            f"| {n} | {median:.2f} | {len(times)}/{len(rows)} | "
+            f"{statistics.median(r[1] for r in rows):.1f} | "
+            f"{int(statistics.median(r[2] for r in rows)):,} |",
+            flush=True,
+        )
     plot(sizes, medians, ROOT / args.plot)
     print(f"\nplot: {args.plot}")
 
