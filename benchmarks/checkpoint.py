@@ -158,7 +158,7 @@ def main() -> None:
     parser.add_argument("--work-s", type=float, default=6.0, help="--tasks: seconds per peer")
     args = parser.parse_args()
     if args.peers is None:
-        args.peers = 2 if args.tasks else 4
+        args.peers = 2
     print("command: python benchmarks/checkpoint.py " + " ".join(sys.argv[1:]) + "\n")
     with tempfile.TemporaryDirectory() as tmp_name:
         (by_tasks if args.tasks else by_interval)(args, Path(tmp_name))

@@ -149,10 +149,10 @@ def render_tile(width: int, height: int, x0: int, y0: int, w: int, h: int) -> by
     )
 
 
-@spawnable
-def render(width: int, height: int, x0: int, y0: int, w: int, h: int) -> bytes:
+def quadrants(x0: int, y0: int, w: int, h: int) -> list[tuple[int, int, int, int]] | None:
+    """The tiles a region splits into, or None for a leaf tile (rendered in one job)."""
     if w * h <= TILE_PIXELS or (w < 2 and h < 2):
-        return render_tile(width, height, x0, y0, w, h)
+        return None
     hw, hh = w // 2, h // 2
     quads = [
         (x0, y0, hw, hh),
@@ -160,7 +160,14 @@ def render(width: int, height: int, x0: int, y0: int, w: int, h: int) -> bytes:
         (x0, y0 + hh, hw, h - hh),
         (x0 + hw, y0 + hh, w - hw, h - hh),
     ]
-    quads = [q for q in quads if q[2] > 0 and q[3] > 0]
+    return [q for q in quads if q[2] > 0 and q[3] > 0]
+
+
+@spawnable
+def render(width: int, height: int, x0: int, y0: int, w: int, h: int) -> bytes:
+    quads = quadrants(x0, y0, w, h)
+    if quads is None:
+        return render_tile(width, height, x0, y0, w, h)
     handles = [render.spawn(width, height, *q) for q in quads]
     sync()
     return paste(

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from satind.config import CheckpointConfig
 from satind.engine.jobs import path_from_indices
 from satind.net import codec
 from satind.net import messages as m
@@ -101,3 +102,46 @@ def test_compaction_keeps_no_result_below_another() -> None:
     root_child = _result([0], 9)
     kept = cp.compact({r.path: r for r in [*below, parent, beside, root_child]})
     assert set(kept) == {parent.path, beside.path, root_child.path}
+
+
+class _FlakyStore(cp.MemoryStore):
+    """A store whose first append fails, as a full or unmounted disk would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = True
+
+    async def append(self, peer: str, records: list[bytes]) -> int:
+        if self.fail:
+            self.fail = False
+            raise OSError(28, "No space left on device")
+        return await super().append(peer, records)
+
+
+async def test_a_failed_write_keeps_the_records_for_the_next_checkpoint() -> None:
+    store = _FlakyStore()
+    checkpointer = cp.Checkpointer(CheckpointConfig(dir="shared"), "node/0", store)
+    checkpointer.run(m.RunAnnounce(INFO, "running"))
+    checkpointer.result(_result([1, 2], 12))
+    await checkpointer.flush()
+    assert checkpointer.failures == 1 and checkpointer.bytes_written == 0
+    checkpointer.result(_result([3], 3))
+    await checkpointer.flush()  # the next interval: everything goes, in order
+    got = await store.load()
+    assert got.unfinished() == {"r1": INFO} and got.problems == []
+    assert sorted(r.value for r in got.results["r1"].values()) == sorted(
+        [codec.encode_value(12), codec.encode_value(3)]
+    )
+    assert checkpointer.records_written == 3
+
+
+async def test_files_and_the_memory_store_hold_the_same_log(tmp_path: Path) -> None:
+    stores: list[cp.LogStore] = [cp.FileStore(tmp_path, fsync=False), cp.MemoryStore()]
+    for store in stores:
+        checkpointer = cp.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
+        checkpointer.run(m.RunAnnounce(INFO, "running"))
+        for result in _results(10):
+            checkpointer.result(result)
+        await checkpointer.flush()
+    on_disk, in_memory = [await store.load() for store in stores]
+    assert on_disk.results == in_memory.results and on_disk.records == in_memory.records == 11

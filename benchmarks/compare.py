@@ -1,0 +1,284 @@
+"""satind against Ray, Dask distributed, a process pool and sequential Python (issue 7).
+
+    python benchmarks/compare.py [--repeat 3] [--workers 2] [--quick] [--part all]
+
+Parts (``--part``, default all; each prints a markdown table and writes a plot into docs/):
+
+- ``systems``: the same workloads (fib at fine and coarse grain, nqueens, knapsack, raytracer,
+  a flat bag of equal tasks) on every system with ``--workers`` workers; time after the system
+  is up (start-up reported apart), ratio to satind and whether the answer is the sequential
+  one. Systems are started and stopped once per repeat, in turn. docs/compare.png
+- ``widearea``: CRS against RS on 2 clusters x 4 peers with emulated wide-area latency (0, 10
+  and 50 ms one way) and sleeping tree leaves: runtime, local and wide-area stolen jobs and
+  messages (the shape of the Satin paper's Table VI). docs/widearea.png
+- ``micro``: spawn/sync costs in the form of the Satin paper's Table III.
+
+Ray, Dask and matplotlib come from the ``bench`` extra: pip install -e '.[bench]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DOCS = ROOT / "docs"
+# The systems' worker processes import workloads/systems from here.
+sys.path.insert(0, str(HERE))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p
+)
+
+from systems import SYSTEMS  # noqa: E402
+from workloads import Workload, workloads  # noqa: E402
+
+
+def machine() -> str:
+    cpus = len(os.sched_getaffinity(0))
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{platform.processor() or platform.machine()}, {cpus} cores, {mem:.0f} GB, "
+        f"Linux {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def satind_run(argv: list[str], peers: int, extra: list[str] | None = None) -> dict[str, Any]:
+    """`satind run ... --json`; adds ``wall_s`` (process start to exit)."""
+    t = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "satind", "run", *argv, "--peers", str(peers), "--json"]
+        + (extra or []),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+    )
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"satind run {' '.join(argv)} failed: {proc.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout)
+    out["wall_s"] = wall
+    return out
+
+
+# -- systems -----------------------------------------------------------------------------------
+
+
+def part_systems(args: argparse.Namespace) -> None:
+    rows = workloads(args.quick)
+    names = ["satind", *args.systems]
+    times: dict[tuple[str, str], list[float]] = {}
+    startup: dict[str, list[float]] = {n: [] for n in names}
+    answers: dict[tuple[str, str], Any] = {}
+    for rep in range(args.repeat):
+        for name in names:
+            if name == "satind":
+                for w in rows:
+                    report = satind_run(list(w.argv), args.workers)
+                    times.setdefault((name, w.label), []).append(report["elapsed_s"])
+                    startup[name].append(report["wall_s"] - report["elapsed_s"])
+                    answers[(name, w.label)] = report["result"]
+                continue
+            system = SYSTEMS[name](args.workers)
+            t = time.perf_counter()
+            system.start()
+            startup[name].append(time.perf_counter() - t)
+            try:
+                for w in rows:
+                    t = time.perf_counter()
+                    value = system.solve(w)
+                    times.setdefault((name, w.label), []).append(time.perf_counter() - t)
+                    answers[(name, w.label)] = w.answer(value)
+            finally:
+                system.stop()
+        print(f"  repeat {rep + 1} of {args.repeat} done", flush=True)
+
+    def med(name: str, w: Workload) -> float:
+        return statistics.median(times[(name, w.label)])
+
+    reference = "sequential" if "sequential" in names else "satind"
+    print(
+        f"\n{args.workers} workers each; medians of {args.repeat}; time after start-up (s); "
+        "x: time relative to satind (above 1: slower than satind)\n"
+    )
+    print("| workload | " + " | ".join(names) + " | same answer |")
+    print("|---" * (len(names) + 2) + "|")
+    for w in rows:
+        base = med("satind", w)
+        cells = [f"{base:.3f}"] + [f"{med(n, w):.3f} ({med(n, w) / base:.2f}x)" for n in names[1:]]
+        ref = answers[(reference, w.label)]
+        same = all(answers[(n, w.label)] == ref for n in names)
+        wrong = [n for n in names if answers[(n, w.label)] != ref]
+        print(
+            f"| {w.label} | "
+            + " | ".join(cells)
+            + f" | {'yes' if same else 'NO: ' + ', '.join(wrong)} |"
+        )
+    print("\n| system | start-up (s, median) |")
+    print("|---|---|")
+    for n in names:
+        note = (
+            " (`satind run` wall time less the run's elapsed: peers, keys, TLS)"
+            if n == "satind"
+            else ""
+        )
+        print(f"| {n} | {statistics.median(startup[n]):.2f}{note} |")
+    plot_systems(rows, names, med)
+
+
+def plot_systems(rows: list[Workload], names: list[str], med: Any) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        ys = [med(name, w) / med("satind", w) for w in rows]
+        ax.bar([x + i * width for x in range(len(rows))], ys, width, label=name)
+    ax.set_yscale("log")
+    ax.axhline(1, color="grey", linewidth=0.5)
+    ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(rows))])
+    ax.set_xticklabels([w.label.replace(", ", "\n", 1) for w in rows], fontsize=8)
+    ax.set_ylabel("time relative to satind (log)")
+    ax.set_title("Same workloads, 2 workers each (lower is faster)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = DOCS / "compare.png"
+    fig.savefig(out, dpi=110)
+    print(f"\nplot: {out}")
+
+
+# -- CRS vs RS under emulated wide-area latency ------------------------------------------------
+
+
+def part_widearea(args: argparse.Namespace) -> None:
+    argv = (
+        ["tree", "4", "6", "20", "sleep"] if not args.quick else ["tree", "3", "6", "20", "sleep"]
+    )
+    latencies = (0.0, 10.0, 50.0)
+    results: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.repeat):
+            for latency in latencies:
+                cfg = Path(tmp) / f"wide-{latency:g}.toml"
+                cfg.write_text(
+                    f"[emulation]\nlatency_ms = {latency}\nbandwidth_mbps = 100.0\n\n"
+                    "[steal]\nwide_request_timeout_s = 10.0\n"
+                )
+                for algorithm in ("crs", "rs"):
+                    report = satind_run(
+                        argv,
+                        8,
+                        ["--clusters", "2", "--steal", algorithm, "--config", str(cfg)],
+                    )
+                    if report["check"] != "ok":
+                        raise RuntimeError(f"wrong answer: {report['check']}")
+                    results.setdefault((algorithm, latency), []).append(report)
+            print(f"  repeat {rep + 1} of {args.repeat} done", flush=True)
+
+    def med(algorithm: str, latency: float, key: str) -> float:
+        reports = results[(algorithm, latency)]
+        if key == "elapsed_s":
+            return statistics.median(r["elapsed_s"] for r in reports)
+        return statistics.median(float(r["stats"].get(key, 0)) for r in reports)
+
+    print(f"\n`satind run {' '.join(argv)} --peers 8 --clusters 2`; medians of {args.repeat}\n")
+    print(
+        "| algorithm | one-way latency | runtime (s) | vs 0 ms | stolen local | stolen wide | "
+        "wide attempts | messages |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for algorithm in ("crs", "rs"):
+        for latency in latencies:
+            t = med(algorithm, latency, "elapsed_s")
+            base = med(algorithm, 0.0, "elapsed_s")
+            print(
+                f"| {algorithm.upper()} | {latency:g} ms | {t:.2f} | "
+                f"{100 * (t - base) / base:+.1f}% | "
+                f"{med(algorithm, latency, 'stolen_local'):.0f} | "
+                f"{med(algorithm, latency, 'stolen_wide'):.0f} | "
+                f"{med(algorithm, latency, 'steal_attempts_wide'):.0f} | "
+                f"{med(algorithm, latency, 'messages'):,.0f} |"
+            )
+    plot_widearea(latencies, med)
+
+
+def plot_widearea(latencies: tuple[float, ...], med: Any) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for algorithm in ("crs", "rs"):
+        ax.plot(
+            latencies,
+            [med(algorithm, lat, "elapsed_s") for lat in latencies],
+            marker="o",
+            label=algorithm.upper(),
+        )
+    ax.set_xlabel("emulated wide-area latency, one way (ms)")
+    ax.set_ylabel("runtime (s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("CRS vs RS, 2 clusters x 4 peers")
+    ax.legend()
+    fig.tight_layout()
+    out = DOCS / "widearea.png"
+    fig.savefig(out, dpi=110)
+    print(f"\nplot: {out}")
+
+
+# -- Table III -----------------------------------------------------------------------------------
+
+
+def part_micro(args: argparse.Namespace) -> None:
+    from micro import table_iii
+
+    table_iii(args.repeat, args.quick)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    parser.add_argument("--part", choices=("all", "systems", "widearea", "micro"), default="all")
+    parser.add_argument(
+        "--systems",
+        default="ray,dask,pool,sequential",
+        help="comma-separated, from: " + ", ".join(SYSTEMS),
+    )
+    args = parser.parse_args()
+    args.systems = [s for s in args.systems.split(",") if s]
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}")
+    print("command: python benchmarks/compare.py " + " ".join(sys.argv[1:]))
+    print(f"machine: {machine()}\n")
+    if args.part in ("all", "micro"):
+        print("## Spawn and sync (Table III)\n")
+        part_micro(args)
+    if args.part in ("all", "systems"):
+        print("\n## satind and the alternatives\n")
+        part_systems(args)
+    if args.part in ("all", "widearea"):
+        print("\n## CRS vs RS under emulated wide-area latency\n")
+        part_widearea(args)
+
+
+if __name__ == "__main__":
+    main()
