@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -159,7 +160,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.peers is None:
         args.peers = 2
-    print("command: python benchmarks/checkpoint.py " + " ".join(sys.argv[1:]) + "\n")
+    print("command: python benchmarks/checkpoint.py " + shlex.join(sys.argv[1:]) + "\n")
     with tempfile.TemporaryDirectory() as tmp_name:
         (by_tasks if args.tasks else by_interval)(args, Path(tmp_name))
 

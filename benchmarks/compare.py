@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -267,7 +268,7 @@ def main() -> None:
     unknown = [s for s in args.systems if s not in SYSTEMS]
     if unknown:
         parser.error(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}")
-    print("command: python benchmarks/compare.py " + " ".join(sys.argv[1:]))
+    print("command: python benchmarks/compare.py " + shlex.join(sys.argv[1:]))
     print(f"machine: {machine()}\n")
     if args.part in ("all", "micro"):
         print("## Spawn and sync (Table III)\n")

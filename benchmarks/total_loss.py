@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import shlex
 import statistics
 import sys
 import tomllib
@@ -69,7 +70,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     logging.getLogger("satind").setLevel(logging.ERROR)  # the report says what happened
-    print("command: python benchmarks/total_loss.py " + " ".join(sys.argv[1:]) + "\n")
+    print("command: python benchmarks/total_loss.py " + shlex.join(sys.argv[1:]) + "\n")
     seeds = range(1, args.seeds + 1)
     results: dict[tuple[str, float], list[SimReport]] = {}
     for policy in POLICIES:

@@ -55,8 +55,8 @@ def test_checkpointed_results_are_reused_and_tic_and_sel_cover_more_than_orphans
         assert redone < covered, (policy, redone, covered)
     # Logging every completion ("sel"), or snapshots of the open frames' finished children
     # ("tic"), covers more of the tree than logging only what crossed a steal ("orphans").
-    covered = {p: sum(r.leaves_checkpointed for r in by_policy[p]) for p in POLICIES}
-    assert covered["sel"] > covered["orphans"] and covered["tic"] > covered["orphans"]
+    total = {p: sum(r.leaves_checkpointed for r in by_policy[p]) for p in POLICIES}
+    assert total["sel"] > total["orphans"] and total["tic"] > total["orphans"]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -74,5 +74,5 @@ def test_damaged_logs_cost_only_what_they_lost() -> None:
 
 
 def test_a_total_loss_is_reproducible() -> None:
-    again = _run.__wrapped__("tic", 3)  # type: ignore[attr-defined]
+    again = _run.__wrapped__("tic", 3)
     assert again.trace_hash == _run("tic", 3).trace_hash
