@@ -217,21 +217,25 @@ def part_widearea(args: argparse.Namespace) -> None:
 
     print(f"\n`satind run {' '.join(argv)} --peers 8 --clusters 2`; medians of {args.repeat}\n")
     print(
-        "| algorithm | one-way latency | runtime (s) | vs 0 ms | stolen local | stolen wide | "
-        "wide attempts | messages |"
+        "| algorithm | one-way latency | runtime (s) | vs 0 ms | local: jobs stolen | messages "
+        "| data | wide-area: jobs stolen | messages | data | wide steal attempts |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---" * 11 + "|")
     for algorithm in ("crs", "rs"):
         for latency in latencies:
             t = med(algorithm, latency, "elapsed_s")
             base = med(algorithm, 0.0, "elapsed_s")
+            wide_msgs = med(algorithm, latency, "messages_wide")
+            wide_bytes = med(algorithm, latency, "bytes_wide")
             print(
                 f"| {algorithm.upper()} | {latency:g} ms | {t:.2f} | "
                 f"{100 * (t - base) / base:+.1f}% | "
                 f"{med(algorithm, latency, 'stolen_local'):.0f} | "
-                f"{med(algorithm, latency, 'stolen_wide'):.0f} | "
-                f"{med(algorithm, latency, 'steal_attempts_wide'):.0f} | "
-                f"{med(algorithm, latency, 'messages'):,.0f} |"
+                f"{med(algorithm, latency, 'messages') - wide_msgs:,.0f} | "
+                f"{(med(algorithm, latency, 'bytes') - wide_bytes) / 1e3:,.0f} KB | "
+                f"{med(algorithm, latency, 'stolen_wide'):.0f} | {wide_msgs:,.0f} | "
+                f"{wide_bytes / 1e3:,.0f} KB | "
+                f"{med(algorithm, latency, 'steal_attempts_wide'):.0f} |"
             )
     plot_widearea(latencies, med)
 

@@ -29,7 +29,7 @@ from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import RunState, size_of_job
 from satind.engine.thief import rtt_bucket_names, rtt_median_s
-from satind.engine.worker import Worker, make_root
+from satind.engine.worker import Worker, make_root, tune_process
 from satind.plugin import find
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +72,7 @@ class _NoHooks:
 
 def spawn_cost(n: int, repeat: int) -> dict[str, float]:
     """(time of fib(n) spawning every call - time of plain fib(n)) / spawns, in-process."""
+    tune_process(EngineConfig())  # as a peer process does (GC threshold, switch interval)
     w = Worker(EngineConfig(), _NoHooks())
     worker_mod.CURRENT = w
     per_spawn = []

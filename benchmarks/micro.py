@@ -17,7 +17,7 @@ from satind.api import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import RunState
-from satind.engine.worker import Worker, make_root
+from satind.engine.worker import Worker, make_root, tune_process
 
 
 class _NoHooks:
@@ -87,6 +87,7 @@ ROWS: list[tuple[str, Callable[[int], None]]] = [
 
 def per_call_ns(body: Callable[[int], None], n: int) -> float:
     """Run ``body(n)`` as a job on a worker; ns per iteration."""
+    tune_process(EngineConfig())  # as a peer process does (GC threshold, switch interval)
     w = Worker(EngineConfig(), _NoHooks())
     worker_mod.CURRENT = w
     try:

@@ -36,6 +36,12 @@ class EngineConfig:
     thread_stack_bytes: int = 256 * 1024 * 1024
     # frames. Python recursion limit of the compute thread (see thread_stack_bytes).
     recursion_limit: int = 20_000
+    # allocations. CPython's cyclic garbage collector runs a young collection every this many
+    # container allocations (its default, 700, suits small programs). Every spawn allocates a
+    # job record that lives until its parent's frame ends, so at 700 the collector cost about
+    # as much as the spawn itself (spawn/sync 2.2 us instead of 1.0 us, docs/benchmarks.md).
+    # A peer process raises it; 0 leaves CPython's setting alone.
+    gc_young_threshold: int = 50_000
 
 
 @dataclass(frozen=True)

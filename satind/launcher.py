@@ -32,6 +32,7 @@ import trio
 
 from satind._trio import run_flat
 from satind.config import Config, StealAlgorithm
+from satind.engine.worker import tune_process
 from satind.net import tls
 from satind.net.transport import Address
 
@@ -378,7 +379,7 @@ def child_main(argv: Sequence[str] | None = None) -> None:
                 else args.checkpoint_interval,
             ),
         )
-    sys.setswitchinterval(cfg.engine.switch_interval_s)
+    tune_process(cfg.engine)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = 1
     try:

@@ -21,6 +21,7 @@ implicit sync, so no child outlives its parent (as in Cilk).
 
 from __future__ import annotations
 
+import gc
 import queue
 import sys
 import threading
@@ -377,6 +378,16 @@ class Worker:
             raise WorkerStopped
 
 
+def tune_process(cfg: EngineConfig) -> None:
+    """Process-wide interpreter settings for a peer process (the compute thread shares the
+    interpreter with the trio thread): GIL switch interval and young-generation GC threshold
+    (see EngineConfig)."""
+    sys.setswitchinterval(cfg.switch_interval_s)
+    if cfg.gc_young_threshold > 0:
+        _, older, oldest = gc.get_threshold()
+        gc.set_threshold(cfg.gc_young_threshold, older, oldest)
+
+
 def account(job: Job) -> None:
     """Count a finished job in its run's counters (shared by every compute side)."""
     run = job.run
@@ -531,4 +542,5 @@ __all__ = [
     "WorkerHooks",
     "WorkerStopped",
     "make_root",
+    "tune_process",
 ]
