@@ -7,7 +7,7 @@ its documentation recommends for recursive work, on ``workers`` worker processes
   the worker's thread pool while it waits and rejoins after), on a LocalCluster of processes.
 - A process pool (concurrent.futures): the parent expands the tree breadth-first to a few
   subtrees per worker and farms them out; it combines the results itself.
-- Sequential: the spec in this process.
+- Sequential: the whole spec in one fresh worker process.
 
 Each system has ``start`` (timed separately: start-up is not part of a run's time),
 ``solve(workload)`` and ``stop``. This module must be importable by the systems' worker
@@ -158,20 +158,18 @@ class Pool:
         self.pool.shutdown()
 
 
-class Sequential:
+class Sequential(Pool):
+    """The spec in one fresh worker process, whole: plain sequential Python. Not in this
+    process, whose heap (Ray, Dask, matplotlib imported) makes CPython's GC slower."""
+
     name = "sequential"
 
     def __init__(self, workers: int) -> None:
-        pass
-
-    def start(self) -> None:
-        pass
+        super().__init__(1)
 
     def solve(self, w: Workload) -> Any:
-        return solve_seq(w.spec, w.params, w.root)
-
-    def stop(self) -> None:
-        pass
+        assert self.pool is not None
+        return self.pool.submit(solve_seq, w.spec, w.params, w.root).result()
 
 
 SYSTEMS = {"ray": Ray, "dask": Dask, "pool": Pool, "sequential": Sequential}
