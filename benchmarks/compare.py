@@ -171,7 +171,8 @@ def plot_systems(rows: list[Workload], names: list[str], med: Any) -> None:
     ax.set_yscale("log")
     ax.axhline(1, color="grey", linewidth=0.5)
     ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(rows))])
-    ax.set_xticklabels([w.label.replace(", ", "\n", 1) for w in rows], fontsize=8)
+    labels = [w.label.replace(", ", "\n", 1).replace(" (", "\n(", 1) for w in rows]
+    ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("time relative to satind (log)")
     ax.set_title("Same workloads and workers (lower is faster)")
     ax.legend(fontsize=8)
