@@ -316,7 +316,13 @@ class Worker:
                 # Every child left is out on another peer: help until their results are in.
                 self._wait()
                 continue
-            self.run_job(job)
+            try:
+                self.run_job(job)
+            except RunAborted as aborted:
+                if aborted.run_id == frame.run.run_id:
+                    raise
+                # A job of another run that is over (restarted work runs wherever the queue
+                # gives it) unwound up to this frame's sync: it is dropped, this frame goes on.
         if self._wanting:
             self._wanting = False
             self.hooks.want_work(False)

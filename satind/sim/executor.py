@@ -173,7 +173,12 @@ class SimWorker:
                     raise RunAborted(frame.run.run_id)
                 await self._wait()
                 continue
-            await self.run_job(job, frame)
+            try:
+                await self.run_job(job, frame)
+            except RunAborted as aborted:
+                if aborted.run_id == frame.run.run_id:
+                    raise
+                # As the thread-backed Worker: a job of another run that is over is dropped.
         if self._wanting:
             self._wanting = False
             self.hooks.want_work(False)

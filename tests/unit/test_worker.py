@@ -385,6 +385,47 @@ def test_stop_unwinds_an_idle_worker() -> None:
     assert worker_mod.CURRENT is None
 
 
+def test_an_aborted_runs_job_in_another_runs_sync_does_not_take_that_frame_down() -> None:
+    # Restarted work runs wherever the queue gives it: here a job of run A runs in the sync
+    # of a stolen job of run B, and run A ends elsewhere while that job waits for a child.
+    # Only run A's frames unwind; B's job finishes and is reported.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    run_a = _run()
+    a_parent = Job(fib.fn, (9,), None, 0, run_a, 0.5)  # A's frame it belongs to, elsewhere
+
+    b_child: list[Job] = []
+
+    @spawnable
+    def a_job() -> int:
+        h = fib.spawn(3)
+        assert w.queue.steal() is h  # a thief takes its child: it will have to wait
+        w.post(ChildResult(b_child[0], 55, None))  # B's stolen child is done meanwhile
+        run_a.aborted = True  # and run A ends elsewhere
+        sync()
+        return int(h.result())
+
+    @spawnable
+    def b_job() -> int:
+        h = fib.spawn(10)
+        taken = w.queue.steal()  # a thief takes B's child: B's sync waits and helps
+        assert taken is h
+        b_child.append(taken)
+        w.queue.push(Job(a_job.fn, (), a_parent, 0, run_a, 0.25))  # restarted, queued here
+        sync()  # runs the job of run A while it waits
+        return int(h.result())
+
+    root = make_root(b_job.fn, (), RunState("r2", "test", 0.5))
+    root.origin = "victim"
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+    assert root.result() == 55 and w.nesting == 0 and w.under == {}
+    assert [job for kind, job in hooks.drained() if kind == "finished"] == [root]
+
+
 def test_a_frame_waiting_on_an_aborted_run_unwinds_and_reports_nothing() -> None:
     hooks = Hooks()
     w = Worker(EngineConfig(), hooks)
