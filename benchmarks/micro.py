@@ -3,12 +3,14 @@ call and of a spawn followed by a sync, without parameters and with one paramete
 value, over a million calls in one job on a satind worker (in-process, no peer: the cost of
 the primitives themselves). Inlets come with a later issue.
 
-    python benchmarks/micro.py [--repeat 5] [--quick]
+    python benchmarks/micro.py [--repeat 5] [--quick] [--compare-gc]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -18,6 +20,8 @@ from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import RunState
 from satind.engine.worker import Worker, make_root, tune_process
+
+DEFAULT_GC = gc.get_threshold()
 
 
 class _NoHooks:
@@ -85,10 +89,14 @@ ROWS: list[tuple[str, Callable[[int], None]]] = [
 ]
 
 
-def per_call_ns(body: Callable[[int], None], n: int) -> float:
-    """Run ``body(n)`` as a job on a worker; ns per iteration."""
-    tune_process(EngineConfig())  # as a peer process does (GC threshold, switch interval)
-    w = Worker(EngineConfig(), _NoHooks())
+def per_call_ns(body: Callable[[int], None], n: int, gc_young: int | None = None) -> float:
+    """Run ``body(n)`` as a job on a worker; ns per iteration. ``gc_young``: CPython's
+    young-generation GC threshold instead of a peer's (engine.gc_young_threshold)."""
+    cfg = EngineConfig()
+    if gc_young is not None:
+        cfg = dataclasses.replace(cfg, gc_young_threshold=gc_young)
+    tune_process(cfg)  # as a peer process does (GC threshold, switch interval)
+    w = Worker(cfg, _NoHooks())
     worker_mod.CURRENT = w
     try:
         root = make_root(body, (n,), RunState("micro", "micro", 0.5))
@@ -97,6 +105,29 @@ def per_call_ns(body: Callable[[int], None], n: int) -> float:
         return (time.perf_counter() - t) / n * 1e9
     finally:
         worker_mod.CURRENT = None
+        gc.set_threshold(*DEFAULT_GC)
+
+
+def compare_gc(repeat: int, quick: bool) -> None:
+    """The spawn/sync rows under CPython's default GC threshold and a peer's, interleaved."""
+    n = 100_000 if quick else 1_000_000
+    peer = EngineConfig().gc_young_threshold
+    rows = ROWS[2:]
+    got: dict[tuple[str, int], list[float]] = {}
+    for _ in range(repeat):
+        for label, body in rows:
+            for threshold in (DEFAULT_GC[0], peer):
+                got.setdefault((label, threshold), []).append(per_call_ns(body, n, threshold))
+    print(
+        f"young-generation GC threshold: CPython's {DEFAULT_GC[0]} against a peer's {peer:,}; "
+        f"{n:,} calls, median of {repeat} interleaved runs\n"
+    )
+    print(f"| benchmark | threshold {DEFAULT_GC[0]} (ns) | threshold {peer:,} (ns) |")
+    print("|---|---|---|")
+    for label, _ in rows:
+        a = statistics.median(got[(label, DEFAULT_GC[0])])
+        b = statistics.median(got[(label, peer)])
+        print(f"| {label} | {a:.0f} | {b:.0f} |")
 
 
 def table_iii(repeat: int, quick: bool) -> None:
@@ -123,8 +154,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--compare-gc", action="store_true", help="spawn/sync with CPython's GC threshold too"
+    )
     args = parser.parse_args()
     table_iii(args.repeat, args.quick)
+    if args.compare_gc:
+        print()
+        compare_gc(args.repeat, args.quick)
 
 
 if __name__ == "__main__":
