@@ -20,7 +20,10 @@ what it skipped, and keeps everything else: a damaged log costs only the records
 Writes happen off the trio thread (``trio.to_thread``) in batches; each batch is flushed and,
 with ``fsync`` on (the default), fsynced before the next: a record counts as checkpointed once
 its batch's fsync returned. Compaction drops results below a result of an ancestor (the
-ancestor stands in for the whole subtree).
+ancestor stands in for the whole subtree). Once a run's end is logged, the peer prunes its
+log: the run's records are dropped by writing the log anew beside the old one and renaming it
+over (a crash leaves one of the two whole), so a long-lived peer's log holds only runs that
+are not over.
 """
 
 from __future__ import annotations
@@ -178,6 +181,46 @@ def load_directory(directory: Path) -> LogContents:
     return load(directory.glob("*" + SUFFIX))
 
 
+def _run_of(msg: m.Message) -> tuple[str, bool]:
+    """(run id, whether the record says the run is over) of a log record."""
+    if isinstance(msg, m.JobResult):
+        return msg.run_id, False
+    assert isinstance(msg, m.Gossip) and msg.gossip.runs
+    announce = msg.gossip.runs[0]
+    return announce.info.run_id, announce.state in ("done", "failed")
+
+
+def prune_log(data: bytes) -> bytes:
+    """One log without the records of the runs it says are over (nothing will resume them),
+    and without damaged bytes (a load would skip them anyway). Records stay in order."""
+    records = [(pos, msg) for pos, msg in read_records(data) if not isinstance(msg, str)]
+    over = {run for run, ended in (_run_of(msg) for _, msg in records) if ended}
+    kept = []
+    for pos, msg in records:
+        if _run_of(msg)[0] not in over:
+            _, length, _ = HEADER.unpack_from(data, pos)
+            kept.append(data[pos : pos + HEADER.size + length])
+    return b"".join(kept)
+
+
+def prune_file(path: Path, fsync: bool = True) -> int:
+    """Prune a log file in place (blocking: call it from a worker thread): the pruned log is
+    written beside it and renamed over it, so a crash leaves the old or the new log whole.
+    Returns the bytes it dropped."""
+    data = path.read_bytes()
+    pruned = prune_log(data)
+    if len(pruned) == len(data):
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        f.write(pruned)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return len(data) - len(pruned)
+
+
 class LogStore(Protocol):
     """Where a peer's log goes and where a resume reads every peer's log from."""
 
@@ -188,6 +231,10 @@ class LogStore(Protocol):
         ...
 
     async def load(self) -> LogContents: ...
+
+    async def prune(self, peer: str) -> int:
+        """Drop the records of ended runs from ``peer``'s log; returns bytes dropped."""
+        ...
 
 
 class FileStore:
@@ -206,6 +253,9 @@ class FileStore:
 
     async def load(self) -> LogContents:
         return await trio.to_thread.run_sync(load_directory, self.directory)
+
+    async def prune(self, peer: str) -> int:
+        return await trio.to_thread.run_sync(prune_file, log_path(self.directory, peer), self.fsync)
 
 
 class MemoryStore:
@@ -226,6 +276,13 @@ class MemoryStore:
     async def load(self) -> LogContents:
         await trio.lowlevel.checkpoint()
         return load_blobs((name, bytes(self.logs[name])) for name in sorted(self.logs))
+
+    async def prune(self, peer: str) -> int:
+        await trio.lowlevel.checkpoint()
+        data = bytes(self.logs.get(peer, b""))
+        pruned = prune_log(data)
+        self.logs[peer] = bytearray(pruned)
+        return len(data) - len(pruned)
 
 
 def compact(results: dict[bytes, m.JobResult]) -> dict[bytes, m.JobResult]:
@@ -266,8 +323,14 @@ class Checkpointer:
         self._now = trio.Event()
         self.bytes_written = 0
         self.records_written = 0
+        self.bytes_pruned = 0
         self.failures = 0
         self.last_at: float | None = None
+        # One flush at a time (the loop, a suspend): appends must not interleave with a prune
+        # that rewrites the log.
+        self._writing = trio.Lock()
+        # A run's end was logged since the last prune: the next flush drops its records.
+        self._ended_since_prune = False
 
     @property
     def enabled(self) -> bool:
@@ -284,6 +347,7 @@ class Checkpointer:
         without this record."""
         if self.enabled and announce.info.run_id in self._runs:
             self.pending.append(frame(announce))
+            self._ended_since_prune = True
 
     def result(self, result: m.JobResult) -> None:
         if self.enabled and result.error is None and result.value is not None:
@@ -318,6 +382,18 @@ class Checkpointer:
             await self.flush()
 
     async def flush(self) -> None:
+        async with self._writing:
+            await self._append()
+            if self._ended_since_prune and not self.pending and self.store is not None:
+                # The end is on the disk: the run's records are dead weight now. A log only
+                # grows with the runs that are not over.
+                self._ended_since_prune = False
+                try:
+                    self.bytes_pruned += await self.store.prune(self.peer)
+                except OSError as exc:
+                    log.error("pruning the checkpoint log in %s failed: %s", self.store.where, exc)
+
+    async def _append(self) -> None:
         if not self.pending or self.store is None:
             return
         batch, self.pending = self.pending, []
@@ -354,5 +430,7 @@ __all__ = [
     "load_blobs",
     "load_directory",
     "log_path",
+    "prune_file",
+    "prune_log",
     "read_records",
 ]

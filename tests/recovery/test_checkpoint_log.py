@@ -3,6 +3,7 @@ they touch; compaction keeps no result below another one."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -145,3 +146,41 @@ async def test_files_and_the_memory_store_hold_the_same_log(tmp_path: Path) -> N
         await checkpointer.flush()
     on_disk, in_memory = [await store.load() for store in stores]
     assert on_disk.results == in_memory.results and on_disk.records == in_memory.records == 11
+
+
+async def test_a_log_drops_the_records_of_a_run_once_its_end_is_logged(tmp_path: Path) -> None:
+    other = m.RunInfo("r2", "fib", "hash", ["20"], codec.encode_value((20,)), "n/0", 2, 0)
+    stores: list[cp.LogStore] = [cp.FileStore(tmp_path, fsync=False), cp.MemoryStore()]
+    for store in stores:
+        checkpointer = cp.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
+        checkpointer.run(m.RunAnnounce(INFO, "running"))
+        checkpointer.run(m.RunAnnounce(other, "running"))
+        for result in _results(10):
+            checkpointer.result(result)  # run r1
+        checkpointer.result(m.JobResult("r2", path_from_indices([1]), codec.encode_value(5), None))
+        await checkpointer.flush()
+        before = await store.load()
+        assert set(before.unfinished()) == {"r1", "r2"} and checkpointer.bytes_pruned == 0
+        checkpointer.ended(m.RunAnnounce(INFO, "done"))
+        await checkpointer.flush()
+        after = await store.load()
+        # r1 is over: its descriptor, results and end are gone; r2 is untouched.
+        assert after.runs == {"r2": other} and after.ended == set()
+        assert set(after.results) == {"r2"} and after.problems == []
+        assert checkpointer.bytes_pruned > 0
+    assert [p.name for p in os.scandir(tmp_path)] == ["node_0.satlog"]  # no temporary left
+
+
+def test_pruning_keeps_every_intact_record_of_runs_not_over_and_drops_damage(
+    tmp_path: Path,
+) -> None:
+    path = _log(tmp_path, _results(8))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40  # one damaged record in the middle
+    path.write_bytes(bytes(data))
+    damaged = cp.load_directory(tmp_path)
+    assert damaged.problems
+    assert cp.prune_file(path, fsync=False) > 0  # the damaged bytes go
+    pruned = cp.load_directory(tmp_path)
+    assert pruned.problems == [] and pruned.results == damaged.results
+    assert pruned.unfinished() == {"r1": INFO}
