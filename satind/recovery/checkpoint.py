@@ -193,11 +193,11 @@ def _run_of(msg: m.Message) -> tuple[str, bool]:
 def prune_log(data: bytes) -> bytes:
     """One log without the records of the runs it says are over (nothing will resume them),
     and without damaged bytes (a load would skip them anyway). Records stay in order."""
-    records = [(pos, msg) for pos, msg in read_records(data) if not isinstance(msg, str)]
-    over = {run for run, ended in (_run_of(msg) for _, msg in records) if ended}
+    records = [(pos, _run_of(msg)) for pos, msg in read_records(data) if not isinstance(msg, str)]
+    over = {run for _, (run, ended) in records if ended}
     kept = []
-    for pos, msg in records:
-        if _run_of(msg)[0] not in over:
+    for pos, (run, _) in records:
+        if run not in over:
             _, length, _ = HEADER.unpack_from(data, pos)
             kept.append(data[pos : pos + HEADER.size + length])
     return b"".join(kept)

@@ -4,8 +4,6 @@ peers finishes it exactly from the checkpoint logs, computing less than a fresh 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +11,15 @@ import pytest
 
 from tests import independent
 from tests.integration.procs import alive
-from tests.integration.test_daemon import Daemon, client, keys, satind, status, wait_for
+from tests.integration.test_daemon import (
+    Daemon,
+    client,
+    client_in_background,
+    keys,
+    satind,
+    status,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -88,12 +94,7 @@ def test_suspend_then_resume_on_the_same_peers(keys: Path, tmp_path: Path) -> No
     try:
         wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 3)
         argv = ["submit", "tree", "3", "8", "60", "sleep", "--wait", "--json"]
-        submit = subprocess.Popen(
-            [sys.executable, "-m", "satind", *argv, "--to", m1.first, "--keys", str(keys)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        submit = client_in_background(keys, m1.first, *argv)
         try:
             wait_for(lambda: any(r["progress"] > 0.4 for r in status(keys, m1.first)["runs"]), 60)
             run_id = next(r["run_id"] for r in status(keys, m1.first)["runs"])

@@ -102,6 +102,16 @@ def client(
     return satind(*args, "--to", to, "--keys", str(keys), timeout=timeout)
 
 
+def client_in_background(keys: Path, to: str, *args: str) -> subprocess.Popen[str]:
+    """A client command left running (e.g. `submit --wait`); the caller collects it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "satind", *args, "--to", to, "--keys", str(keys)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def status(keys: Path, to: str) -> dict[str, Any]:
     proc = client(keys, to, "status", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -265,12 +275,7 @@ def test_draining_a_cluster_mid_run_loses_no_work_and_stop_drain_ends_the_daemon
     )
     # 512 leaves of 60 ms: about 8 s on 4 peers. The master is on m1 (the run goes there).
     argv = ["submit", "tree", "3", "8", "60", "sleep", "--wait", "--json"]
-    submit = subprocess.Popen(
-        [sys.executable, "-m", "satind", *argv, "--to", m1.first, "--keys", str(keys)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    submit = client_in_background(keys, m1.first, *argv)
     try:
         wait_for(lambda: any(r["progress"] > 0.1 for r in status(keys, m1.first)["runs"]), 30)
         # Migration away from machine m2: drain its cluster in the middle of the run.
