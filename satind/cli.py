@@ -487,6 +487,8 @@ def _resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugin
         plugin.parse_args(argv)
     except plugins.UsageError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    except plugins.PluginFailed as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
     return plugin
 
 

@@ -48,8 +48,10 @@ def dispatch(args: argparse.Namespace) -> int:
     }[args.command]
     try:
         return int(run_flat(handler, args, cfg))
-    except control.PeerUnavailable as exc:
+    except (control.PeerUnavailable, control.RequestFailed) as exc:
         raise CliError(str(exc), EXIT_RUNTIME) from None
+    except plugins.PluginFailed as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
 
 
 @asynccontextmanager

@@ -76,10 +76,46 @@ class NetConfig:
     # for a stolen job carrying a sizeable array, small enough that a hostile prefix cannot
     # make a peer allocate gigabytes.
     max_frame_bytes: int = 64 * 1024 * 1024
-    # levels. Nesting cap for protocol messages and for application values.
+    # levels. Nesting cap for application values (job arguments and results), which plugins
+    # may nest deeply (a tree as nested tuples); cbor2 refuses deeper input.
     max_depth: int = 200
+    # levels. Nesting cap for protocol messages: the deepest message nests 5 levels, so 16
+    # leaves room for new fields and refuses deep junk before cbor2 recurses into it.
+    max_message_depth: int = 16
+    # count. CBOR items (integers, strings, array and map entries...) one message may hold.
+    # cbor2 builds a Python object of tens of bytes per item, so a 16 MiB frame of one-byte
+    # items would cost gigabytes and seconds; a frame longer than this many bytes is scanned
+    # first and refused when over (codec.scan_items). The largest legitimate messages (orphan
+    # tables in chunks of ft.tuples_per_message, hand-overs in chunks) stay well below.
+    max_items: int = 262_144
     # seconds. Connect plus handshake must finish within this.
     connect_timeout_s: float = 5.0
+    # seconds. A frame whose length prefix has arrived must arrive whole within this plus its
+    # length at min_receive_rate: a sender that stalls inside a frame (deliberately or not)
+    # is cut off instead of pinning the half-received frame in memory forever. Idle
+    # connections between frames have no timeout: peers and clients keep links open.
+    read_timeout_s: float = 30.0
+    # bytes per second. The slowest transfer a frame is allowed (see read_timeout_s): 64 MiB
+    # may take 30 s + 256 s. Slower than any real link between peers.
+    min_receive_rate: float = 256 * 1024
+    # bytes. Frames being received at once by one peer, over all its connections. A length
+    # prefix that would go over closes its connection (the sender retries later): however
+    # many connections send at once, receiving costs at most this much memory.
+    max_receive_bytes: int = 256 * 1024 * 1024
+    # bytes. Messages queued for one connection and not yet written. A reader that stops
+    # reading (a stuck client) makes its connection's queue grow; past this, the connection
+    # is closed and the queued messages dropped (what was lost is recovered like any lost
+    # message: steals time out, custody queries resend, clients ask again).
+    max_outbox_bytes: int = 80 * 1024 * 1024
+    # bytes. The same, over all connections of a peer together.
+    max_send_bytes: int = 256 * 1024 * 1024
+    # count. Connections one peer holds at once (peers and clients, being set up or live);
+    # more are refused at accept. A peer needs one per other member it talks to (and one
+    # file descriptor each: raise `ulimit -n` past 1,024 for systems that large).
+    max_connections: int = 2048
+    # count. Connections one client certificate may hold at once on one peer (a status
+    # --watch, a submit --wait and a few commands need far fewer).
+    max_client_connections: int = 16
     # Mutual TLS on every connection. Turning it off exists only to measure what TLS costs
     # (docs/benchmarks.md); a system without it lets anyone who can connect run code.
     tls: bool = True

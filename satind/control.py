@@ -19,7 +19,15 @@ from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Connection, Identity, TcpTransport
-from satind.plugin import UnknownPlugin, UsageError
+from satind.plugin import PluginFailed, UnknownPlugin, UsageError
+
+
+class RequestFailed(Exception):
+    """The peer could not answer the request: its handler failed (``info`` says why)."""
+
+    def __init__(self, peer: str, info: m.ErrorInfo) -> None:
+        super().__init__(f"peer {peer} failed to answer: {info.type}: {info.message}")
+        self.info = info
 
 
 class SubmitRefused(Exception):
@@ -55,7 +63,13 @@ class Client:
             waiter.result = msg
             waiter.event.set()
         elif isinstance(
-            msg, m.Submitted | m.ProgressReply | m.StatusReply | m.ResultReply | m.ControlReply
+            msg,
+            m.Submitted
+            | m.ProgressReply
+            | m.StatusReply
+            | m.ResultReply
+            | m.ControlReply
+            | m.ErrorReply,
         ):
             self.requests.resolve(msg.req, msg)
 
@@ -81,6 +95,8 @@ class Client:
                 raise UsageError(reply.error.message)
             if reply.error.type.endswith("UnknownPlugin"):
                 raise UnknownPlugin(plugin, [])
+            if reply.error.type.endswith("PluginFailed"):
+                raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
         self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
         return reply.run_id
@@ -115,6 +131,8 @@ class Client:
             nursery.cancel_scope.cancel()
         if reply is None:
             raise PeerUnavailable(f"peer {self.peer} did not answer")
+        if isinstance(reply, m.ErrorReply):
+            raise RequestFailed(self.peer, reply.error)
         return reply
 
     async def result(self, run_id: str) -> m.RunResult:
@@ -138,6 +156,7 @@ class Client:
         return waiter.result
 
     async def progress(self, run_id: str, within_s: float = 2.0) -> m.ProgressReply | None:
+        """The run's progress, or None when no answer came in time (or an error)."""
         req = self.requests.new()
         self.conn.post(m.ProgressRequest(req, run_id))
         reply = await self.requests.reply_within(req, within_s)

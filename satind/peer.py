@@ -498,8 +498,27 @@ class Peer:
         self.worker.post(event)
 
     def spawn_task(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` in the peer's nursery. An exception in it is logged and costs
+        that task only: a task must never take the peer down."""
         assert self._nursery is not None
-        self._nursery.start_soon(fn, *args)
+        self._nursery.start_soon(self._guarded, fn, args, None)
+
+    def spawn_answer(self, conn: Link, req: int, fn: Any, *args: Any) -> None:
+        """As ``spawn_task``, for a task that answers request ``req``: if it fails, the asker
+        gets an ErrorReply at once instead of waiting for its timeout."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._guarded, fn, args, (conn, req))
+
+    async def _guarded(
+        self, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int] | None
+    ) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            log.error("%s failed", getattr(fn, "__qualname__", fn), exc_info=exc)
+            if asker is not None:
+                conn, req = asker
+                conn.post(m.ErrorReply(req, error_info(exc)))
 
     # -- plugins and counters ---------------------------------------------------------------
 
@@ -535,7 +554,15 @@ class Peer:
             log.warning("client %s may not send %s", conn.remote_name, type(msg).__name__)
             conn.close()
             return
-        handler(self, conn, msg)
+        try:
+            handler(self, conn, msg)
+        except Exception as exc:
+            if type(msg) not in m.REQUEST_TYPES:
+                raise  # the transport closes the connection, counts and logs it
+            # A request whose handler failed (a plugin's code raised, or a bug): the asker
+            # hears why now. The connection stays: the fault is ours, not the asker's.
+            log.error("%s from %s failed", type(msg).__name__, conn.remote_name, exc_info=exc)
+            conn.post(m.ErrorReply(msg.req, error_info(exc)))  # type: ignore[attr-defined]
 
     # -- stealing: the victim's side --------------------------------------------------------
 
@@ -626,11 +653,16 @@ class Peer:
         reply = self.custody.answer(msg, conn.remote_name)
         if isinstance(reply, m.JobState) and reply.state == "unknown":
             kept = self.orphans.kept_result((msg.run_id, msg.path))
+            end = self.runs.ended.get(msg.run_id)
             if kept is not None:
                 reply = kept  # an orphan we keep: this is how its result is reused
+            elif end is not None:
+                reply = m.JobState(msg.run_id, msg.path, "over", end)
         conn.post(reply)
 
     def _on_job_state(self, conn: Link, msg: m.JobState) -> None:
+        if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:
+            self.on_runs([msg.end])  # the end we missed: the run stops here too
         for job in self.custody.on_state(msg, conn.remote_name, trio.current_time()):
             log.info(
                 "taking back %s%s: %s does not have it",
@@ -787,14 +819,14 @@ class Peer:
             progress = float(stats.pop("progress", 0.0))
             conn.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), as_ints(stats)))
 
-        self.spawn_task(answer)
+        self.spawn_answer(conn, msg.req, answer)
 
     def _on_result_request(self, conn: Link, msg: m.ResultRequest) -> None:
         async def answer() -> None:
             result, why = await self.fetch_result(msg.run_id, msg.wait)
             conn.post(m.ResultReply(msg.req, result, why))
 
-        self.spawn_task(answer)
+        self.spawn_answer(conn, msg.req, answer)
 
     async def _find_checkpointed_runs(self) -> None:
         """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
@@ -834,7 +866,7 @@ class Peer:
             log.info("resuming %s: %d checkpointed result(s)", msg.run_id, len(results))
             conn.post(self.runs.resume(conn.remote_name, msg.req, info, preload))
 
-        self.spawn_task(answer)
+        self.spawn_answer(conn, msg.req, answer)
 
     def _on_suspend_request(self, conn: Link, msg: m.SuspendRequest) -> None:
         async def answer() -> None:
@@ -866,7 +898,7 @@ class Peer:
             done = f"suspended {msg.run_id}; `satind resume {msg.run_id}` continues it"
             conn.post(m.ControlReply(msg.req, True, done, [msg.run_id]))
 
-        self.spawn_task(answer)
+        self.spawn_answer(conn, msg.req, answer)
 
     def forward_result(self, run_id: str, dest: str) -> None:
         """Send ``dest`` the run's result once the run's master has it (see Runs._new_epoch)."""
@@ -914,7 +946,7 @@ class Peer:
             ]
             conn.post(m.StatusReply(msg.req, [self.local_status(), *view], self._local_runs()))
             return
-        self.spawn_task(self._answer_deep_status, conn, msg)
+        self.spawn_answer(conn, msg.req, self._answer_deep_status, conn, msg)
 
     def local_status(self) -> m.PeerStatus:
         counters = self.thief.counters
@@ -1126,6 +1158,7 @@ _HANDLERS: dict[type, Any] = {
     m.ResumeRequest: Peer._on_resume_request,
     m.SuspendRequest: Peer._on_suspend_request,
     m.ControlReply: Peer._on_reply,
+    m.ErrorReply: Peer._on_reply,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),

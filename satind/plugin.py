@@ -45,6 +45,11 @@ class CheckFailed(AssertionError):
     """A plugin's independent check rejected a result."""
 
 
+class PluginFailed(RuntimeError):
+    """A plugin's own code raised outside a job: its ``parse`` with something other than a
+    usage error, or its ``max_branching``. A bug in the plugin; the message says where."""
+
+
 @dataclass(frozen=True)
 class Plugin:
     """Describes an application that satind can run by name.
@@ -88,17 +93,29 @@ class Plugin:
             raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
 
     def branching(self, args: tuple[Any, ...]) -> int:
-        """The maximum branching factor of a run with these entry arguments (2 if unknown)."""
-        value = self.max_branching
-        if callable(value):
-            value = value(args)
-        return max(1, int(value or 2))
-
-    def parse_args(self, argv: Sequence[str]) -> tuple[Any, ...]:
-        """Parse arguments, turning any failure into a UsageError that carries the usage line.
+        """The maximum branching factor of a run with these entry arguments (2 if unknown).
 
         Raises:
-            UsageError: the arguments are not valid for this plugin.
+            PluginFailed: the plugin's ``max_branching`` raised or gave no number.
+        """
+        value = self.max_branching
+        try:
+            if callable(value):
+                value = value(args)
+            # Bounded: the branching factor travels in a 64-bit protocol field.
+            return max(1, min(int(value or 2), 2**31))
+        except Exception as exc:
+            raise PluginFailed(
+                f"plugin {self.name}: its max_branching raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def parse_args(self, argv: Sequence[str]) -> tuple[Any, ...]:
+        """Parse arguments, turning a failure into a UsageError that carries the usage line.
+
+        Raises:
+            UsageError: the arguments are not valid for this plugin (``parse`` raised a
+                UsageError, ValueError, TypeError or IndexError: what bad input does).
+            PluginFailed: ``parse`` raised anything else (a bug in the plugin).
         """
         try:
             return tuple(self.parse(list(argv)))
@@ -108,6 +125,11 @@ class Plugin:
             raise UsageError(
                 f"{self.name}: bad arguments {list(argv)!r} ({exc})\nusage: satind run {self.usage}"
             ) from None
+        except Exception as exc:
+            raise PluginFailed(
+                f"plugin {self.name}: its argument parser raised {type(exc).__name__}: {exc} "
+                f"(arguments {list(argv)!r})"
+            ) from exc
 
     def make_report(self, argv: Sequence[str], result: Any) -> Any:
         return result if self.report is None else self.report(argv, result)

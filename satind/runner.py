@@ -12,7 +12,7 @@ from satind.config import Config, StealAlgorithm
 from satind.launcher import LOCAL_CLIENT, PeerProcess, ephemeral_keys, local_peers
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.plugin import Plugin, UnknownPlugin, UsageError
+from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError
 
 
 async def _result_from_survivors(
@@ -106,6 +106,8 @@ async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
                     run_id = await client.submit(plugin.name, list(request.argv), plugin.code_hash)
                 except (UsageError, UnknownPlugin) as exc:
                     raise RunFailed(str(exc), 2) from None
+                except PluginFailed as exc:
+                    raise RunFailed(str(exc), 1) from None
                 except control.SubmitRefused as exc:
                     raise RunFailed(str(exc), 3) from None
                 if request.show_progress:

@@ -146,9 +146,10 @@ class Runs:
         self.active: dict[str, PeerRun] = {}
         self.queue: deque[PeerRun] = deque()
         self.finished: OrderedDict[str, Finished] = OrderedDict()
-        # Runs that ended, with their final state and master: their announcements are
-        # ignored from now on, and `satind result` knows whom to ask.
-        self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        # Runs that ended, as their last announcement (final state, epoch, master): later
+        # announcements of them are ignored, `satind result` knows whom to ask, and a peer
+        # still working for one hears of its end (JobState "over").
+        self.ended: OrderedDict[str, m.RunAnnounce] = OrderedDict()
         self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
         # Suspended runs and the epoch they were suspended at: a higher epoch resumes them.
         self.suspended: dict[str, int] = {}
@@ -219,6 +220,8 @@ class Runs:
                 self.suspended[run_id] = announce.info.epoch
             if run is not None and run.info.master != self.host.name:
                 self.drop(run_id)
+            elif run is not None and announce.info.master != self.host.name:
+                self._abdicate(run, announce)
             return True
         if announce.state == RUNNING:
             known = self.active.get(run_id)
@@ -253,6 +256,36 @@ class Runs:
                 old.submitter = None
         old.info = info
         return old
+
+    def _abdicate(self, run: PeerRun, end: m.RunAnnounce) -> None:
+        """The run ended under another master while this peer still mastered an older epoch
+        of it: this peer was paused or cut off long enough to be taken for dead, and a
+        survivor took the run over and finished it. Drop this epoch (its frames unwind, its
+        custody goes) and send the submitter, who still waits here, the new master's
+        result: a stale master must neither compute on nor keep its client waiting."""
+        run_id = run.info.run_id
+        log.warning(
+            "run %s %s under master %s (epoch %d) while this peer mastered epoch %d: "
+            "dropping this epoch",
+            run_id,
+            end.state,
+            end.info.master,
+            end.info.epoch,
+            run.info.epoch,
+        )
+        submitter, run.submitter, run.root = run.submitter, None, None
+        self.drop(run_id)
+        for event in self._result_waiters.pop(run_id, []):
+            event.set()  # they find the run moved and ask its new master
+        if submitter is not None:
+            if end.state == SUSPENDED:
+                error = m.ErrorInfo("RunSuspended", f"run {run_id} was suspended")
+                self.host.post(submitter, m.RunResult(run_id, None, error, 0.0, 0, {}))
+            else:
+                self.host.forward_result(run_id, submitter)
+        if self.queue:
+            self._start(self.queue.popleft())
+        self.host.changed()
 
     def orphaned(self, alive: set[str]) -> list[PeerRun]:
         """Runs whose master is no longer alive in this peer's view."""
@@ -327,7 +360,7 @@ class Runs:
 
     def _remember_ended(self, announce: m.RunAnnounce) -> None:
         run_id = announce.info.run_id
-        self.ended[run_id] = (announce.state, announce.info.master)
+        self.ended[run_id] = announce
         self.recently_ended.append(announce)
         while len(self.ended) > 4 * self.cfg.keep_results:
             self.ended.popitem(last=False)
@@ -372,7 +405,14 @@ class Runs:
             problems = plugin_mismatches(plugin, self.host.members())
             if problems:
                 raise RunRefused("; ".join(problems))
-        except (plugins.UnknownPlugin, plugins.UsageError, codec.EncodeError, RunRefused) as exc:
+            branching = plugin.branching(args)
+        except (
+            plugins.UnknownPlugin,
+            plugins.UsageError,
+            plugins.PluginFailed,
+            codec.EncodeError,
+            RunRefused,
+        ) as exc:
             return m.Submitted(msg.req, "", error_info(exc))
         info = m.RunInfo(
             run_id=self.new_run_id(),
@@ -381,7 +421,7 @@ class Runs:
             argv=list(msg.argv),
             args=encoded,
             master=self.host.name,
-            branching=plugin.branching(args),
+            branching=branching,
         )
         run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
         run.submitter = client
@@ -513,7 +553,7 @@ class Runs:
             if queued.info.run_id == run_id:
                 return self.host.name
         if run_id in self.ended:
-            return self.ended[run_id][1]
+            return self.ended[run_id].info.master
         return None
 
     async def result_of(self, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
@@ -543,7 +583,8 @@ class Runs:
             return run.status
         if any(r.info.run_id == run_id for r in self.queue):
             return QUEUED
-        return self.ended.get(run_id, ("unknown", ""))[0]
+        end = self.ended.get(run_id)
+        return end.state if end is not None else "unknown"
 
     def statuses(self, progress: dict[str, float]) -> list[m.RunStatus]:
         """Runs this peer masters (running, queued, and kept results), for `satind status`."""

@@ -10,7 +10,10 @@ returned (``JobQuery``), and the thief answers from its records (``JobState``):
 * "running": the thief has it (in its queue, computing, or stolen on): keep waiting;
 * the thief finished it: it sends the result again (the first one was lost);
 * "unknown": the steal reply never arrived (or the thief restarted): the victim takes the
-  job back and runs it itself.
+  job back and runs it itself;
+* "over": the thief knows the run as ended, and says how (the run's last announcement): a
+  victim that missed the end (it was paused, or cut off) learns it here and stops, instead
+  of taking the job back and handing it out again forever.
 
 A job is named by (run id, path), and the same name can be given out twice: after a master was
 lost, the new epoch respawns the same paths while the old epoch's copies may still be out. A
@@ -78,7 +81,10 @@ class Custody:
             for given in mine:
                 given.heard = now
             return []
-        if msg.state == "unknown" and mine:
+        if msg.state in ("unknown", "over") and mine:
+            # "over": the thief knows the run as ended. The peer applies the end it was told
+            # first (which forgets these records when the run is over here too); what is
+            # still here belongs to a run that goes on here, a later epoch: run it.
             self.taken_back += len(mine)
             return self._take_back(key, thief)
         return []

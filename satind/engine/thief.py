@@ -203,10 +203,9 @@ class Thief:
         started = trio.current_time()
         self.host.post(victim, m.StealRequest(req, wide, self.host.needs_orphans))
         reply = await requests.reply_within(req, within_s)
-        if reply is None:
-            return False
+        if not isinstance(reply, m.StealReply):
+            return False  # no answer in time, or the victim failed to answer (ErrorReply)
         counters.record_rtt(trio.current_time() - started)
-        assert isinstance(reply, m.StealReply)
         if reply.orphans is not None:
             self.host.got_orphan_table(reply.orphans)
         if reply.job is None:

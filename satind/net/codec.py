@@ -5,6 +5,14 @@ map ``{"t": type code, field: value, ...}``. Decoding checks every field against
 dataclass's type hints: a wrong type, a missing field, an unknown field or an unknown type code
 raises ``DecodeError``, which the transport turns into closing that one connection.
 
+Every value a message carries is bounded here, so that no code downstream meets a value it
+cannot handle: an integer field holds a 64-bit integer (a 5,000-digit integer cannot be
+printed by CPython, and ``float()`` of a larger one overflows), a float field a finite float,
+a message nests at most ``net.max_message_depth`` levels and holds at most ``net.max_items``
+CBOR items (counted before cbor2 builds any object, so a frame of millions of tiny items costs
+a scan, not gigabytes). Error messages describe an offending value without formatting it
+whole (``describe``).
+
 Application values use their own encoding (``encode_value``/``decode_value``): plain CBOR plus
 a tag that keeps tuples tuples (a stolen job must see the same argument types as a local one)
 and tags that plugins register for their own types. Nothing is ever pickled.
@@ -44,6 +52,27 @@ def _identity(value: Any) -> Any:
     return value
 
 
+# The range of every integer field: 64 bits, signed or unsigned (counters, ports, sequence
+# numbers and process start times in nanoseconds all fit).
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """A short description of any received value, for error messages and logs. Never raises:
+    a huge integer is described by its size (CPython refuses to print one of more than 4,300
+    digits), anything else by a truncated repr."""
+    if type(value) is int and not INT_MIN <= value <= INT_MAX:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        shown = repr(value) if not isinstance(value, str | bytes) else repr(value[: limit + 1])
+    except Exception:  # a hostile value whose repr fails is still only a value
+        return f"a {type(value).__name__}"
+    if len(shown) > limit:
+        shown = shown[: limit - 3] + "..."
+    return f"{type(value).__name__} {shown}"
+
+
 class _Invalid(DecodeError):
     """A field failed its check. The path to it is collected on the way up, so that valid
     input (the common case) costs no string formatting at all."""
@@ -55,11 +84,8 @@ class _Invalid(DecodeError):
         self.path: list[str] = []
 
     def describe(self, root: str) -> str:
-        shown = repr(self.value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
         where = root + "".join(reversed(self.path))
-        return f"{where}: expected {self.expected}, got {type(self.value).__name__} {shown}"
+        return f"{where}: expected {self.expected}, got {describe(self.value)}"
 
 
 def _scalar(kind: type) -> Check:
@@ -72,10 +98,18 @@ def _scalar(kind: type) -> Check:
     return check
 
 
+def _int(value: Any) -> Any:
+    if type(value) is not int or not INT_MIN <= value <= INT_MAX:
+        raise _Invalid("int (64 bits)", value)
+    return value
+
+
 def _float(value: Any) -> Any:
     if type(value) is float:
+        if value - value != 0.0:  # inf - inf and nan - nan are nan: not finite
+            raise _Invalid("float (finite)", value)
         return value
-    if type(value) is int:
+    if type(value) is int and INT_MIN <= value <= INT_MAX:
         return float(value)
     raise _Invalid("float", value)
 
@@ -90,7 +124,9 @@ def _checker(hint: Any) -> Check:
     origin = typing.get_origin(hint)
     if hint is float:
         return _float
-    if hint in (int, str, bytes, bool):
+    if hint is int:
+        return _int
+    if hint in (str, bytes, bool):
         return _scalar(hint)
     if hint is type(None):
         return _none
@@ -287,17 +323,29 @@ def encode_message(msg: m.Message) -> bytes:
     return bytes(cbor2.dumps(body))
 
 
-def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
+# What a message may hold (net.max_message_depth and net.max_items; the defaults, for callers
+# that decode what they wrote themselves, such as the checkpoint reader).
+MESSAGE_DEPTH = 16
+MESSAGE_ITEMS = 262_144
+
+
+def decode_message(
+    data: bytes, max_depth: int = MESSAGE_DEPTH, max_items: int = MESSAGE_ITEMS
+) -> m.Message:
     """Decode and validate one message body.
 
     Raises:
-        DecodeError: not CBOR, not a map with a known type code, or a field is wrong.
+        DecodeError: not CBOR, too deep or too many items, not a map with a known type code,
+            or a field is wrong.
     """
+    if len(data) > max_items:
+        # Every item takes at least a byte: only a frame this long can hold too many.
+        scan_items(data, max_items, max_depth)
     fp = io.BytesIO(data)
     try:
         body = cbor2.CBORDecoder(fp, max_depth=max_depth, allow_duplicate_keys=False).decode()
     except Exception as exc:  # cbor2 raises several types, all meaning "bad input"
-        raise DecodeError(f"not valid CBOR: {exc}") from None
+        raise DecodeError(f"not valid CBOR: {describe(str(exc), 200)}") from None
     if fp.tell() != len(data):
         # One message per frame: trailing bytes mean a confused or hostile sender.
         raise DecodeError(f"not valid CBOR: {len(data) - fp.tell()} bytes after the message")
@@ -305,10 +353,10 @@ def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
         raise DecodeError(f"message must be a map, got {type(body).__name__}")
     code = body.get("t")
     if type(code) is not int:
-        raise DecodeError(f"message has no integer type code: {code!r}")
+        raise DecodeError(f"message has no integer type code: {describe(code)}")
     entry = _DECODERS.get(code)
     if entry is None:
-        raise DecodeError(f"unknown message type {code}")
+        raise DecodeError(f"unknown message type {describe(code)}")
     decoder, name = entry
     try:
         result: m.Message = decoder(body)
@@ -317,6 +365,68 @@ def decode_message(data: bytes, max_depth: int = 64) -> m.Message:
     except _Structure as exc:
         raise DecodeError(f"{name}{''.join(reversed(exc.path))}: {exc.problem}") from None
     return result
+
+
+# Bytes that follow the initial byte of a CBOR head, by its additional information (24-27).
+_ARG_BYTES = {24: 1, 25: 2, 26: 4, 27: 8}
+
+
+def scan_items(data: bytes, max_items: int, max_depth: int) -> None:
+    """Walk the CBOR structure of ``data`` without building it: count its items (every
+    integer, string, array, map entry, tag, simple value) and its nesting.
+
+    This is what makes a frame of millions of one-byte items cheap to refuse: cbor2 would
+    build a Python object (tens of bytes) for each before anything could look at them. The
+    walk stops at the first item over the cap. Malformed CBOR is left to cbor2 to report.
+
+    Raises:
+        DecodeError: more than ``max_items`` items or ``max_depth`` levels.
+    """
+    pos = 0
+    end = len(data)
+    items = 0
+    # Items still expected at each open level (-1: an indefinite-length container, which a
+    # break byte closes).
+    stack: list[int] = [1]
+    while stack and pos < end:
+        if stack[-1] == 0:
+            stack.pop()
+            continue
+        initial = data[pos]
+        pos += 1
+        if initial == 0xFF:  # break: closes the innermost indefinite container
+            if stack[-1] != -1:
+                return  # malformed: cbor2 says so
+            stack.pop()
+            continue
+        if stack[-1] > 0:
+            stack[-1] -= 1
+        items += 1
+        if items > max_items:
+            raise DecodeError(f"message holds more than {max_items} items (net.max_items)")
+        major = initial >> 5
+        info = initial & 0x1F
+        if info < 24:
+            arg = info
+        elif info in _ARG_BYTES:
+            size = _ARG_BYTES[info]
+            arg = int.from_bytes(data[pos : pos + size], "big")
+            pos += size
+        elif info == 31 and major in (2, 3, 4, 5):
+            arg = -1
+        else:
+            return  # malformed or a float/simple value handled below
+        if major in (2, 3):  # byte and text strings: skip their content
+            if arg == -1:
+                stack.append(-1)  # chunks follow, each a definite string
+            else:
+                pos += arg
+        elif major in (4, 5, 6):
+            count = 1 if major == 6 else arg * 2 if major == 5 and arg != -1 else arg
+            if count:
+                if len(stack) > max_depth:
+                    raise DecodeError(f"message nests deeper than {max_depth} levels")
+                stack.append(count)
 
 
 def frame(body: bytes) -> bytes:

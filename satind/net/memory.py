@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import trio
 
+from satind.config import NetConfig
 from satind.net import codec
 from satind.net import messages as m
-from satind.net.transport import Address, Identity, TrafficCounters
+from satind.net.transport import Address, Identity, TrafficCounters, handle_frame
 
 
 @dataclass
@@ -92,9 +93,12 @@ _InFlight = tuple[float, int, str, Identity, bytes]
 
 
 class MemoryNetwork:
-    def __init__(self, rng: random.Random, faults: LinkFaults | None = None) -> None:
+    def __init__(
+        self, rng: random.Random, faults: LinkFaults | None = None, net: NetConfig | None = None
+    ) -> None:
         self.rng = rng
         self.faults = faults or LinkFaults()
+        self.net = net or NetConfig()
         self._parties: dict[str, MemoryTransport] = {}
         self._addresses: dict[Address, str] = {}
         self._heap: list[_InFlight] = []
@@ -102,6 +106,8 @@ class MemoryNetwork:
         self._wake = trio.Event()
         # Pairs of party names that cannot reach each other (both directions).
         self._cut: set[frozenset[str]] = set()
+        # Paused parties, and the messages they sent or were sent meanwhile (in order).
+        self._held: dict[str, list[_InFlight]] = {}
         self.delivered = 0
         self.dropped = 0
         # Called with (sender, receiver, bytes) for every delivered message (the simulator's
@@ -133,6 +139,19 @@ class MemoryNetwork:
 
     def heal(self) -> None:
         self._cut.clear()
+
+    def hold(self, name: str) -> None:
+        """Pause a party: what it sends and what is sent to it waits (nothing is lost), as TCP
+        holds the traffic of a process stopped by SIGSTOP."""
+        self._held.setdefault(name, [])
+
+    def release(self, name: str) -> None:
+        """Resume a paused party: everything that waited flows now, in the order it was
+        sent."""
+        now = trio.current_time()
+        for _, seq, dest, src, data in self._held.pop(name, []):
+            heapq.heappush(self._heap, (now, seq, dest, src, data))
+        self._wake.set()
 
     def send(self, sender: MemoryTransport, dest: str, msg: m.Message) -> bool:
         """Queue a message for delivery; False when there is no route at all. A message lost
@@ -169,6 +188,10 @@ class MemoryNetwork:
             if faults.jitter_s and faulty:
                 delay += self.rng.random() * faults.jitter_s
             item = (trio.current_time() + delay, next(self._seq), dest, sender.identity, data)
+            held = self._held.get(sender.identity.name)
+            if held is not None:
+                held.append(item)  # sent while paused: it leaves when the sender resumes
+                continue
             heapq.heappush(self._heap, item)
             if self._heap[0] is item:
                 self._wake.set()  # a new earliest message: the delivery loop must wake sooner
@@ -188,16 +211,24 @@ class MemoryNetwork:
                 with trio.move_on_at(due):
                     await self._wake.wait()
                 continue
-            _, _, dest, src, data = heapq.heappop(self._heap)
+            item = heapq.heappop(self._heap)
+            _, _, dest, src, data = item
+            held = self._held.get(dest)
+            if held is not None:
+                held.append(item)  # the receiver is paused: it reads this when it resumes
+                continue
             receiver = self._parties.get(dest)
             if receiver is None or frozenset((src.name, dest)) in self._cut:
                 self.dropped += 1
                 continue
-            msg = codec.decode_message(data)
             if self.on_deliver is not None:
                 self.on_deliver(src.name, dest, data)
             receiver.counters.messages_received += 1
             receiver.counters.bytes_received += len(data) + 4
             self.delivered += 1
-            # Replies go from the receiver back to the sender.
-            receiver.handler(MemoryLink(receiver, src), msg)
+            # Replies go from the receiver back to the sender. A frame that fails costs what
+            # it costs on TCP (the transports share handle_frame); there is no connection to
+            # close here.
+            handle_frame(
+                data, MemoryLink(receiver, src), receiver.handler, self.net, receiver.counters
+            )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -217,13 +217,15 @@ class JobQuery(Message):
 
 @dataclass(frozen=True)
 class JobState(Message):
-    """The thief's answer: "running", or "unknown" (it never got the job). A finished job is
-    answered with its JobResult instead."""
+    """The thief's answer: "running", "unknown" (it never got the job) or "over" (the run
+    ended; ``end`` is its last announcement). A finished job is answered with its JobResult
+    instead."""
 
     TYPE: ClassVar[int] = 14
     run_id: str
     path: bytes
     state: str
+    end: RunAnnounce | None = None
 
 
 # -- runs ----------------------------------------------------------------------------------
@@ -454,6 +456,16 @@ class SuspendRequest(Message):
 
 
 @dataclass(frozen=True)
+class ErrorReply(Message):
+    """The answer to a request whose handler failed (a plugin's parse that raised, a bug):
+    why, at once, instead of silence until the asker's timeout."""
+
+    TYPE: ClassVar[int] = 71
+    req: int
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
 class HandOver(Message):
     """A leaving peer's finished results, given to a peer that keeps them and announces them
     under its own name (fault tolerance §3.3)."""
@@ -503,4 +515,22 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     HandOver,
     ResumeRequest,
     SuspendRequest,
+    ErrorReply,
+)
+
+# Requests: messages with a ``req`` that their handler answers with a reply carrying the same
+# ``req``. When the handler fails, the answer is an ErrorReply.
+REQUEST_TYPES: frozenset[type[Message]] = frozenset(
+    {
+        StealRequest,
+        RunStatsRequest,
+        Submit,
+        ProgressRequest,
+        StatusRequest,
+        ResultRequest,
+        DrainRequest,
+        StopRequest,
+        ResumeRequest,
+        SuspendRequest,
+    }
 )

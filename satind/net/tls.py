@@ -256,3 +256,9 @@ def name_allowed(claimed: str, role: str, cert_name: str, cert_role: str) -> boo
         return False
     separator = PEER_SEPARATOR if role == ROLE_PEER else CLIENT_SEPARATOR
     return claimed == cert_name or claimed.startswith(cert_name + separator)
+
+
+def client_base_name(claimed: str) -> str:
+    """The certificate name behind a client's connection name (``client~3f2a`` -> ``client``):
+    what per-client limits count by."""
+    return claimed.split(CLIENT_SEPARATOR, 1)[0]

@@ -10,16 +10,27 @@ connection — only that one — on anything malformed.
 A connection starts with a Hello in each direction inside ``connect_timeout_s``: the protocol
 versions must match, and the Hello names the remote party and its cluster (with TLS, the name
 is checked against the certificate).
+
+Whatever a remote party sends costs at most its own connection (DESIGN "Wire and security"):
+
+* one place, ``handle_frame``, decodes, validates and dispatches every frame, and turns any
+  exception on the way into "close this connection, count it, log it";
+* every resource a connection holds is bounded (the ``[net]`` settings): the frame it is
+  receiving (``max_frame_bytes``, within ``read_timeout_s``), what receiving frames costs the
+  peer (``max_receive_bytes``), what waits to be written to it (``max_outbox_bytes``,
+  ``max_send_bytes``), and how many connections there are (``max_connections``,
+  ``max_client_connections``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -58,8 +69,14 @@ class TrafficCounters:
     bytes_wide: int = 0
     messages_received: int = 0
     bytes_received: int = 0
+    # Frames that closed their connection: malformed, over a cap, or failed in dispatch.
     bad_frames: int = 0
     send_failures: int = 0
+    # Connections closed because their reader did not keep up (max_outbox_bytes,
+    # max_send_bytes), and connections refused at accept (max_connections,
+    # max_client_connections).
+    outbox_overflows: int = 0
+    refused_connections: int = 0
 
     @property
     def messages(self) -> int:
@@ -79,6 +96,7 @@ class Connection:
         self.outbound = outbound
         # (time posted, frame): the time lets wide-area emulation delay each frame.
         self.outbox: deque[tuple[float, bytes]] = deque()
+        self.queued_bytes = 0
         self.wakeup = trio.Event()
         self.closed = False
         self.cancel_scope = trio.CancelScope()
@@ -89,17 +107,61 @@ class Connection:
 
     def post(self, msg: m.Message) -> bool:
         """Queue a message; it is sent in order after everything queued before it. False when
-        the connection is already closed (the message is dropped)."""
+        it was dropped: the connection is closed, the message is larger than the frame cap
+        (the other side would refuse it), or the reader is too far behind (the connection is
+        closed then)."""
+        transport = self.transport
         if self.closed:
-            self.transport.counters.send_failures += 1
+            transport.counters.send_failures += 1
             return False
-        self.outbox.append((trio.current_time(), codec.frame(codec.encode_message(msg))))
+        data = codec.frame(codec.encode_message(msg))
+        cfg = transport.cfg
+        if len(data) - 4 > cfg.max_frame_bytes:
+            transport.counters.send_failures += 1
+            log.error(
+                "not sending %s of %d bytes to %s: over net.max_frame_bytes (%d)",
+                type(msg).__name__,
+                len(data) - 4,
+                self.remote_name,
+                cfg.max_frame_bytes,
+            )
+            return False
+        if (
+            self.queued_bytes + len(data) > cfg.max_outbox_bytes
+            or transport.queued_bytes + len(data) > cfg.max_send_bytes
+        ):
+            transport.counters.outbox_overflows += 1
+            transport.counters.send_failures += 1
+            log.warning(
+                "closing connection to %s: %d bytes wait to be written to it "
+                "(net.max_outbox_bytes %d, net.max_send_bytes %d over all connections)",
+                self.remote_name,
+                self.queued_bytes,
+                cfg.max_outbox_bytes,
+                cfg.max_send_bytes,
+            )
+            self.close()
+            return False
+        self.outbox.append((trio.current_time(), data))
+        self.queued_bytes += len(data)
+        transport.queued_bytes += len(data)
         self.wakeup.set()
         return True
 
+    def _sent(self, size: int) -> None:
+        self.queued_bytes -= size
+        self.transport.queued_bytes -= size
+
     def close(self) -> None:
-        self.closed = True
+        if not self.closed:
+            self.closed = True
+            self._drop_outbox()
         self.cancel_scope.cancel()
+
+    def _drop_outbox(self) -> None:
+        self.transport.queued_bytes -= self.queued_bytes
+        self.queued_bytes = 0
+        self.outbox.clear()
 
 
 class Link(Protocol):
@@ -120,15 +182,72 @@ class Link(Protocol):
 MessageHandler = Callable[[Connection, m.Message], None]
 
 
+def handle_frame(
+    body: bytes,
+    link: Link,
+    handler: Callable[[Any, m.Message], None],
+    cfg: NetConfig,
+    counters: TrafficCounters,
+) -> bool:
+    """Decode, validate and dispatch one received frame: the one place where whatever goes
+    wrong with a frame — not CBOR, over a cap, a wrong field, a handler that raises — is
+    turned into "close this connection, count it, log it". Both transports use it.
+
+    Returns False when the connection must close (a Bye, or a failure).
+    """
+    try:
+        msg = codec.decode_message(body, cfg.max_message_depth, cfg.max_items)
+        if isinstance(msg, m.Bye):
+            log.debug("%s closed the connection: %s", link.remote_name, codec.describe(msg.reason))
+            return False
+        handler(link, msg)
+    except codec.DecodeError as exc:
+        counters.bad_frames += 1
+        log.warning("closing connection from %s: %s", link.remote_name, exc)
+        return False
+    except Exception as exc:
+        # A message that passed validation and still made its handler raise: a bug on our
+        # side or a case nobody thought of. Either way it must not take the peer down.
+        counters.bad_frames += 1
+        log.error(
+            "closing connection from %s: handling its %s failed",
+            link.remote_name,
+            type(msg).__name__ if "msg" in locals() else "frame",
+            exc_info=exc,
+        )
+        return False
+    return True
+
+
+class ByteBudget:
+    """Bytes a peer may hold in frames being received, over all its connections."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.used -= size
+
+
 class _FrameReader:
-    def __init__(self, stream: trio.abc.ReceiveStream, max_frame: int) -> None:
+    def __init__(
+        self, stream: trio.abc.ReceiveStream, cfg: NetConfig, budget: ByteBudget | None = None
+    ) -> None:
         self.stream = stream
-        self.max_frame = max_frame
+        self.cfg = cfg
+        self.budget = budget
         self.buffer = bytearray()
 
     async def _fill(self, n: int) -> bool:
         while len(self.buffer) < n:
-            chunk = await self.stream.receive_some(65536)
+            chunk = await self.stream.receive_some(min(max(n - len(self.buffer), 65536), 1 << 20))
             if not chunk:
                 if self.buffer:
                     raise codec.DecodeError(
@@ -139,18 +258,46 @@ class _FrameReader:
         return True
 
     async def read(self) -> bytes | None:
-        """The next frame's body, or None at a clean end of stream."""
+        """The next frame's body, or None at a clean end of stream.
+
+        Raises:
+            DecodeError: the frame is over a cap, does not arrive in time, or the peer's
+                receive budget is used up.
+        """
         if not await self._fill(4):
             return None
         (length,) = codec.FRAME_HEADER.unpack_from(self.buffer)
-        if length > self.max_frame:
+        cfg = self.cfg
+        if length > cfg.max_frame_bytes:
             raise codec.DecodeError(
-                f"frame of {length} bytes exceeds the cap of {self.max_frame} (net.max_frame_bytes)"
+                f"frame of {length} bytes exceeds the cap of {cfg.max_frame_bytes} "
+                "(net.max_frame_bytes)"
             )
-        if not await self._fill(4 + length):
-            raise codec.DecodeError("connection closed inside a frame")
-        body = bytes(self.buffer[4 : 4 + length])
-        del self.buffer[: 4 + length]
+        budget = self.budget
+        if budget is not None and not budget.take(length):
+            raise codec.DecodeError(
+                f"frame of {length} bytes while {budget.used} bytes of frames are being "
+                f"received (net.max_receive_bytes {budget.limit})"
+            )
+        try:
+            allowed = cfg.read_timeout_s + length / cfg.min_receive_rate
+            with trio.move_on_after(allowed) as scope:
+                complete = await self._fill(4 + length)
+            if scope.cancelled_caught:
+                raise codec.DecodeError(
+                    f"frame of {length} bytes not complete after {allowed:.0f} s "
+                    f"({len(self.buffer) - 4} bytes came; net.read_timeout_s, "
+                    "net.min_receive_rate)"
+                )
+            if not complete:
+                raise codec.DecodeError("connection closed inside a frame")
+            # One copy out of the buffer (a slice of a bytearray would copy twice).
+            body = bytes(memoryview(self.buffer)[4 : 4 + length])
+            # A new buffer for what follows: the old one, as large as the frame, goes.
+            self.buffer = self.buffer[4 + length :]
+        finally:
+            if budget is not None:
+                budget.give_back(length)
         return body
 
 
@@ -176,6 +323,13 @@ class TcpTransport:
 
     def __post_init__(self) -> None:
         self._conns: dict[str, Connection] = {}
+        # Bytes queued in every connection's outbox (net.max_send_bytes).
+        self.queued_bytes = 0
+        self._budget = ByteBudget(self.cfg.max_receive_bytes)
+        # Accepted connections open now (in the handshake or live), and per client
+        # certificate (net.max_connections, net.max_client_connections).
+        self._accepted_open = 0
+        self._client_open: dict[str, int] = {}
         self._nursery: trio.Nursery | None = None
         self.listen_address: Address | None = None
         self._server_ctx = self._client_ctx = None
@@ -266,7 +420,7 @@ class TcpTransport:
         async def go() -> None:
             try:
                 conn = await self.dial(address)
-            except (OSError, HandshakeError, trio.TooSlowError, codec.DecodeError) as exc:
+            except Exception as exc:  # whatever failed, only this message is lost
                 log.debug("cannot reach %s: %s", address, exc)
                 self.counters.send_failures += 1
                 return
@@ -307,20 +461,16 @@ class TcpTransport:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 tcp = await trio.open_tcp_stream(address.host, address.port)
                 stream = await self._secure(tcp, server_side=False)
-                reader = _FrameReader(stream, self.cfg.max_frame_bytes)
+                reader = _FrameReader(stream, self.cfg, self._budget)
                 conn.remote = await self._handshake(stream, reader)
                 if ready is None and conn.remote.name != dest:
                     # A member's address now answers under another name (a restart, a
                     # reused port): talking to it as `dest` would misroute everything.
                     raise HandshakeError(f"dialled {dest} but {conn.remote.name} answered")
-        except (
-            OSError,
-            trio.TooSlowError,
-            HandshakeError,
-            codec.DecodeError,
-            trio.BrokenResourceError,
-        ) as exc:
-            # Expected while a dead member is being detected: not worth a warning each time.
+        except Exception as exc:
+            # Refused, unreachable, too slow, a bad handshake, or an address gossip made up (a
+            # port out of range): this connection fails, nothing else. Expected while a dead
+            # member is being detected: not worth a warning each time.
             log.info("cannot connect to %s at %s: %s", dest, address, exc)
             self.counters.send_failures += len(conn.outbox)
             conn.closed = True
@@ -337,12 +487,30 @@ class TcpTransport:
         await self._pump(stream, reader, conn)
 
     async def _accepted(self, tcp: trio.SocketStream) -> None:
+        if self._accepted_open >= self.cfg.max_connections:
+            # Refused before the TLS handshake, which is the expensive part for us.
+            self.counters.refused_connections += 1
+            log.warning(
+                "refusing a connection from %s: %d connections open (net.max_connections)",
+                _peer_of(tcp),
+                self._accepted_open,
+            )
+            with trio.move_on_after(1):
+                await trio.aclose_forcefully(tcp)
+            return
+        self._accepted_open += 1
+        try:
+            await self._serve_accepted(tcp)
+        finally:
+            self._accepted_open -= 1
+
+    async def _serve_accepted(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
         conn = Connection(self, None, outbound=False)
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 stream = await self._secure(tcp, server_side=True)
-                reader = _FrameReader(stream, self.cfg.max_frame_bytes)
+                reader = _FrameReader(stream, self.cfg, self._budget)
                 conn.remote = await self._handshake(stream, reader)
         except (
             trio.TooSlowError,
@@ -356,10 +524,35 @@ class TcpTransport:
             with trio.move_on_after(1):
                 await trio.aclose_forcefully(stream)
             return
-        known = self.connection(conn.remote.name)
-        if known is None:
-            self._conns[conn.remote.name] = conn
-        await self._pump(stream, reader, conn)
+        client = tls.client_base_name(conn.remote.name) if conn.remote.role == "client" else None
+        if client is not None:
+            if self._client_open.get(client, 0) >= self.cfg.max_client_connections:
+                self.counters.refused_connections += 1
+                log.warning(
+                    "refusing a connection of client %s: it has %d open "
+                    "(net.max_client_connections)",
+                    client,
+                    self._client_open[client],
+                )
+                bye = m.Bye("too many connections from this client (net.max_client_connections)")
+                with trio.move_on_after(1), contextlib.suppress(Exception):
+                    await stream.send_all(codec.frame(codec.encode_message(bye)))
+                with trio.move_on_after(1):
+                    await trio.aclose_forcefully(stream)
+                return
+            self._client_open[client] = self._client_open.get(client, 0) + 1
+        try:
+            known = self.connection(conn.remote.name)
+            if known is None:
+                self._conns[conn.remote.name] = conn
+            await self._pump(stream, reader, conn)
+        finally:
+            if client is not None:
+                left = self._client_open[client] - 1
+                if left:
+                    self._client_open[client] = left
+                else:
+                    del self._client_open[client]
 
     async def _handshake(self, stream: trio.abc.Stream, reader: _FrameReader) -> Identity:
         me = self.identity
@@ -368,15 +561,16 @@ class TcpTransport:
         body = await reader.read()
         if body is None:
             raise HandshakeError("closed during the handshake")
-        msg = codec.decode_message(body, self.cfg.max_depth)
+        msg = codec.decode_message(body, self.cfg.max_message_depth, self.cfg.max_items)
         if not isinstance(msg, m.Hello):
             raise HandshakeError(f"expected Hello, got {type(msg).__name__}")
         if msg.version != m.PROTOCOL_VERSION:
             raise HandshakeError(
-                f"{msg.sender} speaks protocol {msg.version}, this peer {m.PROTOCOL_VERSION}"
+                f"{codec.describe(msg.sender)} speaks protocol {msg.version}, this peer "
+                f"{m.PROTOCOL_VERSION}"
             )
         if msg.role not in ("peer", "client"):
-            raise HandshakeError(f"unknown role {msg.role!r}")
+            raise HandshakeError(f"unknown role {codec.describe(msg.role)}")
         self._check_certificate(stream, msg)
         return Identity(msg.sender, msg.cluster, msg.role)
 
@@ -390,6 +584,7 @@ class TcpTransport:
                     nursery.cancel_scope.cancel()
         finally:
             conn.closed = True
+            conn._drop_outbox()
             if self._conns.get(conn.remote_name) is conn:
                 del self._conns[conn.remote_name]
             with trio.CancelScope(shield=True), trio.move_on_after(1):
@@ -418,7 +613,10 @@ class TcpTransport:
                     else:
                         chunks = [frame for _, frame in conn.outbox]
                         conn.outbox.clear()
-                        data = b"".join(chunks)
+                        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    # Counted as sent once it leaves the outbox: the bytes in flight are the
+                    # stream's (bounded by the kernel's socket buffer).
+                    conn._sent(len(data))
                     if wide:
                         counters.messages_wide += len(chunks)
                         counters.bytes_wide += len(data)
@@ -441,18 +639,9 @@ class TcpTransport:
                     return
                 counters.messages_received += 1
                 counters.bytes_received += len(body) + 4
-                msg = codec.decode_message(body, self.cfg.max_depth)
-                if isinstance(msg, m.Bye):
-                    log.debug("%s closed the connection: %s", conn.remote_name, msg.reason)
+                if not handle_frame(body, conn, self.on_message, self.cfg, counters):
                     return
-                try:
-                    self.on_message(conn, msg)
-                except Exception:
-                    # A bug in a handler must not take the peer down with it.
-                    log.exception(
-                        "handler failed on %s from %s", type(msg).__name__, conn.remote_name
-                    )
-        except codec.DecodeError as exc:
+        except codec.DecodeError as exc:  # from the reader: a frame over a cap, or too slow
             counters.bad_frames += 1
             log.warning("closing connection from %s: %s", conn.remote_name, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:

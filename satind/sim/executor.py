@@ -63,6 +63,9 @@ class SimWorker:
         self._wanting = False
         self._stopped = False
         self.busy_s = 0.0
+        # Set while the peer is paused (the simulator's "pause" fault, SIGSTOP): the compute
+        # side makes no progress either; it stops at its next job boundary.
+        self._thawed: trio.Event | None = None
 
     # -- the peer's side ---------------------------------------------------------------------
 
@@ -73,6 +76,15 @@ class SimWorker:
     def stop(self) -> None:
         self._stopped = True
         self._wake.set()
+
+    def freeze(self) -> None:
+        if self._thawed is None:
+            self._thawed = trio.Event()
+
+    def thaw(self) -> None:
+        if self._thawed is not None:
+            self._thawed.set()
+            self._thawed = None
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -131,11 +143,15 @@ class SimWorker:
             self.hooks.job_finished(job)
 
     async def _body(self, job: Job) -> None:
+        if self._thawed is not None:
+            await self._thawed.wait()
         path, depth, spec = job.args
         kids = children(path, depth, spec)
         if not kids:
             cost = leaf_cost_s(path, spec[1], spec[2])
             await trio.sleep(cost)
+            if self._thawed is not None:
+                await self._thawed.wait()
             self.busy_s += cost
             self.on_leaf(job.run.run_id, path, cost)
             job.value = leaf_value(path)

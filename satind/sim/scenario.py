@@ -32,6 +32,9 @@ at = 30.0
 crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster = "c1"
 # drain = ["c0/4"] | join = 4 (join_cluster = "c0") | drop = 0.1 |
 # partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names) |
+# pause = ["c0/0"] with duration = 20.0 (the peers neither send nor receive for that long;
+# what they would have sent and received waits and flows when they resume, as TCP holds the
+# traffic of a process stopped by SIGSTOP or a suspended laptop) |
 # crash_all = true (a total loss) | damage_logs = 3 (every checkpoint log cut at a random
 # offset in its second half, then 3 random bits flipped) | resume = true (the client asks the
 # first live peer to resume the run from the checkpoint logs)
@@ -58,7 +61,7 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Fault:
     at: float
-    kind: str  # crash, crash_all, drain, join, drop, partition, damage_logs, resume
+    kind: str  # crash, crash_all, drain, join, drop, partition, pause, damage_logs, resume
     peers: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
     count: int = 0
@@ -102,6 +105,7 @@ _FAULT_KINDS = (
     "join",
     "drop",
     "partition",
+    "pause",
     "damage_logs",
     "resume",
 )
@@ -202,10 +206,12 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
     _known(raw, {"at", kind, "duration", "join_cluster"}, where)
     at = _get(raw, "at", float, 0.0, where)
     value = raw[kind]
-    if kind == "crash" or kind == "drain":
+    if kind in ("crash", "drain", "pause"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScenarioError(f"{where}.{kind} must be a list of peer names")
-        return Fault(at, kind, peers=tuple(value))
+        return Fault(
+            at, kind, peers=tuple(value), duration=_get(raw, "duration", float, 10.0, where)
+        )
     if kind == "crash_cluster":
         if value not in clusters:
             raise ScenarioError(f"{where}.crash_cluster: no cluster {value!r}")

@@ -282,6 +282,17 @@ class Simulation:
             await self._resume(client)
         elif fault.kind == "drop":
             network.faults.drop = fault.value
+        elif fault.kind == "pause":
+            paused = [n for n in fault.peers if n in self.peers and n not in self.gone]
+            for name in paused:
+                network.hold(name)
+                self.workers[name].freeze()
+            await trio.sleep(fault.duration)
+            for name in paused:
+                self.workers[name].thaw()
+                network.release(name)
+            self.last_change = trio.current_time()
+            self.trace("resume-peers", ",".join(fault.peers).encode())
         elif fault.kind == "partition":
             sides = [self._expand(side) for side in fault.sides]
             network.partition(sides[0], sides[1])

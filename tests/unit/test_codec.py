@@ -15,6 +15,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from satind.config import NetConfig
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.transport import _FrameReader
@@ -101,9 +102,9 @@ def test_unknown_tag_and_garbage_values_are_decode_errors() -> None:
 def _strategy(hint: Any) -> st.SearchStrategy[Any]:
     origin = typing.get_origin(hint)
     if hint is int:
-        return st.integers(min_value=-(2**63), max_value=2**63)
+        return st.integers(min_value=codec.INT_MIN, max_value=codec.INT_MAX)
     if hint is float:
-        return st.floats(allow_nan=False)
+        return st.floats(allow_nan=False, allow_infinity=False)
     if hint is str:
         return st.text(max_size=10)
     if hint is bytes:
@@ -192,7 +193,7 @@ async def _read_frames(data: bytes, max_frame: int) -> list[bytes]:
     send, recv = trio.testing.memory_stream_pair()
     await send.send_all(data)
     await send.aclose()
-    reader = _FrameReader(recv, max_frame)
+    reader = _FrameReader(recv, NetConfig(max_frame_bytes=max_frame))
     frames = []
     while (frame := await reader.read()) is not None:
         frames.append(frame)
