@@ -63,7 +63,7 @@ def calls(n: int) -> int:
 
 
 class _NoHooks:
-    def want_work(self, wanted: bool) -> None:
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
         pass
 
     def job_finished(self, job: object) -> None:
@@ -181,17 +181,12 @@ def idle_peer_rss_mb() -> float:
     import trio
 
     from satind.config import DEFAULT
-    from satind.launcher import local_peers
-    from satind.runner import ephemeral_keys
+    from satind.launcher import ephemeral_keys, local_peers
 
     result: list[float] = []
 
     async def main() -> None:
-        with ephemeral_keys() as keys:
-            await measure(keys)
-
-    async def measure(keys: Path) -> None:
-        async with local_peers(1, cfg=DEFAULT, keys=keys) as peers:
+        async with local_peers(1, cfg=DEFAULT, keys=ephemeral_keys()) as peers:
             await trio.sleep(1.0)
             status = await trio.Path(f"/proc/{peers[0].process.pid}/status").read_text()
             for line in status.splitlines():

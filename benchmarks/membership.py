@@ -22,7 +22,6 @@ import trio
 
 from satind import config, control
 from satind.launcher import (
-    LOCAL_CLIENT,
     LOCAL_NODE,
     PeerProcess,
     PeerSpec,
@@ -49,9 +48,9 @@ def fast_config(probe_interval: float) -> Path:
 class Observer:
     """One client connection per peer, asking each for its view."""
 
-    def __init__(self, cfg: config.Config, keys: Path) -> None:
+    def __init__(self, cfg: config.Config, keys: tls.EphemeralKeys) -> None:
         self.cfg = cfg
-        self.credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT)
+        self.credentials = keys.client
 
     async def view(self, peer: PeerProcess) -> dict[str, str]:
         assert peer.address is not None
@@ -75,14 +74,14 @@ async def detection(peers_n: int, kills: int, probe: float) -> dict[str, float]:
     cfg_file = fast_config(probe)
     cfg = config.load(cfg_file)
     times = []
-    with ephemeral_keys() as keys:
-        async with local_peers(peers_n, keys=keys, cfg=cfg, config_file=cfg_file) as peers:
-            observer = Observer(cfg, keys)
-            for k in range(kills):
-                victim = peers[1 + k]
-                victim.process.kill()
-                await victim.process.wait()
-                times.append(await observer.until_all(peers, victim.name, "dead"))
+    keys = ephemeral_keys()
+    async with local_peers(peers_n, keys=keys, cfg=cfg) as peers:
+        observer = Observer(cfg, keys)
+        for k in range(kills):
+            victim = peers[1 + k]
+            victim.process.kill()
+            await victim.process.wait()
+            times.append(await observer.until_all(peers, victim.name, "dead"))
     return {
         "probe_interval_s": probe,
         "median_s": statistics.median(times),
@@ -101,33 +100,33 @@ def cpu_seconds(pid: int) -> float:
 
 async def idle_cpu_and_join(peers_n: int, window: float) -> dict[str, float]:
     cfg = config.DEFAULT
-    with ephemeral_keys() as keys:
-        async with local_peers(peers_n, keys=keys, cfg=cfg) as peers:
-            await trio.sleep(2)  # let start-up settle
-            before = {p.process.pid: cpu_seconds(p.process.pid) for p in peers}
-            await trio.sleep(window)
-            after = {p.process.pid: cpu_seconds(p.process.pid) for p in peers}
-            per_peer = [100 * (after[pid] - before[pid]) / window for pid in before]
-            # A joiner: how long until every member knows it.
-            observer = Observer(cfg, keys)
-            assert peers[0].address is not None
-            spec = PeerSpec(
-                name=f"{LOCAL_NODE}/{peers_n}",
-                cluster="c0",
-                listen=Address("127.0.0.1", 0),
-                keys=keys,
-                cert=LOCAL_NODE,
-                seeds=[peers[0].address],
-            )
-            started = trio.current_time()
-            joiner = await start_peer(spec)
-            try:
-                await wait_bound(joiner)
-                bound = trio.current_time() - started
-                known = await observer.until_all(peers, joiner.name, "alive")
-            finally:
-                joiner.process.kill()
-                await joiner.process.wait()
+    keys = ephemeral_keys()
+    async with local_peers(peers_n, keys=keys, cfg=cfg) as peers:
+        await trio.sleep(2)  # let start-up settle
+        before = {p.process.pid: cpu_seconds(p.process.pid) for p in peers}
+        await trio.sleep(window)
+        after = {p.process.pid: cpu_seconds(p.process.pid) for p in peers}
+        per_peer = [100 * (after[pid] - before[pid]) / window for pid in before]
+        # A joiner: how long until every member knows it.
+        observer = Observer(cfg, keys)
+        assert peers[0].address is not None
+        spec = PeerSpec(
+            name=f"{LOCAL_NODE}/{peers_n}",
+            cluster="c0",
+            listen=Address("127.0.0.1", 0),
+            cfg=cfg,
+            credentials=keys.node,
+            seeds=[peers[0].address],
+        )
+        started = trio.current_time()
+        joiner = await start_peer(spec)
+        try:
+            await wait_bound(joiner)
+            bound = trio.current_time() - started
+            known = await observer.until_all(peers, joiner.name, "alive")
+        finally:
+            joiner.process.kill()
+            await joiner.process.wait()
     return {
         "idle_cpu_percent_median": statistics.median(per_peer),
         "idle_cpu_percent_max": max(per_peer),

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from satind.engine import worker as _worker
+from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import Job
 
 R = TypeVar("R")
@@ -88,6 +89,9 @@ class Spawnable(Generic[R]):
             except Exception as exc:
                 return _Done(None, exc)
         # The hot path of every spawn: keep it to attribute reads and one allocation.
+        jobs = w.jobs
+        if len(jobs) >= w.max_queued:
+            raise _too_many(w.max_queued)
         cur = w.current
         index = cur.nspawn
         cur.nspawn = index + 1
@@ -96,11 +100,18 @@ class Spawnable(Generic[R]):
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
         if run.orphans is not None and w.adopt(job):
             return job  # an orphan's kept result stands in for it (recovery/orphans.py)
-        w.jobs.append(job)
+        jobs.append(job)
         return job
 
     def __repr__(self) -> str:
         return f"<spawnable {self.name}>"
+
+
+def _too_many(limit: int) -> LimitExceeded:
+    return LimitExceeded(
+        f"{limit} spawned jobs wait on this peer (engine.max_queued_jobs): does a job spawn "
+        "without bound before it syncs? Spawn fewer, larger jobs, or raise the limit"
+    )
 
 
 def spawnable(fn: Callable[..., R]) -> Spawnable[R]:

@@ -8,6 +8,7 @@ the remote traceback); 2 usage error (unknown plugin, bad arguments, bad options
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -436,11 +437,9 @@ def _cmd_keys(args: argparse.Namespace) -> int:
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from satind.daemon import DaemonError, Supervisor
-    from satind.launcher import parse_address
     from satind.net import tls
+    from satind.net.transport import parse_address
 
     cfg = load_config(args.config)
     d = cfg.daemon
@@ -472,7 +471,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         checkpoint["interval_s"] = args.checkpoint_interval
     cfg = dataclasses.replace(cfg, checkpoint=dataclasses.replace(cfg.checkpoint, **checkpoint))
     try:
-        supervisor = Supervisor(cfg, args.config, args.log_level)
+        supervisor = Supervisor(cfg, args.log_level)
         return int(run_flat(supervisor.run))
     except (DaemonError, tls.KeysError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
@@ -504,14 +503,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not 1 <= args.clusters <= peers:
         raise CliError(f"--clusters must be between 1 and --peers ({peers})", EXIT_USAGE)
     steal = args.steal or cfg.steal.algorithm
+    cfg = dataclasses.replace(cfg, steal=dataclasses.replace(cfg.steal, algorithm=steal))
     request = LocalRun(
         plugin=plugin,
         argv=args.args,
         peers=peers,
         clusters=args.clusters,
-        steal=steal,
         plugin_paths=args.plugin_path,
-        config_file=args.config,
         log_level=args.log_level,
         seed=args.seed,
         show_progress=not args.json and sys.stderr.isatty(),

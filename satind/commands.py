@@ -30,9 +30,9 @@ from satind.cli import (
     run_report,
 )
 from satind.config import Config
-from satind.launcher import parse_address
 from satind.net import codec, tls
 from satind.net import messages as m
+from satind.net.transport import parse_address
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -128,8 +128,23 @@ async def _submit(args: argparse.Namespace, cfg: Config) -> int:
         if not args.wait:
             print(json.dumps({"run_id": run_id}) if args.json else run_id)
             return EXIT_OK
-        result = await client.result(run_id)
+        result = await _wait_or_follow(client, run_id, cfg)
     return _show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
+
+
+async def _wait_or_follow(client: control.Client, run_id: str, cfg: Config) -> m.RunResult:
+    """The run's result: from the peer it was submitted to, or, when that peer is lost (a
+    crash; the run goes on under an elected master), through the other members."""
+    try:
+        return await client.result(run_id)
+    except control.PeerUnavailable as exc:
+        print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
+    try:
+        return await control.follow_result(
+            run_id, client.follow_addresses(), cfg, client.transport.credentials
+        )
+    except control.RunLost as exc:
+        raise CliError(str(exc), EXIT_RUNTIME) from None
 
 
 async def _resume(args: argparse.Namespace, cfg: Config) -> int:
@@ -141,7 +156,7 @@ async def _resume(args: argparse.Namespace, cfg: Config) -> int:
         if not args.wait:
             print(json.dumps({"run_id": run_id}) if args.json else run_id)
             return EXIT_OK
-        result = await client.result(run_id)
+        result = await _wait_or_follow(client, run_id, cfg)
         status = await client.status()
     plugin_name, argv = _plugin_and_argv(status, run_id)
     return _show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)

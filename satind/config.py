@@ -36,6 +36,17 @@ class EngineConfig:
     thread_stack_bytes: int = 256 * 1024 * 1024
     # frames. Python recursion limit of the compute thread (see thread_stack_bytes).
     recursion_limit: int = 20_000
+    # jobs. How deep jobs may nest on the compute thread: a job started deeper fails with
+    # LimitExceeded (and so does its run) instead of a RecursionError that hits engine code
+    # and wedges the peer. A nested job costs about 4 Python frames plus the plugin's own, so
+    # 2,000 stays well inside recursion_limit; a sync stops stealing past half of it, so a
+    # tree up to about 1,000 levels deep never meets the limit. A plugin whose spawns recurse
+    # without a base case meets it at once.
+    max_depth: int = 2_000
+    # jobs. Jobs spawned and not yet started on one peer (its queue). A spawn past it raises
+    # LimitExceeded in the plugin's code: a job that spawns without bound fails instead of
+    # filling the peer's memory (a queued job costs about 200 bytes plus its arguments).
+    max_queued_jobs: int = 1_000_000
     # allocations. CPython's cyclic garbage collector runs a young collection every this many
     # container allocations (its default, 700, suits small programs). Every spawn allocates a
     # job record that lives until its parent's frame ends, so at 700 the collector cost about
@@ -97,7 +108,7 @@ class NetConfig:
     read_timeout_s: float = 30.0
     # bytes per second. The slowest transfer a frame is allowed (see read_timeout_s): 64 MiB
     # may take 30 s + 256 s. Slower than any real link between peers.
-    min_receive_rate: float = 256 * 1024
+    min_receive_rate: float = 256.0 * 1024
     # bytes. Frames being received at once by one peer, over all its connections. A length
     # prefix that would go over closes its connection (the sender retries later): however
     # many connections send at once, receiving costs at most this much memory.
@@ -268,6 +279,13 @@ class ClientConfig:
     name: str = "client"
     # seconds. How long a client command waits for an answer (not for a run: --wait waits).
     timeout_s: float = 30.0
+    # count. Addresses of other members a peer gives a client with a run it accepted: if
+    # that peer is lost, a waiting client (`submit --wait`, `satind run`) asks them instead.
+    contacts: int = 8
+    # seconds. How long a client that lost its peer keeps looking for the run when no
+    # contact knows it (a daemon restarting the peer, a member still joining); a contact that
+    # knows the run holds the wait for as long as the run takes.
+    follow_s: float = 120.0
 
 
 @dataclass(frozen=True)

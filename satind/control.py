@@ -6,8 +6,10 @@ answer it on the connection it opened.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,8 +20,10 @@ from satind.config import Config
 from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
-from satind.net.transport import Address, Connection, Identity, TcpTransport
+from satind.net.transport import Address, Connection, Identity, TcpTransport, parse_address
 from satind.plugin import PluginFailed, UnknownPlugin, UsageError
+
+log = logging.getLogger(__name__)
 
 
 class RequestFailed(Exception):
@@ -54,6 +58,10 @@ class Client:
         self.conn = conn
         self.peer = peer
         self.requests = Requests()
+        # Where it is connected, and other members' addresses from the last accepted submit
+        # or resume: where to follow a run if this peer is lost.
+        self.address: Address | None = None
+        self.contacts: list[Address] = []
         self._results: dict[str, _RunWaiter] = {}
         self._closed = trio.Event()
 
@@ -78,7 +86,7 @@ class Client:
             self._closed.set()
 
     async def submit(self, plugin: str, argv: list[str], code_hash: str = "") -> str:
-        """Submit a run; returns its id.
+        """Submit a run; returns its id (``contacts`` then holds where else to follow it).
 
         Raises:
             UsageError: bad arguments (the message carries the plugin's usage).
@@ -98,8 +106,15 @@ class Client:
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
-        self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
+        self._accepted(reply)
         return reply.run_id
+
+    def _accepted(self, reply: m.Submitted) -> None:
+        self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
+        self.contacts = []
+        for text in reply.contacts:
+            with contextlib.suppress(ValueError):
+                self.contacts.append(parse_address(text))
 
     async def resume(self, run_id: str) -> str:
         """Resume a run from the checkpoint logs the peer can read; returns its id.
@@ -115,7 +130,7 @@ class Client:
         assert isinstance(reply, m.Submitted)
         if reply.error is not None:
             raise SubmitRefused(reply.error)
-        self._results.setdefault(reply.run_id, _RunWaiter(trio.Event()))
+        self._accepted(reply)
         return reply.run_id
 
     async def _wait_reply(self, req: int, seconds: float) -> m.Message:
@@ -136,7 +151,8 @@ class Client:
         return reply
 
     async def result(self, run_id: str) -> m.RunResult:
-        """Wait for a run's result.
+        """Wait for a run's result from the connected peer (see ``follow`` for a client that
+        must not lose the run with that peer).
 
         Raises:
             PeerUnavailable: the connection to the master closed first.
@@ -154,6 +170,12 @@ class Client:
         if waiter.result is None:
             raise PeerUnavailable(f"lost the connection to {self.peer} before run {run_id} ended")
         return waiter.result
+
+    def follow_addresses(self) -> list[Address]:
+        """Where to ask for a run once this peer is lost: its own address first (a daemon
+        restarts a lost peer there), then the contacts the run came with."""
+        first = [self.address] if self.address is not None else []
+        return first + [a for a in self.contacts if a != self.address]
 
     async def progress(self, run_id: str, within_s: float = 2.0) -> m.ProgressReply | None:
         """The run's progress, or None when no answer came in time (or an error)."""
@@ -237,8 +259,60 @@ async def connect(
                     f"cannot connect to {peer or address} at {address}: {exc}"
                 ) from exc
             client = Client(transport, conn, conn.remote_name)
+            client.address = address
             holder.append(client)
             try:
                 yield client
             finally:
                 nursery.cancel_scope.cancel()
+
+
+class RunLost(Exception):
+    """No peer could give a run's result: the message says what was tried."""
+
+
+async def follow_result(
+    run_id: str,
+    contacts: Sequence[Address],
+    cfg: Config,
+    credentials: tls.Credentials | None,
+) -> m.RunResult:
+    """A run's result, after the peer a client waited on was lost: ask the contacts in turn
+    to wait for it (each relays to whichever peer masters the run by then, an elected one if
+    the master was lost). A contact that does not know the run yet (a peer the daemon just
+    restarted, still joining) is asked again later; after ``client.follow_s`` without any
+    contact that knows the run, give up.
+
+    Raises:
+        RunLost: no contact knew the run for ``client.follow_s``, or one knew it had ended
+            without a result that is still kept.
+    """
+    if not contacts:
+        raise RunLost(f"no other peer to ask for run {run_id}")
+    patience = cfg.client.follow_s
+    deadline = trio.current_time() + patience
+    delay = 0.25
+    why = ""
+    while trio.current_time() < deadline:
+        for address in contacts:
+            asked = trio.current_time()
+            try:
+                async with connect(address, cfg, credentials) as client:
+                    reply = await client.fetch_result(run_id, True, cfg.client.timeout_s)
+            except (PeerUnavailable, RequestFailed) as exc:
+                why = str(exc)
+                if trio.current_time() - asked > 1.0:
+                    # It knew the run and waited for it, then went away too: keep looking.
+                    deadline = trio.current_time() + patience
+                continue
+            if reply.result is not None:
+                return reply.result
+            why = f"{address}: {reply.error}"
+            if not reply.error.startswith("no run"):
+                raise RunLost(f"run {run_id}: {reply.error}")
+        log.info("no peer knows run %s yet (%s); asking again", run_id, why)
+        await trio.sleep(delay)
+        delay = min(2 * delay, 5.0)
+    raise RunLost(
+        f"no peer knew run {run_id} for {patience:g} s (client.follow_s); last answer: {why}"
+    )

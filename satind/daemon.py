@@ -17,6 +17,7 @@ runtimes expect.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import signal
@@ -28,22 +29,28 @@ import trio
 
 from satind.config import Config, default_peer_count
 from satind.launcher import (
+    EXIT_USAGE,
     PeerProcess,
     PeerSpec,
+    PeerUsageError,
     StartupError,
-    parse_address,
     start_peer,
     stop_peers,
     wait_bound,
 )
 from satind.net import tls
-from satind.net.transport import Address
+from satind.net.transport import Address, parse_address
 
 log = logging.getLogger(__name__)
 
 
 class DaemonError(Exception):
-    """The daemon cannot start; the message says what to fix."""
+    """The daemon cannot start or go on; the message says what to fix."""
+
+
+class PeerCannotRun(DaemonError):
+    """A peer exited with a usage error (its credentials, configuration or address): it would
+    fail the same way at every restart, so the daemon stops with its message instead."""
 
 
 def node_name(cfg: Config) -> str:
@@ -64,7 +71,7 @@ class Slot:
 
 
 class Supervisor:
-    def __init__(self, cfg: Config, config_file: Path | None, log_level: str) -> None:
+    def __init__(self, cfg: Config, log_level: str) -> None:
         self.cfg = cfg
         d = cfg.daemon
         self.node = node_name(cfg)
@@ -73,8 +80,10 @@ class Supervisor:
                 "no keys directory: pass --keys DIR (make one with `satind keys init DIR` and "
                 f"`satind keys issue DIR {self.node}`)"
             )
-        keys = Path(d.keys)
-        tls.Credentials.load(keys, self.node, tls.ROLE_PEER)  # fail now, not in every child
+        # Loaded once, here, and handed to every peer process (also when it restarts one):
+        # a key file that changes or goes away later cannot stop a restart. Rotating keys
+        # means restarting the daemon (drain it first to lose nothing).
+        credentials = tls.Credentials.load(Path(d.keys), self.node, tls.ROLE_PEER)
         try:
             seeds = [parse_address(s) for s in d.seeds]
         except ValueError as exc:
@@ -89,20 +98,19 @@ class Supervisor:
                     name=f"{self.node}/{i}",
                     cluster=d.cluster,
                     listen=Address(d.host, d.port + i if d.port else 0),
-                    keys=keys,
-                    cert=self.node,
+                    cfg=cfg,
+                    credentials=credentials if cfg.net.tls else None,
                     seeds=list(seeds),
                     plugin_paths=[Path(p) for p in d.plugin_paths],
-                    config_file=config_file,
                     log_level=log_level,
-                    checkpoint_dir=cfg.checkpoint.dir,
-                    checkpoint_interval_s=cfg.checkpoint.interval_s,
                 )
             )
             for i in range(count)
         ]
         self._stopping = False
         self._all_stopped = trio.Event()
+        # Why the daemon stopped on its own (a peer that cannot run), or None.
+        self.fatal: str | None = None
 
     def _stopped(self, slot: Slot) -> None:
         slot.stopped = True
@@ -127,6 +135,8 @@ class Supervisor:
             nursery.start_soon(self._signals, nursery.cancel_scope)
             await self._all_stopped.wait()
             nursery.cancel_scope.cancel()
+        if self.fatal is not None:
+            raise PeerCannotRun(self.fatal)
         return 0
 
     async def _start(self, slot: Slot) -> None:
@@ -134,8 +144,22 @@ class Supervisor:
         try:
             with trio.fail_after(self.cfg.launcher.start_timeout_s):
                 await wait_bound(slot.process)
+        except PeerUsageError as exc:
+            raise PeerCannotRun(str(exc)) from None
         except (StartupError, trio.TooSlowError) as exc:
             raise DaemonError(f"peer {slot.spec.name} did not start: {exc}") from None
+
+    async def _stop_all_because(self, why: str) -> None:
+        """A peer cannot run: stop every peer and let ``run`` end with ``why``."""
+        log.error("%s; stopping every peer", why)
+        self.fatal = why
+        self._stopping = True
+        processes = [s.process for s in self.slots if s.process is not None]
+        with trio.CancelScope(shield=True):
+            await stop_peers(processes, self.cfg.launcher.stop_grace_s)
+        for slot in self.slots:
+            slot.stopped = True
+        self._all_stopped.set()
 
     async def _watch(self, slot: Slot) -> None:
         while True:
@@ -144,6 +168,12 @@ class Supervisor:
             if code == 0 or self._stopping:
                 log.warning("peer %s stopped", slot.spec.name)
                 self._stopped(slot)
+                return
+            if code == EXIT_USAGE:
+                why = await _error_line(slot.process) or "see its log above"
+                await self._stop_all_because(
+                    f"peer {slot.spec.name} cannot run (exit {code}): {why}"
+                )
                 return
             slot.crashes += 1
             if not self.cfg.daemon.restart:
@@ -158,6 +188,9 @@ class Supervisor:
                 return
             try:
                 await self._start(slot)
+            except PeerCannotRun as exc:
+                await self._stop_all_because(str(exc))
+                return
             except DaemonError as exc:
                 log.error("%s", exc)
 
@@ -175,3 +208,27 @@ class Supervisor:
                 with trio.CancelScope(shield=True):
                     await stop_peers(processes, self.cfg.launcher.stop_grace_s)
                 return
+
+
+async def _error_line(peer: PeerProcess) -> str:
+    """What a peer that exited with a usage error said about it on stdout (launcher's
+    ``_usage_error``), or "" if nothing."""
+    stdout = peer.process.stdout
+    if stdout is None:
+        return ""
+    data = b""
+    with trio.move_on_after(1):
+        while len(data) < 65536:
+            chunk = await stdout.receive_some(4096)
+            if not chunk:
+                break
+            data += chunk
+    for line in data.splitlines():
+        try:
+            said = json.loads(line)
+        except ValueError:
+            continue
+        error = said.get("error") if isinstance(said, dict) else None
+        if isinstance(error, str):
+            return error
+    return ""

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,42 +30,46 @@ from pathlib import Path
 import trio
 
 from satind._trio import run_flat
-from satind.config import Config, StealAlgorithm
+from satind.config import Config
 from satind.engine.worker import tune_process
 from satind.net import tls
-from satind.net.transport import Address
+from satind.net.transport import Address, parse_address
 
 log = logging.getLogger(__name__)
 
 CHILD_MODULE = "satind.launcher"
 EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
+# The child cannot run as configured (bad credentials or configuration, cannot listen): a
+# daemon must not restart it.
+EXIT_USAGE = 2
 
 
 class StartupError(RuntimeError):
     """A peer failed to start; the message says which and how."""
 
 
+class PeerUsageError(StartupError):
+    """A peer cannot run as configured (credentials, configuration, its address): starting
+    it again would fail again."""
+
+
 @dataclass
 class PeerSpec:
-    """How to start one peer process."""
+    """How to start one peer process. The effective configuration and the credentials are
+    handed to it over its stdin (``handover``), never through files or flags: the child runs
+    with exactly the settings its launcher computed, and its key never touches a disk."""
 
     name: str
     cluster: str
     listen: Address
-    keys: Path
-    cert: str
+    cfg: Config
+    credentials: tls.Credentials | None
     seeds: list[Address] = field(default_factory=list)
     seeds_from_stdin: bool = False
     expect: int = 1
     plugin_paths: Sequence[Path] = ()
-    config_file: Path | None = None
-    steal: StealAlgorithm | None = None
     seed: int | None = None
     log_level: str = "WARNING"
-    # [checkpoint] settings given on the command line (`satind start --checkpoint-dir ...`),
-    # which the config file the peer reads does not have.
-    checkpoint_dir: str = ""
-    checkpoint_interval_s: float | None = None
 
     def command(self) -> list[str]:
         cmd = [
@@ -79,10 +82,6 @@ class PeerSpec:
             self.cluster,
             "--listen",
             f"{self.listen.host}:{self.listen.port}",
-            "--keys",
-            str(self.keys),
-            "--cert",
-            self.cert,
             "--expect",
             str(self.expect),
             "--log-level",
@@ -94,17 +93,17 @@ class PeerSpec:
             cmd += ["--seeds-from-stdin"]
         for path in self.plugin_paths:
             cmd += ["--plugin-path", str(path)]
-        if self.config_file is not None:
-            cmd += ["--config", str(self.config_file)]
-        if self.steal is not None:
-            cmd += ["--steal", self.steal]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
-        if self.checkpoint_dir:
-            cmd += ["--checkpoint-dir", self.checkpoint_dir]
-        if self.checkpoint_interval_s is not None:
-            cmd += ["--checkpoint-interval", repr(self.checkpoint_interval_s)]
         return cmd
+
+    def handover(self) -> bytes:
+        """The first line on the child's stdin: its configuration and credentials."""
+        data = {
+            "config": dataclasses.asdict(self.cfg),
+            "credentials": None if self.credentials is None else self.credentials.as_json(),
+        }
+        return (json.dumps(data) + "\n").encode()
 
 
 @dataclass
@@ -131,10 +130,15 @@ async def _read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> byte
 
 
 async def start_peer(spec: PeerSpec) -> PeerProcess:
-    """Start one peer process (it reports its address later: see ``wait_bound``)."""
+    """Start one peer process and hand it its configuration and credentials (it reports its
+    address later: see ``wait_bound``)."""
     process = await trio.lowlevel.open_process(
         spec.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
     )
+    assert process.stdin is not None
+    # If it died at once, wait_bound reports how.
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await process.stdin.send_all(spec.handover())
     return PeerProcess(spec, process)
 
 
@@ -145,6 +149,9 @@ async def wait_bound(peer: PeerProcess) -> Address:
         code = await peer.process.wait()
         raise StartupError(f"peer {peer.name} exited with code {code} during start-up")
     ready = json.loads(line)
+    if "error" in ready:
+        await peer.process.wait()
+        raise PeerUsageError(f"peer {peer.name}: {ready['error']}")
     peer.address = Address(ready["host"], int(ready["port"]))
     return peer.address
 
@@ -187,29 +194,19 @@ LOCAL_NODE = "local"
 LOCAL_CLIENT = "client"
 
 
-@contextlib.contextmanager
-def ephemeral_keys() -> Iterator[Path]:
-    """A throw-away cluster CA with a node certificate "local" and a client certificate
-    "client", removed afterwards: `satind run` is mutual TLS too."""
-    directory = Path(tempfile.mkdtemp(prefix="satind-keys-"))
-    try:
-        tls.init_ca(directory, name="satind ephemeral CA")
-        tls.issue(directory, LOCAL_NODE)
-        tls.issue(directory, LOCAL_CLIENT, client=True)
-        yield directory
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+def ephemeral_keys() -> tls.EphemeralKeys:
+    """A throw-away cluster CA in memory with a node certificate "local" and a client
+    certificate "client": `satind run` is mutual TLS too, and leaves no key anywhere."""
+    return tls.EphemeralKeys.make(LOCAL_NODE, LOCAL_CLIENT)
 
 
 @asynccontextmanager
 async def local_peers(
     count: int,
     *,
-    keys: Path,
+    keys: tls.EphemeralKeys,
     clusters: int = 1,
-    steal: StealAlgorithm | None = None,
     plugin_paths: Sequence[Path] = (),
-    config_file: Path | None = None,
     cfg: Config,
     log_level: str = "WARNING",
     seed: int | None = None,
@@ -227,13 +224,11 @@ async def local_peers(
             name=f"{LOCAL_NODE}/{i}",
             cluster=cluster_label(i, count, clusters),
             listen=Address("127.0.0.1", 0),
-            keys=keys,
-            cert=LOCAL_NODE,
+            cfg=cfg,
+            credentials=keys.node if cfg.net.tls else None,
             seeds_from_stdin=True,
             expect=count,
             plugin_paths=plugin_paths,
-            config_file=config_file,
-            steal=steal,
             seed=None if seed is None else seed * 1000 + i,
             log_level=log_level,
         )
@@ -266,22 +261,9 @@ async def local_peers(
 # -- the child side ----------------------------------------------------------------------------
 
 
-def parse_address(text: str) -> Address:
-    """ "HOST:PORT" (IPv6 hosts in brackets).
-
-    Raises:
-        ValueError: not of that form.
-    """
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return Address(host.strip("[]"), int(port))
-
-
-async def _child(args: argparse.Namespace, cfg: Config) -> int:
+async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
     from satind.peer import Peer, PeerOptions
 
-    credentials = tls.Credentials.load(args.keys, args.cert, tls.ROLE_PEER) if cfg.net.tls else None
     options = PeerOptions(
         name=args.name,
         cluster=args.cluster,
@@ -337,6 +319,32 @@ def _say(obj: object) -> None:
     sys.stdout.flush()
 
 
+def _read_handover() -> tuple[Config, tls.Credentials | None]:
+    """The first line on stdin (PeerSpec.handover), read unbuffered: what follows on stdin
+    (seeds, then end of file as the stop signal) is read by the peer later.
+
+    Raises:
+        ConfigError: no valid handover.
+    """
+    from satind.config import DEFAULT, ConfigError, with_overrides
+
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        byte = os.read(0, 1)
+        if not byte:
+            raise ConfigError("no configuration on stdin (start peers with satind run/start)")
+        line += byte
+        if len(line) > 1 << 20:
+            raise ConfigError("configuration line on stdin too long")
+    try:
+        data = json.loads(line)
+        cfg = with_overrides(DEFAULT, data["config"])
+        creds = data["credentials"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"bad configuration on stdin: {exc}") from None
+    return cfg, None if creds is None else tls.Credentials.from_json(creds)
+
+
 def child_main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m satind.launcher")
     parser.add_argument("--name", required=True)
@@ -344,53 +352,38 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--listen", default="127.0.0.1:0")
     parser.add_argument("--seeds", default="")
     parser.add_argument("--seeds-from-stdin", action="store_true")
-    parser.add_argument("--keys", type=Path, required=True)
-    parser.add_argument("--cert", required=True)
     parser.add_argument("--expect", type=int, default=1)
-    parser.add_argument("--steal", choices=["rs", "crs"])
     parser.add_argument("--plugin-path", type=Path, action="append", default=[])
-    parser.add_argument("--config", type=Path)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--log-level", default="WARNING")
-    parser.add_argument("--checkpoint-dir", default="")
-    parser.add_argument("--checkpoint-interval", type=float)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(),
         format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    import dataclasses
+    from satind.config import ConfigError
 
-    from satind.config import load
-
-    cfg = load(args.config)
-    if args.steal:
-        cfg = dataclasses.replace(cfg, steal=dataclasses.replace(cfg.steal, algorithm=args.steal))
-    if args.checkpoint_dir or args.checkpoint_interval is not None:
-        cp = cfg.checkpoint
-        cfg = dataclasses.replace(
-            cfg,
-            checkpoint=dataclasses.replace(
-                cp,
-                dir=args.checkpoint_dir or cp.dir,
-                interval_s=cp.interval_s
-                if args.checkpoint_interval is None
-                else args.checkpoint_interval,
-            ),
-        )
-    tune_process(cfg.engine)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = 1
     try:
-        code = run_flat(_child, args, cfg)
-    except tls.KeysError as exc:
-        print(f"satind peer {args.name}: {exc}", file=sys.stderr)
-        code = 2
+        cfg, credentials = _read_handover()
+        tune_process(cfg.engine)
+        code = run_flat(_child, args, cfg, credentials)
+    except (tls.KeysError, ConfigError) as exc:
+        code = _usage_error(args.name, str(exc))
     except OSError as exc:
-        print(f"satind peer {args.name}: cannot listen on {args.listen}: {exc}", file=sys.stderr)
-        code = 2
+        code = _usage_error(args.name, f"cannot listen on {args.listen}: {exc}")
     sys.exit(code)
+
+
+def _usage_error(name: str, message: str) -> int:
+    """A peer that cannot run as configured: say why on stderr, and on stdout for the
+    launcher (a daemon stops instead of restarting it forever)."""
+    print(f"satind peer {name}: {message}", file=sys.stderr)
+    with contextlib.suppress(OSError):
+        _say({"name": name, "error": message})
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

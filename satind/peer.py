@@ -12,6 +12,7 @@ The compute thread reaches this side only through the two worker hooks (``want_w
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import random
@@ -150,7 +151,7 @@ class Peer:
         )
         self.table = MemberTable(me)
         self.swim = Swim(cfg.membership, self.table, self, random.Random(rng.random()))
-        self.runs = Runs(cfg.run, self, options.run_ids)
+        self.runs = Runs(cfg.run, self, options.run_ids, cfg.net.max_frame_bytes)
         self.draining = False
         self.worker_idle = True
         self.worker_frames = 0  # frames in progress on the compute side, as of worker_idle
@@ -347,7 +348,7 @@ class Peer:
         if job.error is not None or job.run.aborted:
             return
         try:
-            value = codec.encode_value(job.value)
+            value = codec.encode_value(job.value, self.cfg.net.max_frame_bytes)
         except codec.EncodeError:
             return
         self.checkpointer.result(m.JobResult(job.run.run_id, job.path, value, None))
@@ -355,7 +356,7 @@ class Peer:
     def _on_orphan_result(self, job: Job) -> None:
         """Trio thread: a finished job of an aborted orphan subtree: keep it."""
         try:
-            value = codec.encode_value(job.value)
+            value = codec.encode_value(job.value, self.cfg.net.max_frame_bytes)
         except codec.EncodeError:
             return  # it cannot travel: whoever needs it computes it again
         self._keep_orphan(m.JobResult(job.run.run_id, job.path, value, None))
@@ -420,7 +421,20 @@ class Peer:
         if results and others and self.cfg.ft.orphans:
             heir = random.Random(self.name).choice(others)
             log.info("handing %d result(s) over to %s", len(results), heir)
-            self.post(heir, m.HandOver(results))
+            # In messages that stay well inside the frame and item caps.
+            budget = self.cfg.net.max_frame_bytes // 2
+            batch: list[m.JobResult] = []
+            size = 0
+            for result in results:
+                weight = len(result.value or b"") + len(result.path) + 64
+                if batch and (
+                    size + weight > budget or len(batch) >= self.cfg.ft.tuples_per_message
+                ):
+                    self.post(heir, m.HandOver(batch))
+                    batch, size = [], 0
+                batch.append(result)
+                size += weight
+            self.post(heir, m.HandOver(batch))
 
     def _on_hand_over(self, conn: Link, msg: m.HandOver) -> None:
         for result in msg.results:
@@ -472,15 +486,15 @@ class Peer:
 
     # -- hooks from the compute thread (must not block) -------------------------------------
 
-    def want_work(self, wanted: bool) -> None:
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
         # The frame count is read here, on the compute side, so that it reaches the trio side
         # in order with the results of the frames that ended before (job_finished).
-        self._soon(self._set_idle, wanted, self.worker.nesting)
+        self._soon(self._set_idle, wanted, self.worker.nesting, run_id)
 
-    def _set_idle(self, idle: bool, frames: int) -> None:
+    def _set_idle(self, idle: bool, frames: int, run_id: str = "") -> None:
         self.worker_idle = idle
         self.worker_frames = frames
-        self.thief.set_wanted(idle)
+        self.thief.set_wanted(idle, run_id)
         self.changed()
 
     def job_finished(self, job: Job) -> None:
@@ -495,7 +509,11 @@ class Peer:
         self.worker.post(JobArrived(job))
 
     def start_job(self, event: JobArrived) -> None:
-        self.worker.post(event)
+        """A run's root: into the queue's oldest end at once, from this thread, not through
+        the mailbox: a compute thread stuck in a long leaf drains its mailbox only when the
+        leaf ends, while idle peers can steal the root from the queue now."""
+        self.worker.queue.give_back(event.job)
+        self.worker.post(Wakeup())
 
     def spawn_task(self, fn: Any, *args: Any) -> None:
         """Run ``fn(*args)`` in the peer's nursery. An exception in it is logged and costs
@@ -568,11 +586,12 @@ class Peer:
 
     def _on_steal_request(self, conn: Link, msg: m.StealRequest) -> None:
         thief = conn.remote_name
-        job = self.worker.queue.steal()
+        queue = self.worker.queue
+        job = queue.steal_of(msg.run) if msg.run else queue.steal()
         while job is not None and job.run.aborted:
             # A job of a run that is over here (ended, suspended, or an epoch left behind):
             # nobody waits for it. Given away, it would be run again under the run's id.
-            job = self.worker.queue.steal()
+            job = queue.steal_of(msg.run) if msg.run else queue.steal()
         spec = None
         if job is not None and job.parent is not None and job.run.orphans is not None:
             holder = job.run.orphans.get(job.path)
@@ -592,7 +611,7 @@ class Peer:
                     branching=run.info.branching,
                     path=job.path,
                     fn=name_of(job.fn),
-                    args=codec.encode_value(job.args),
+                    args=codec.encode_value(job.args, self.cfg.net.max_frame_bytes),
                 )
             except codec.EncodeError as exc:
                 # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
@@ -601,11 +620,13 @@ class Peer:
                 spec = None
         table = None
         if msg.orphans:
+            # At most one message's worth: the rest reaches the joiner by gossip (a missing
+            # tuple costs recomputation, never correctness).
             table = [
                 t
                 for r in self.runs.active.values()
                 for t in Orphans.tuples_of(r.state, r.info.run_id)
-            ]
+            ][: self.cfg.ft.tuples_per_message]
         # Answer on the connection the request came on: it just worked, whatever the thief's
         # membership state is here.
         if not conn.post(m.StealReply(msg.req, spec, table)):
@@ -647,7 +668,24 @@ class Peer:
         for entry in entries:
             if entry.adopted:
                 self.orphans.counters.results_reused += 1
-            self.worker.post(ChildResult(entry.job, value, exc))
+            if entry.job.parent is None:
+                # No local frame waits for it (a root, or work we stole and was stolen on):
+                # it finishes here, on the trio side, so that a compute thread busy in a long
+                # or stuck leaf does not hold the result of another run hostage.
+                self._finish_unparented(entry.job, value, exc)
+            else:
+                self.worker.post(ChildResult(entry.job, value, exc))
+
+    def _finish_unparented(self, job: Job, value: Any, exc: BaseException | None) -> None:
+        """A parentless job we gave away came back: apply its result at most once. The
+        compute thread no longer holds a job once a thief took it from the queue."""
+        if job.done:
+            return
+        if exc is not None:
+            job.exc = exc
+        else:
+            job.value = value
+        self._on_job_finished(job)
 
     def _on_job_query(self, conn: Link, msg: m.JobQuery) -> None:
         reply = self.custody.answer(msg, conn.remote_name)
@@ -764,7 +802,8 @@ class Peer:
         exc = job.error
         if exc is None:
             try:
-                msg = m.JobResult(job.run.run_id, job.path, codec.encode_value(job.value), None)
+                value = codec.encode_value(job.value, self.cfg.net.max_frame_bytes)
+                msg = m.JobResult(job.run.run_id, job.path, value, None)
             except codec.EncodeError as err:
                 msg = m.JobResult(job.run.run_id, job.path, None, error_info(err))
         else:
@@ -800,9 +839,19 @@ class Peer:
             )
             return
         reply = self.runs.submit(conn.remote_name, msg)
-        conn.post(reply)
+        conn.post(self._with_contacts(reply))
         if reply.error is None:
             self.thief.update()
+
+    def _with_contacts(self, reply: m.Submitted) -> m.Submitted:
+        """A run accepted here: tell the client where else to ask for it (if we are lost,
+        it follows the run to its next master through them)."""
+        if reply.error is not None:
+            return reply
+        others = [mem for mem in self.table.alive() if mem.name != self.name]
+        random.Random(reply.run_id).shuffle(others)
+        contacts = [str(mem.address) for mem in others[: self.cfg.client.contacts]]
+        return dataclasses.replace(reply, contacts=contacts)
 
     def _on_run_stats(self, conn: Link, msg: m.RunStatsRequest) -> None:
         conn.post(m.RunStatsReply(msg.req, msg.run_id, self.runs.counters_of(msg.run_id)))
@@ -864,7 +913,9 @@ class Peer:
                     self._keep_orphan(result)
 
             log.info("resuming %s: %d checkpointed result(s)", msg.run_id, len(results))
-            conn.post(self.runs.resume(conn.remote_name, msg.req, info, preload))
+            conn.post(
+                self._with_contacts(self.runs.resume(conn.remote_name, msg.req, info, preload))
+            )
 
         self.spawn_answer(conn, msg.req, answer)
 

@@ -8,32 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from satind import control
-from satind.config import Config, StealAlgorithm
-from satind.launcher import LOCAL_CLIENT, PeerProcess, ephemeral_keys, local_peers
-from satind.net import codec, tls
+from satind.config import Config
+from satind.launcher import ephemeral_keys, local_peers
+from satind.net import codec
 from satind.net import messages as m
 from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError
-
-
-async def _result_from_survivors(
-    run_id: str, peers: Sequence[PeerProcess], cfg: Config, credentials: tls.Credentials | None
-) -> m.RunResult:
-    """Wait for a run's result through any peer still alive (it relays to the current master).
-
-    Raises:
-        RunFailed: no peer answers.
-    """
-    for peer in peers:
-        if peer.address is None or peer.process.returncode is not None:
-            continue
-        try:
-            async with control.connect(peer.address, cfg, credentials, peer.name) as client:
-                reply = await client.fetch_result(run_id, True, cfg.client.timeout_s)
-        except control.PeerUnavailable:
-            continue
-        if reply.result is not None:
-            return reply.result
-    raise RunFailed(f"the master of run {run_id} is gone and no other peer has its result", 3)
 
 
 class RunFailed(Exception):
@@ -61,37 +40,29 @@ class LocalRun:
     argv: Sequence[str]
     peers: int
     clusters: int = 1
-    steal: StealAlgorithm | None = None
     plugin_paths: Sequence[Path] = ()
-    config_file: Path | None = None
     log_level: str = "WARNING"
     seed: int | None = None
     show_progress: bool = False
 
 
 async def run_local(request: LocalRun, cfg: Config) -> Outcome:
-    """Run a plugin on fresh local peers (mutual TLS with a throw-away CA) and return its
-    outcome.
+    """Run a plugin on fresh local peers (mutual TLS with a throw-away CA held in memory)
+    with the effective configuration ``cfg``, and return its outcome.
 
     Raises:
         RunFailed: the plugin raised (code 1), the arguments were refused (code 2), or the
             runtime failed (code 3).
         launcher.StartupError: a peer did not start.
     """
-    with ephemeral_keys() as keys:
-        return await _run(request, cfg, keys)
-
-
-async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
-    credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT) if cfg.net.tls else None
+    keys = ephemeral_keys()
+    credentials = keys.client if cfg.net.tls else None
     plugin = request.plugin
     async with local_peers(
         request.peers,
         keys=keys,
         clusters=request.clusters,
-        steal=request.steal,
         plugin_paths=request.plugin_paths,
-        config_file=request.config_file,
         cfg=cfg,
         log_level=request.log_level,
         seed=request.seed,
@@ -116,12 +87,20 @@ async def _run(request: LocalRun, cfg: Config, keys: Path) -> Outcome:
                     result = await follow_run(client, run_id, plugin.name, list(request.argv), cfg)
                 else:
                     result = await client.result(run_id)
-        except control.PeerUnavailable as exc:
+        except (control.PeerUnavailable, control.RequestFailed) as exc:
             if not run_id:
                 raise RunFailed(str(exc), 3) from None
             # The master is gone after accepting the run: another peer takes the run over
-            # (master election); ask the survivors for its result.
-            result = await _result_from_survivors(run_id, started[1:], cfg, credentials)
+            # (master election); follow it through the survivors.
+            survivors = [
+                p.address
+                for p in started[1:]
+                if p.address is not None and p.process.returncode is None
+            ]
+            try:
+                result = await control.follow_result(run_id, survivors, cfg, credentials)
+            except control.RunLost as lost:
+                raise RunFailed(str(lost), 3) from None
         assert result is not None
     if result.error is not None:
         err = result.error

@@ -138,9 +138,14 @@ class Runs:
     """The runs this peer knows of, and the ones it masters."""
 
     def __init__(
-        self, cfg: RunConfig, host: RunsHost, run_ids: Callable[[], str] | None = None
+        self,
+        cfg: RunConfig,
+        host: RunsHost,
+        run_ids: Callable[[], str] | None = None,
+        max_frame_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.cfg = cfg
+        self.max_frame_bytes = max_frame_bytes
         self.host = host
         self.new_run_id = run_ids or new_run_id
         self.active: dict[str, PeerRun] = {}
@@ -521,7 +526,9 @@ class Runs:
         peers = len(self.host.members())
         if answered < peers:
             log.warning("run %s: %d of %d peers sent statistics", run.info.run_id, answered, peers)
-        result = _result_message(run, run.root, elapsed, peers, as_ints(stats))
+        result = _result_message(
+            run, run.root, elapsed, peers, as_ints(stats), self.max_frame_bytes
+        )
         self._keep(Finished(result, run.info))
         status = DONE if result.error is None else FAILED
         self.drop(run.info.run_id)
@@ -646,13 +653,19 @@ class RunRefused(Exception):
 
 
 def _result_message(
-    run: PeerRun, root: Job, elapsed_s: float, peers: int, stats: dict[str, int | float]
+    run: PeerRun,
+    root: Job,
+    elapsed_s: float,
+    peers: int,
+    stats: dict[str, int | float],
+    max_frame: int,
 ) -> m.RunResult:
-    """The RunResult for a finished root: its encoded value, or the error it raised."""
+    """The RunResult for a finished root: its encoded value, or the error it raised (a value
+    too large for one message is an error too)."""
     exc = root.error
     if exc is None:
         try:
-            value = codec.encode_value(root.value)
+            value = codec.encode_value(root.value, max_frame)
         except codec.EncodeError as err:
             return m.RunResult(run.info.run_id, None, error_info(err), elapsed_s, peers, stats)
         return m.RunResult(run.info.run_id, value, None, elapsed_s, peers, stats)

@@ -15,6 +15,12 @@ import traceback
 from satind.net.messages import ErrorInfo
 
 
+class LimitExceeded(RuntimeError):
+    """A run went past a bound that protects the peer (engine.max_depth,
+    engine.max_queued_jobs, net.max_frame_bytes): the job fails with this, and so does its
+    run, unless the plugin catches it. The message names the setting."""
+
+
 class RemoteJobError(Exception):
     """A job raised an exception of a type that cannot be rebuilt here.
 

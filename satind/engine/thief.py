@@ -131,14 +131,17 @@ class Thief:
         self.host = host
         self.counters = StealCounters()
         self._worker_wants = False
+        # The run the worker's waiting sync belongs to ("": it waits for any work).
+        self._run = ""
         self._go = trio.Event()
         self._wide_in_flight = False
         self._nursery: trio.Nursery | None = None
 
     # -- called by the peer on the trio thread --------------------------------------------
 
-    def set_wanted(self, wanted: bool) -> None:
+    def set_wanted(self, wanted: bool, run_id: str = "") -> None:
         self._worker_wants = wanted
+        self._run = run_id if wanted else ""
         self.update()
 
     def update(self) -> None:
@@ -201,7 +204,7 @@ class Thief:
         requests = self.host.requests
         req = requests.new()
         started = trio.current_time()
-        self.host.post(victim, m.StealRequest(req, wide, self.host.needs_orphans))
+        self.host.post(victim, m.StealRequest(req, wide, self.host.needs_orphans, self._run))
         reply = await requests.reply_within(req, within_s)
         if not isinstance(reply, m.StealReply):
             return False  # no answer in time, or the victim failed to answer (ErrorReply)

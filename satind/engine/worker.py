@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import trio
 
 from satind.config import EngineConfig
+from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
 from satind.engine.workqueue import WorkQueue
 
@@ -45,8 +46,11 @@ CURRENT: Worker | None = None
 class WorkerHooks(Protocol):
     """How the compute thread reaches the trio side. Both calls must return at once."""
 
-    def want_work(self, wanted: bool) -> None:
-        """The worker has nothing to run (True) or has work again (False)."""
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
+        """The worker has nothing to run (True) or has work again (False). ``run_id``: the
+        wait is a sync inside a job of that run, which takes only jobs of its own run (a job
+        of another run started on top of it would hold its frame hostage until it ended);
+        empty: any work will do."""
 
     def job_finished(self, job: Job) -> None:
         """A job with no local parent (a root or a stolen job) finished: send its result."""
@@ -172,6 +176,10 @@ class Worker:
         self.current: Job = self.idle_frame
         # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
         self.nesting = 0
+        # Jobs on the stack right now (bounded by cfg.max_depth), and the bounds.
+        self.depth = 0
+        self.max_depth = cfg.max_depth
+        self.max_queued = cfg.max_queued_jobs
         # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
         self.cut: set[Job] = set()
         # Report every finished job (checkpoint policy "sel", systematic event logging).
@@ -228,7 +236,15 @@ class Worker:
                 if job is None:
                     self._wait()
                 else:
-                    self.run_job(job)
+                    if self._wanting:  # a root put in the queue by the trio side
+                        self._wanting = False
+                        self.hooks.want_work(False)
+                    try:
+                        self.run_job(job)
+                    except (WorkerStopped, RunAborted, SubtreeAborted):
+                        raise
+                    except Exception as exc:
+                        self._engine_failed(job, exc, self.idle_frame, 0)
         except WorkerStopped:
             pass
         finally:
@@ -247,8 +263,12 @@ class Worker:
 
         prev = self.current
         self.current = job
+        depth = self.depth + 1
+        self.depth = depth
         try:
             try:
+                if depth > self.max_depth:
+                    raise too_deep(job, depth, self.max_depth)
                 job.value = job.fn(*job.args)
             except (WorkerStopped, RunAborted, SubtreeAborted):
                 raise
@@ -260,6 +280,7 @@ class Worker:
                 self.sync_frame(job)
         except RunAborted as aborted:
             self.current = prev
+            self.depth = depth - 1
             if parent is None:
                 del self.under[job]
             if parent is not None or aborted.run_id != job.run.run_id:
@@ -268,6 +289,7 @@ class Worker:
             return
         except SubtreeAborted:
             self.current = prev
+            self.depth = depth - 1
             abandon(job, self.jobs, self.hooks)
             if parent is not None and parent is prev:
                 raise  # unwind the parent's frame too
@@ -280,6 +302,7 @@ class Worker:
             self.attention = True
             return
         self.current = prev
+        self.depth = depth - 1
         account(job)
         if self.log_all:
             self.hooks.job_logged(job)
@@ -316,13 +339,19 @@ class Worker:
                 # Every child left is out on another peer: help until their results are in.
                 self._wait()
                 continue
+            depth = self.depth
             try:
                 self.run_job(job)
             except RunAborted as aborted:
+                self.depth = depth
                 if aborted.run_id == frame.run.run_id:
                     raise
                 # A job of another run that is over (restarted work runs wherever the queue
                 # gives it) unwound up to this frame's sync: it is dropped, this frame goes on.
+            except (WorkerStopped, SubtreeAborted):
+                raise
+            except Exception as exc:
+                self._engine_failed(job, exc, frame, depth)
         if self._wanting:
             self._wanting = False
             self.hooks.want_work(False)
@@ -338,6 +367,22 @@ class Worker:
                 return
             self._handle(event)
 
+    def _engine_failed(self, job: Job, exc: Exception, frame: Job, depth: int) -> None:
+        """Engine code itself raised while running ``job`` (a RecursionError at the very
+        bottom of the stack, a bug): the job must not be lost with it, or its parent would
+        wait forever. It fails with that error, and the frame below goes on."""
+        self.current = frame
+        self.depth = depth
+        if job.error is None and job.value is UNSET:
+            job.exc = exc
+        if job.parent is not None:
+            if not hasattr(job, "sib"):  # not linked to its parent yet: it finishes now
+                finish(job, job.parent)
+        elif self.nesting > 0 and job in self.under:
+            self.nesting -= 1
+            del self.under[job]
+            self.hooks.job_finished(job)
+
     def _wait(self) -> None:
         """Nothing local to run: ask for work unless nested too deep, block for one event.
 
@@ -346,9 +391,14 @@ class Worker:
         """
         if self.current.run.aborted:
             raise RunAborted(self.current.run.run_id)
-        if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
+        if (
+            not self._wanting
+            and self.nesting < self.cfg.max_steal_nesting
+            and self.depth < self.max_depth // 2
+        ):
             self._wanting = True
-            self.hooks.want_work(True)
+            # A sync waits inside a job (not the idle frame): it takes only its own run's jobs.
+            self.hooks.want_work(True, self.current.run.run_id)
         self.attention = False
         try:
             event = self.mailbox.get(timeout=1.0)
@@ -382,6 +432,14 @@ class Worker:
             self.reported = snapshot(self.current, self.under, self.reported, self.hooks)
         elif isinstance(event, Stop):
             raise WorkerStopped
+
+
+def too_deep(job: Job, depth: int, limit: int) -> LimitExceeded:
+    return LimitExceeded(
+        f"a job of run {job.run.run_id} would nest {depth} jobs deep on this peer "
+        f"(engine.max_depth is {limit}): does a spawnable function recurse without a base "
+        "case? For a tree that deep, raise engine.max_depth and engine.recursion_limit"
+    )
 
 
 def tune_process(cfg: EngineConfig) -> None:

@@ -43,6 +43,29 @@ class WorkQueue:
         except IndexError:
             return None
 
+    def steal_of(self, run_id: str) -> Job | None:
+        """Thief: take the oldest job of run ``run_id``, or None (a thief whose sync waits
+        inside a job of that run takes nothing else). O(queue length) when the oldest job is
+        of another run; with one run at a time it is ``steal``."""
+        jobs = self.jobs
+        try:
+            job = jobs.popleft()
+        except IndexError:
+            return None
+        if job.run.run_id == run_id:
+            return job
+        jobs.appendleft(job)  # back where it was: still the oldest
+        # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
+        # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
+        for candidate in list(jobs):
+            if candidate.run.run_id == run_id:
+                try:
+                    jobs.remove(candidate)
+                except ValueError:
+                    continue
+                return candidate
+        return None
+
     def give_back(self, job: Job) -> None:
         """Thief side: return a job taken by ``steal`` that could not be sent (it stays oldest)."""
         self.jobs.appendleft(job)

@@ -491,18 +491,33 @@ def _tag_hook(tag: Any, immutable: bool) -> Any:
     return entry[2](tag.value)
 
 
-def encode_value(value: Any) -> bytes:
+# Room a frame keeps for what travels beside an application value (ids, paths, a traceback).
+ENVELOPE_BYTES = 64 * 1024
+
+
+def encode_value(value: Any, max_frame: int | None = None) -> bytes:
     """CBOR of an application value (job arguments, results).
 
+    ``max_frame``: the frame cap (net.max_frame_bytes) the value must travel within; a value
+    too large for it is refused here, where the error can name the cause, rather than sent
+    and refused by the receiver (which would only close the connection, again and again).
+
     Raises:
-        EncodeError: the value holds something CBOR cannot carry.
+        EncodeError: the value holds something CBOR cannot carry, or is too large.
     """
     try:
-        return bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=_default))
+        data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=_default))
     except EncodeError:
         raise
     except Exception as exc:
         raise EncodeError(f"cannot encode {type(value).__qualname__}: {exc}") from None
+    if max_frame is not None and len(data) > max_frame - ENVELOPE_BYTES:
+        raise EncodeError(
+            f"a {type(value).__qualname__} of {len(data):,} bytes (encoded) is more than one "
+            f"message carries (net.max_frame_bytes is {max_frame:,}): return or pass less "
+            "data, or raise net.max_frame_bytes on every peer"
+        )
+    return data
 
 
 def decode_value(data: bytes, max_depth: int = 200) -> Any:

@@ -177,12 +177,15 @@ class Bye(Message):
 
 @dataclass(frozen=True)
 class StealRequest(Message):
-    """``orphans``: a joiner asks for the victim's orphan table with its steal (§3.5)."""
+    """``orphans``: a joiner asks for the victim's orphan table with its steal (§3.5).
+    ``run``: only a job of this run will do (the thief waits in a sync of that run); empty:
+    any job."""
 
     TYPE: ClassVar[int] = 10
     req: int
     wide: bool
     orphans: bool = False
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -266,12 +269,15 @@ class Submit(Message):
 
 @dataclass(frozen=True)
 class Submitted(Message):
-    """The run id, or why the submission was refused (``usage`` for bad arguments)."""
+    """The run id, or why the submission was refused (``usage`` for bad arguments).
+    ``contacts``: addresses ("HOST:PORT") of other members, through which a waiting client
+    follows the run if this peer is lost."""
 
     TYPE: ClassVar[int] = 31
     req: int
     run_id: str
     error: ErrorInfo | None = None
+    contacts: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -72,15 +72,7 @@ def check_key_file(path: Path) -> None:
         )
 
 
-def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) -> Path:
-    """Create a cluster CA (EC P-256) in ``directory``; returns the certificate's path.
-
-    Raises:
-        KeysError: the directory already holds a CA.
-    """
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if (directory / CA_CERT).exists() or (directory / CA_KEY).exists():
-        raise KeysError(f"{directory} already holds a CA ({CA_CERT}); use another directory")
+def _new_ca(name: str, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = _now()
@@ -109,6 +101,64 @@ def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) 
         )
         .sign(key, hashes.SHA256())
     )
+    return cert, key
+
+
+def _new_certificate(
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    name: str,
+    client: bool,
+    days: int,
+    not_before: datetime.datetime | None = None,
+) -> tuple[bytes, bytes]:
+    """A node or client certificate signed by the CA: (certificate PEM, key PEM)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    role = ROLE_CLIENT if client else ROLE_PEER
+    start = not_before or (_now() - datetime.timedelta(minutes=5))
+    usages = (
+        [ExtendedKeyUsageOID.CLIENT_AUTH]
+        if client
+        else [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.COMMON_NAME, name),
+                    x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role),
+                ]
+            )
+        )
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) -> Path:
+    """Create a cluster CA (EC P-256) in ``directory``; returns the certificate's path.
+
+    Raises:
+        KeysError: the directory already holds a CA.
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if (directory / CA_CERT).exists() or (directory / CA_KEY).exists():
+        raise KeysError(f"{directory} already holds a CA ({CA_CERT}); use another directory")
+    cert, key = _new_ca(name, days)
     _write_private(directory / CA_KEY, _key_pem(key))
     (directory / CA_CERT).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return directory / CA_CERT
@@ -148,60 +198,33 @@ def issue(
     ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    role = ROLE_CLIENT if client else ROLE_PEER
-    start = not_before or (_now() - datetime.timedelta(minutes=5))
-    usages = (
-        [ExtendedKeyUsageOID.CLIENT_AUTH]
-        if client
-        else [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-    )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [
-                    x509.NameAttribute(NameOID.COMMON_NAME, name),
-                    x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role),
-                ]
-            )
-        )
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    _write_private(key_path, _key_pem(key))
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    cert_pem, key_pem = _new_certificate(ca_cert, ca_key, name, client, days, not_before)
+    _write_private(key_path, key_pem)
+    cert_path.write_bytes(cert_pem)
     return cert_path, key_path
 
 
 @dataclass(frozen=True)
 class Credentials:
-    """What one party needs for TLS: the CA and its own certificate and key."""
+    """What one party needs for TLS: the CA certificate, and its own certificate and key.
 
-    ca: Path
-    cert: Path
-    key: Path
+    Held in memory (PEM): loaded from a keys directory (``load``), or made for the embedded
+    default and handed to its peer processes over a pipe (``ephemeral``), so that no key of
+    a throw-away CA ever touches a disk a crash could leave it on.
+    """
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
     name: str
     role: str
 
     @classmethod
     def load(cls, directory: Path, name: str, role: str) -> Credentials:
-        """Find ``NAME.pem``/``NAME.key`` and the CA in ``directory``.
+        """Read ``NAME.pem``/``NAME.key`` and the CA from ``directory``.
 
         Raises:
-            KeysError: a file is missing or a key is readable by others.
+            KeysError: a file is missing or unreadable, or a key is readable by others.
         """
         ca, cert, key = directory / CA_CERT, directory / f"{name}.pem", directory / f"{name}.key"
         for path in (ca, cert):
@@ -214,14 +237,44 @@ class Credentials:
                 )
                 raise KeysError(f"missing {path}; create it with: {hint}")
         check_key_file(key)
-        return cls(ca, cert, key, name, role)
+        try:
+            return cls(ca.read_bytes(), cert.read_bytes(), key.read_bytes(), name, role)
+        except OSError as exc:
+            raise KeysError(f"cannot read {exc.filename}: {exc.strerror}") from None
+
+    def as_json(self) -> dict[str, str]:
+        """For handing to a child process over a pipe (``from_json``)."""
+        return {
+            "ca": self.ca_pem.decode(),
+            "cert": self.cert_pem.decode(),
+            "key": self.key_pem.decode(),
+            "name": self.name,
+            "role": self.role,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, str]) -> Credentials:
+        """Raises KeysError: not what ``as_json`` makes."""
+        try:
+            return cls(
+                data["ca"].encode(),
+                data["cert"].encode(),
+                data["key"].encode(),
+                data["name"],
+                data["role"],
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise KeysError(f"bad credentials handed over: {exc}") from None
 
     def _context(self, purpose: ssl.Purpose) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(purpose, cafile=str(self.ca))
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-        ctx.check_hostname = False  # identities are certificate names, checked in the handshake
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        ctx.load_cert_chain(str(self.cert), str(self.key))
+        try:
+            ctx = ssl.create_default_context(purpose, cadata=self.ca_pem.decode())
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+            ctx.check_hostname = False  # identities are certificate names, checked later
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            _load_chain(ctx, self.cert_pem, self.key_pem)
+        except (ssl.SSLError, ValueError, OSError) as exc:
+            raise KeysError(f"unusable certificate or key for {self.name}: {exc}") from None
         return ctx
 
     def server_context(self) -> ssl.SSLContext:
@@ -229,6 +282,50 @@ class Credentials:
 
     def client_context(self) -> ssl.SSLContext:
         return self._context(ssl.Purpose.SERVER_AUTH)
+
+
+def _load_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Load a certificate and key held in memory. OpenSSL (through ``ssl``) reads them only
+    from a path, so give it one that is no file on any disk: an anonymous memory file
+    (``memfd_create``), closed right after. Where there is none, a 0600 temporary file that
+    is removed at once."""
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("satind-credentials", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, cert_pem + key_pem)
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+        return
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="satind-")
+    try:
+        os.write(fd, cert_pem + key_pem)
+        os.close(fd)
+        ctx.load_cert_chain(path)
+    finally:
+        os.unlink(path)
+
+
+@dataclass(frozen=True)
+class EphemeralKeys:
+    """A throw-away cluster CA in memory, with a node and a client certificate: the embedded
+    default's mutual TLS (`satind run`). Nothing of it is written anywhere."""
+
+    node: Credentials
+    client: Credentials
+
+    @classmethod
+    def make(cls, node: str, client: str) -> EphemeralKeys:
+        ca_cert, ca_key = _new_ca("satind ephemeral CA", days=2)
+        ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+        node_cert, node_key = _new_certificate(ca_cert, ca_key, node, False, 2)
+        client_cert, client_key = _new_certificate(ca_cert, ca_key, client, True, 2)
+        return cls(
+            Credentials(ca_pem, node_cert, node_key, node, ROLE_PEER),
+            Credentials(ca_pem, client_cert, client_key, client, ROLE_CLIENT),
+        )
 
 
 def certificate_identity(peercert: dict[str, object] | None) -> tuple[str, str]:

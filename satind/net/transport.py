@@ -50,6 +50,18 @@ class Address:
         return f"{self.host}:{self.port}"
 
 
+def parse_address(text: str) -> Address:
+    """ "HOST:PORT" (IPv6 hosts in brackets).
+
+    Raises:
+        ValueError: not of that form.
+    """
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    return Address(host.strip("[]"), int(port))
+
+
 @dataclass(frozen=True)
 class Identity:
     """Who this end of a connection is."""

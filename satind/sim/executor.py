@@ -94,6 +94,9 @@ class SimWorker:
                 if job is None:
                     await self._wait()
                 else:
+                    if self._wanting:  # as the thread-backed Worker
+                        self._wanting = False
+                        self.hooks.want_work(False)
                     await self.run_job(job, None)
         except WorkerStopped:
             pass  # as the thread-backed worker: every frame unwinds, nothing is reported
@@ -202,7 +205,8 @@ class SimWorker:
     async def _wait(self) -> None:
         if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
             self._wanting = True
-            self.hooks.want_work(True)
+            # As the thread-backed Worker: a sync inside a job takes only its run's jobs.
+            self.hooks.want_work(True, self.current.run.run_id if self.current else "")
         while not self._mailbox and not self._stopped:
             self._wake = trio.Event()
             await self._wake.wait()

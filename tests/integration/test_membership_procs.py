@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from satind import config, control
-from satind.launcher import LOCAL_CLIENT, PeerProcess, ephemeral_keys, local_peers
+from satind.launcher import PeerProcess, ephemeral_keys, local_peers
 from satind.net import tls
 
 pytestmark = pytest.mark.slow
@@ -24,9 +24,11 @@ gossip_interval_s = 0.05
 """
 
 
-async def views(peers: list[PeerProcess], cfg: config.Config, keys: Path, about: str) -> list[str]:
+async def views(
+    peers: list[PeerProcess], cfg: config.Config, keys: tls.EphemeralKeys, about: str
+) -> list[str]:
     """What every live peer says of ``about``."""
-    credentials = tls.Credentials.load(keys, LOCAL_CLIENT, tls.ROLE_CLIENT)
+    credentials = keys.client
     seen = []
     for peer in peers:
         if peer.process.returncode is not None or peer.name == about:
@@ -42,8 +44,9 @@ async def test_membership_of_real_processes(tmp_path: Path) -> None:
     cfg_file = tmp_path / "fast.toml"
     cfg_file.write_text(FAST)
     cfg = config.load(cfg_file)
-    with trio.fail_after(120), ephemeral_keys() as keys:
-        async with local_peers(8, keys=keys, cfg=cfg, config_file=cfg_file) as peers:
+    keys = ephemeral_keys()
+    with trio.fail_after(120):
+        async with local_peers(8, keys=keys, cfg=cfg) as peers:
             # local_peers returns once every peer sees all 8; check one view in full.
             assert set(await views(peers, cfg, keys, "local/3")) == {"alive"}
 

@@ -4,98 +4,15 @@ its own connection; the peer keeps serving."""
 
 from __future__ import annotations
 
-import socket
-import ssl
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-
 import cbor2
-import pytest
-import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from satind import config
-from satind.net import codec, tls
+from satind.net import codec
 from satind.net import messages as m
-from satind.net.transport import Address
-from satind.peer import Peer, PeerOptions
+from tests.security.live import LivePeer, live, send_frame, still_serves
 
-
-@dataclass
-class LivePeer:
-    peer: Peer
-    address: Address
-    keys: Path
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePeer]:
-    keys = tmp_path_factory.mktemp("keys")
-    tls.init_ca(keys)
-    tls.issue(keys, "tp")
-    tls.issue(keys, "client", client=True)
-    cfg = config.DEFAULT
-    ready = threading.Event()
-    box: dict[str, object] = {}
-
-    async def main() -> None:
-        peer = Peer(
-            cfg, PeerOptions(name="tp/0", credentials=tls.Credentials.load(keys, "tp", "peer"))
-        )
-        box["token"] = trio.lowlevel.current_trio_token()
-        async with trio.open_nursery() as nursery:
-            box["address"] = await nursery.start(peer.run)
-            box["peer"] = peer
-            ready.set()
-            await peer.stopped.wait()
-            nursery.cancel_scope.cancel()
-
-    thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    peer = box["peer"]
-    assert isinstance(peer, Peer)
-    address = box["address"]
-    assert isinstance(address, Address)
-    yield LivePeer(peer, address, keys)
-    trio.from_thread.run_sync(peer.stop, trio_token=box["token"])  # type: ignore[arg-type]
-    thread.join(30)
-
-
-def _tls_client(live: LivePeer) -> ssl.SSLSocket:
-    ctx = ssl.create_default_context(cafile=str(live.keys / "ca.pem"))
-    ctx.check_hostname = False
-    ctx.load_cert_chain(str(live.keys / "client.pem"), str(live.keys / "client.key"))
-    raw = socket.create_connection((live.address.host, live.address.port), timeout=10)
-    sock = ctx.wrap_socket(raw)
-    hello = m.Hello(m.PROTOCOL_VERSION, "client~fuzz", "", "client")
-    sock.sendall(codec.frame(codec.encode_message(hello)))
-    return sock
-
-
-def _closed_by_peer(sock: ssl.SSLSocket) -> bool:
-    """Read until the peer closes (its Hello comes first); False if it keeps the line open."""
-    sock.settimeout(10)
-    try:
-        while sock.recv(65536):
-            pass
-    except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
-        pass
-    except TimeoutError:
-        return False
-    return True
-
-
-def _send(live: LivePeer, data: bytes) -> bool:
-    with _tls_client(live) as sock:
-        try:
-            sock.sendall(data)
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-            return True
-        return _closed_by_peer(sock)
+__all__ = ["live"]  # the fixture, used by name
 
 
 def _framed(body: bytes) -> bytes:
@@ -158,20 +75,9 @@ def test_garbage_costs_only_its_connection(live: LivePeer, data: bytes) -> None:
             return  # hypothesis built a valid message by chance: nothing to test
     except codec.DecodeError:
         pass
-    assert _send(live, data), "the peer kept a connection that sent garbage"
+    assert send_frame(live, data), "the peer kept a connection that sent garbage"
 
 
 def test_the_peer_still_serves_after_the_garbage(live: LivePeer) -> None:
-    with _tls_client(live) as sock:
-        sock.sendall(codec.frame(codec.encode_message(m.StatusRequest(7, False))))
-        sock.settimeout(10)
-        buffer = b""
-        replies = []
-        while len(replies) < 2:  # its Hello, then the status
-            buffer += sock.recv(65536)
-            while len(buffer) >= 4 and len(buffer) >= 4 + codec.FRAME_HEADER.unpack(buffer[:4])[0]:
-                n = codec.FRAME_HEADER.unpack(buffer[:4])[0]
-                replies.append(codec.decode_message(buffer[4 : 4 + n]))
-                buffer = buffer[4 + n :]
-    assert isinstance(replies[1], m.StatusReply) and replies[1].peers[0].name == "tp/0"
+    assert still_serves(live)
     assert live.peer.transport.counters.bad_frames >= 1

@@ -12,6 +12,7 @@ import pytest
 from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
+from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
 from satind.engine.worker import (
     ChildResult,
@@ -28,8 +29,10 @@ class Hooks:
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
-    def want_work(self, wanted: bool) -> None:
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
         self.events.put(("want", wanted))
+        if wanted:
+            self.events.put(("want_run", run_id))
 
     def job_finished(self, job: Job) -> None:
         self.events.put(("finished", job))
@@ -455,3 +458,88 @@ def test_a_frame_waiting_on_an_aborted_run_unwinds_and_reports_nothing() -> None
     assert not stolen_here.done and w.nesting == 0
     w.stop()
     thread.join(10)
+
+
+def test_a_sync_waiting_for_stolen_children_asks_only_for_its_runs_work() -> None:
+    # A job of another run started on top of a waiting frame would hold that frame until it
+    # ended (a blocking leaf of a bad run made a good run wait for it): the wait names its run.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+
+    @spawnable
+    def one() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()  # a thief took our only child
+        assert taken is not None
+        stolen.append(taken)
+        sync()
+        return int(h.result())
+
+    stolen: list[Job] = []
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    # Idle at the top, with nothing on its stack, it takes any work.
+    assert hooks.next("want_run") == ""
+    root = make_root(one.fn, (), _run())
+    w.post(JobArrived(root))
+    assert hooks.next("want_run") == "r1"
+    w.post(ChildResult(stolen[0], 2, None))
+    assert hooks.next("finished") is root
+    w.stop()
+    t.join(10)
+    assert root.result() == 2
+
+
+@spawnable
+def endless(n: int) -> int:
+    child = endless.spawn(n + 1)
+    sync()
+    return int(child.result())
+
+
+def test_spawns_recursing_without_bound_fail_the_run_at_the_depth_limit(worker: Worker) -> None:
+    worker.max_depth = 50
+    run = _run()
+    root = make_root(endless.fn, (0,), run)
+    worker.run_job(root)
+    assert isinstance(root.error, LimitExceeded)
+    assert "engine.max_depth" in str(root.error)
+    assert worker.depth == 0 and len(worker.queue) == 0
+    # The worker is whole: the next run runs.
+    again = make_root(fib.fn, (10,), _run())
+    worker.run_job(again)
+    assert again.result() == 55
+
+
+@spawnable
+def spawn_many(count: int) -> int:
+    handles = [fib.spawn(1) for _ in range(count)]
+    sync()
+    return sum(h.result() for h in handles)
+
+
+def test_a_job_spawning_past_the_queue_limit_fails(worker: Worker) -> None:
+    worker.max_queued = 100
+    root = make_root(spawn_many.fn, (1000,), _run())
+    worker.run_job(root)
+    assert isinstance(root.error, LimitExceeded)
+    assert "engine.max_queued_jobs" in str(root.error)
+    assert len(worker.queue) == 0  # what it spawned before the limit ran (implicit sync)
+
+
+def test_engine_code_failing_on_a_job_fails_that_job_and_loses_nothing(worker: Worker) -> None:
+    # A RecursionError at the very bottom of the stack hits engine code, not the plugin's:
+    # the job it was running must still finish (with the error), or its parent waits forever.
+    calls = []
+    real = worker.run_job
+
+    def flaky(job: Job) -> None:
+        if job.args == (1,) and not calls:
+            calls.append(job)
+            raise RecursionError("maximum recursion depth exceeded")
+        real(job)
+
+    worker.run_job = flaky  # type: ignore[method-assign]
+    root = make_root(spawn_many.fn, (3,), _run())
+    real(root)
+    assert isinstance(root.error, RecursionError)

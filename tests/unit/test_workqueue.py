@@ -37,6 +37,18 @@ def test_give_back_keeps_job_oldest() -> None:
     assert q.steal() is a
 
 
+def test_steal_of_takes_the_oldest_job_of_one_run_only() -> None:
+    q = WorkQueue()
+    r1, r2 = RunState("r1", "p", 0.5), RunState("r2", "p", 0.5)
+    a, b, c = (Job(print, (i,), None, i, run, 1.0) for i, run in enumerate((r1, r2, r2)))
+    for job in (a, b, c):
+        q.push(job)
+    assert q.steal_of("r2") is b  # not a, the oldest of all
+    assert q.steal_of("r3") is None
+    assert q.steal() is a  # the rest in order
+    assert q.steal_of("r2") is c and q.steal_of("r2") is None
+
+
 def test_concurrent_owner_and_thief_take_each_job_exactly_once() -> None:
     # Rounds of one owner and one thief racing to empty a small queue (the one-job case
     # included): every job must be taken by exactly one of them.
