@@ -9,11 +9,13 @@ from satind.api import Handle as Handle
 from satind.api import Spawnable as Spawnable
 from satind.api import spawnable as spawnable
 from satind.api import sync as sync
+from satind.engine.errors import LimitExceeded as LimitExceeded
 from satind.engine.errors import RemoteJobError as RemoteJobError
 from satind.engine.jobs import ResultNotReady as ResultNotReady
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed
 from satind.plugin import Plugin as Plugin
+from satind.plugin import PluginFailed as PluginFailed
 from satind.plugin import UsageError as UsageError
 
 __version__ = "0.1.0"

@@ -73,8 +73,10 @@ class Daemon:
         return next(iter(self.addresses.values()))
 
     def kill(self) -> None:
+        # Its peers now (a restarted one has a new pid) and those it started with.
+        peers = set(self.children) | set(children_of(self.proc.pid))
         self.proc.kill()
-        kill_all(self.children)
+        kill_all(sorted(peers))
 
 
 @pytest.fixture

@@ -279,13 +279,17 @@ def test_a_peer_that_cannot_run_stops_its_daemon_instead_of_restarting_forever(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    daemon = Daemon(tmp_path, "m1", "east", "", "--listen", f"127.0.0.1:{port}")
+    slow_restart = tmp_path / "slow-restart.toml"
+    slow_restart.write_text("[daemon]\nrestart_delay_s = 5.0\n")  # time to take the port
+    daemon = Daemon(
+        tmp_path, "m1", "east", "", "--listen", f"127.0.0.1:{port}", "--config", str(slow_restart)
+    )
     squatter = socket.socket()
     try:
         wait_for(lambda: len(status(tmp_path, daemon.first)["peers"]) == 2)
         victim = daemon.children[1]
         kill_all([victim])
-        # Someone takes peer 1's port before the daemon restarts it (restart_delay_s, 1 s).
+        # Someone takes peer 1's port before the daemon restarts it (restart_delay_s, 5 s).
         wait_for(lambda: not alive(victim), 10)
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", port + 1))

@@ -208,11 +208,20 @@ def _start_long_run(*extra: str) -> tuple[subprocess.Popen[str], list[int]]:
     return proc, peers
 
 
+def _signal_masks(pid: int) -> str:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return " ".join(x for x in lines if x.startswith(("SigIgn", "SigCgt", "SigBlk", "State")))
+
+
 def test_ctrl_c_stops_every_peer() -> None:
     proc, peers = _start_long_run()
     try:
+        masks = _signal_masks(proc.pid)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"no exit after SIGINT; before it: {masks}") from None
         assert proc.returncode == 130, err
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(alive(p) for p in peers):
