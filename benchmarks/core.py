@@ -28,7 +28,7 @@ from satind.api import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.jobs import RunState, size_of_job
-from satind.engine.thief import rtt_bucket_names, rtt_median_s
+from satind.engine.stealing import rtt_bucket_names, rtt_median_s
 from satind.engine.worker import Worker, make_root, tune_process
 from satind.plugin import find
 

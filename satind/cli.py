@@ -76,6 +76,18 @@ def _client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="TOML config file")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {text!r}; use one of {', '.join(LOG_LEVELS)}"
+        )
+    return level
+
+
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="satind",
@@ -86,7 +98,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "`submit`, `status`, `drain` and `stop` talk to."
         ),
     )
-    parser.add_argument("--log-level", default="WARNING", help="peer and client log level")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=_log_level,
+        metavar="LEVEL",
+        help="peer and client log level: DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
 

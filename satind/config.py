@@ -170,6 +170,11 @@ class MembershipConfig:
     tombstone_s: float = 600.0
     # seconds. A joiner retries its seeds this long before giving up.
     join_timeout_s: float = 30.0
+    # seconds. A joiner asks its seeds again after this long without an answer.
+    join_retry_s: float = 1.0
+    # seconds. A leaving peer (or one told to stop) waits this long after sending its
+    # goodbyes and replies before it closes its connections, so that they reach the wire.
+    leave_linger_s: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,10 @@ class RunConfig:
     keep_results: int = 100
     # seconds. A result is kept at most this long.
     keep_results_s: float = 24 * 3600.0
+    # count. Every this many custody checks (steal.custody_check_s), a peer asks the master
+    # of each run of another master it still tracks whether the run is over: every notice of
+    # its end may have been lost (30 s with the defaults).
+    stale_check_rounds: int = 6
 
 
 @dataclass(frozen=True)

@@ -262,7 +262,7 @@ async def local_peers(
 
 
 async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
-    from satind.peer import Peer, PeerOptions
+    from satind.node.peer import Peer, PeerOptions
 
     options = PeerOptions(
         name=args.name,

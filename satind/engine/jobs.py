@@ -191,7 +191,8 @@ class Job:
         share: float,
     ) -> None:
         self.fn = fn
-        self.args = args
+        # A tuple; for a stolen job, its encoded form until the compute side decodes it.
+        self.args: Any = args
         self.parent = parent
         self.index = index
         self.run = run

@@ -14,9 +14,10 @@ peer's trio loop and the simulator drive the same code.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from satind.config import StealAlgorithm, StealConfig
 
@@ -83,3 +84,74 @@ def backoff_delay(cfg: StealConfig, failures: int) -> float:
         return 0.0
     doublings = min(failures - cfg.backoff_after, 30)
     return float(min(cfg.backoff_max_s, cfg.backoff_min_s * (2**doublings)))
+
+
+# Upper bounds (seconds) of the steal round-trip histogram buckets; the last bucket is open.
+# Buckets, unlike a median, add up across peers.
+RTT_BUCKETS_S = (
+    0.0001,
+    0.0002,
+    0.0003,
+    0.0005,
+    0.00075,
+    0.001,
+    0.0015,
+    0.002,
+    0.003,
+    0.005,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+)
+
+
+def rtt_bucket_names() -> list[str]:
+    names = [f"steal_rtt_le_{bound * 1000:g}ms" for bound in RTT_BUCKETS_S]
+    return [*names, f"steal_rtt_gt_{RTT_BUCKETS_S[-1] * 1000:g}ms"]
+
+
+def rtt_median_s(hist: list[float]) -> float | None:
+    """Median round trip from histogram counts, interpolated inside its bucket."""
+    total = sum(hist)
+    if total == 0:
+        return None
+    half = total / 2
+    seen = 0.0
+    low = 0.0
+    for bound, count in zip(RTT_BUCKETS_S, hist, strict=False):
+        if count and seen + count >= half:
+            return low + (bound - low) * (half - seen) / count
+        seen += count
+        low = bound
+    return RTT_BUCKETS_S[-1]
+
+
+@dataclass
+class StealCounters:
+    """Counters of this peer's stealing (names are those of the run JSON ``stats``)."""
+
+    steal_attempts_local: int = 0
+    steal_attempts_wide: int = 0
+    stolen_local: int = 0
+    stolen_wide: int = 0
+    # Victim side: jobs other peers took from this peer's queue.
+    jobs_given: int = 0
+    # Jobs stolen from this peer by a member that died or left, put back in our queue.
+    jobs_restarted: int = 0
+    rtt_hist: list[int] = field(default_factory=lambda: [0] * (len(RTT_BUCKETS_S) + 1))
+
+    def record_rtt(self, seconds: float) -> None:
+        self.rtt_hist[bisect.bisect_left(RTT_BUCKETS_S, seconds)] += 1
+
+    def as_dict(self) -> dict[str, float]:
+        out: dict[str, float] = {
+            "steal_attempts_local": self.steal_attempts_local,
+            "steal_attempts_wide": self.steal_attempts_wide,
+            "stolen_local": self.stolen_local,
+            "stolen_wide": self.stolen_wide,
+            "jobs_given": self.jobs_given,
+            "jobs_restarted": self.jobs_restarted,
+        }
+        out.update(zip(rtt_bucket_names(), self.rtt_hist, strict=True))
+        return out

@@ -66,6 +66,19 @@ class WorkQueue:
                 return candidate
         return None
 
+    def drop_run(self, run_id: str) -> int:
+        """Network side: remove every queued job of a run that is over (nobody waits for
+        them); returns how many. Safe beside the owner as ``steal_of`` is."""
+        dropped = 0
+        for job in list(self.jobs):
+            if job.run.run_id == run_id:
+                try:
+                    self.jobs.remove(job)
+                except ValueError:
+                    continue  # the owner took it meanwhile: its frame unwinds on its own
+                dropped += 1
+        return dropped
+
     def give_back(self, job: Job) -> None:
         """Thief side: return a job taken by ``steal`` that could not be sent (it stays oldest)."""
         self.jobs.appendleft(job)

@@ -540,3 +540,22 @@ def decode_value(data: bytes, max_depth: int = 200) -> Any:
         if isinstance(cause, DecodeError):
             raise cause from None
         raise DecodeError(f"bad application value: {exc}") from None
+
+
+class Encoded:
+    """An application value in its CBOR form (``encode_value``), as it arrived or as it will
+    leave. The network side passes values on in this form; only the compute side, which runs
+    plugin code, decodes and encodes them (a large value takes seconds, which a network side
+    must not spend while probes wait for an answer)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def decode(self, max_depth: int = 200) -> Any:
+        """Raises DecodeError."""
+        return decode_value(self.data, max_depth)
+
+    def __repr__(self) -> str:
+        return f"<Encoded {len(self.data)} bytes>"

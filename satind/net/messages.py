@@ -65,6 +65,8 @@ class JobSpec:
     path: bytes
     fn: str
     args: bytes
+    # The run's epoch at the victim: a stolen job of a new master's epoch tells the thief.
+    epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -472,6 +474,16 @@ class ErrorReply(Message):
 
 
 @dataclass(frozen=True)
+class RunShare(Message):
+    """A peer that drains and leaves sends the master of each run it took part in its share
+    of the run's counters (the master cannot ask it when the run ends)."""
+
+    TYPE: ClassVar[int] = 72
+    run_id: str
+    counters: dict[str, int | float]
+
+
+@dataclass(frozen=True)
 class HandOver(Message):
     """A leaving peer's finished results, given to a peer that keeps them and announces them
     under its own name (fault tolerance §3.3)."""
@@ -522,6 +534,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     ResumeRequest,
     SuspendRequest,
     ErrorReply,
+    RunShare,
 )
 
 # Requests: messages with a ``req`` that their handler answers with a reply carrying the same

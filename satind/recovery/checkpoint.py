@@ -221,6 +221,19 @@ def prune_file(path: Path, fsync: bool = True) -> int:
     return len(data) - len(pruned)
 
 
+@dataclass
+class CheckpointCounters:
+    """What a peer's checkpointer wrote (the peer's statistics read them)."""
+
+    enabled: bool = False
+    policy: str = ""
+    bytes_written: int = 0
+    records_written: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"checkpoint_bytes": self.bytes_written, "checkpoint_records": self.records_written}
+
+
 class LogStore(Protocol):
     """Where a peer's log goes and where a resume reads every peer's log from."""
 
@@ -307,13 +320,23 @@ class Checkpointer:
     """A peer's side: the records to append, and the loop that appends them off the trio
     thread every ``interval_s`` (and at every theft from this peer with policy "tic")."""
 
-    def __init__(self, cfg: CheckpointConfig, peer: str, store: LogStore | None = None) -> None:
+    def __init__(
+        self,
+        cfg: CheckpointConfig,
+        peer: str,
+        store: LogStore | None = None,
+        counters: CheckpointCounters | None = None,
+    ) -> None:
         self.cfg = cfg
         self.peer = peer
         # No store given: the configured directory, if any (empty: checkpoints are off).
         if store is None and cfg.dir:
             store = FileStore(Path(cfg.dir), cfg.fsync)
         self.store = store
+        # What it wrote, where the peer's statistics read it.
+        self.counters = counters if counters is not None else CheckpointCounters()
+        self.counters.enabled = store is not None
+        self.counters.policy = cfg.policy if store is not None else ""
         # Policy "tic": asks the compute side for a snapshot of its open frames' finished
         # children (set by the peer); they come back through result() and snapshot_taken().
         self.request_snapshot: Callable[[], None] | None = None
@@ -321,8 +344,6 @@ class Checkpointer:
         self.pending: list[bytes] = []
         self._runs: set[str] = set()
         self._now = trio.Event()
-        self.bytes_written = 0
-        self.records_written = 0
         self.bytes_pruned = 0
         self.failures = 0
         self.last_at: float | None = None
@@ -406,15 +427,13 @@ class Checkpointer:
             self.pending[:0] = batch
             log.error("checkpoint to %s failed: %s", self.store.where, exc)
             return
-        self.bytes_written += written
-        self.records_written += len(batch)
+        self.counters.bytes_written += written
+        self.counters.records_written += len(batch)
         self.last_at = trio.current_time()
 
-    def counters(self) -> dict[str, float]:
-        return {
-            "checkpoint_bytes": self.bytes_written,
-            "checkpoint_records": self.records_written,
-        }
+    @property
+    def bytes_written(self) -> int:
+        return self.counters.bytes_written
 
 
 __all__ = [

@@ -18,12 +18,24 @@ no tuple, so a spawn pays one attribute read when nothing is orphaned.
 
 from __future__ import annotations
 
+import logging
+import random
 import sys
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from satind.engine.jobs import RunState
+from satind.core.effects import Effects, Log, Send, Spread, ToCompute
+from satind.engine.frames import ChildResult, JobArrived
+from satind.engine.jobs import Job, RunState
 from satind.net import messages as m
+from satind.net.codec import Encoded
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, bytes]
 
@@ -115,3 +127,95 @@ class Orphans:
     def handover(self) -> list[m.JobResult]:
         """Everything this peer keeps, for a peer that stays (a graceful leave)."""
         return list(self.kept.values())
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+def keep_orphan(state: PeerState, result: m.JobResult) -> Effects:
+    """Keep a result whose owner is gone, log it, and announce it to everyone (a tuple)."""
+    run = state.runs.active.get(result.run_id)
+    if run is None or not state.orphans.keep(result):
+        return []
+    item = m.OrphanTuple(result.run_id, result.path, state.name)
+    Orphans.file(run.state, item)
+    state.orphans.counters.tuples_sent += 1
+    return [Log("result", result), Spread(item)]
+
+
+def keep_finished(state: PeerState, job: Job, value: bytes) -> Effects:
+    """The compute side aborted an orphan frame and found this finished child below it."""
+    return keep_orphan(state, m.JobResult(job.run.run_id, job.path, value, None))
+
+
+def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
+    """Tuples from gossip, or a joiner's table: file what is new, and spread it on."""
+    if not state.cfg.ft.orphans:
+        return []
+    fx: Effects = []
+    for item in tuples:
+        if state.is_gone(item.holder):
+            continue  # late gossip about a holder that is gone: it leads nowhere
+        run = state.runs.active.get(item.run_id)
+        if run is not None and Orphans.file(run.state, item):
+            state.orphans.counters.tuples_received += 1
+            fx.append(Spread(item))  # spread on, like any news
+    return fx
+
+
+def got_table(state: PeerState, tuples: list[m.OrphanTuple]) -> Effects:
+    """A victim answered a joiner's steal with its orphan table (§3.5)."""
+    state.needs_orphans = False
+    return on_tuples(state, tuples)
+
+
+def fetch_orphan(state: PeerState, job: Job, holder: str, now: float) -> Effects:
+    """A spawned job whose result ``holder`` keeps: record it as stolen by the holder and
+    ask for the result (the custody query; "unknown" puts the job back in our queue)."""
+    key = (job.run.run_id, job.path)
+    member = state.table.get(holder)
+    if holder != state.name and (member is None or not member.alive):
+        # Its holder is gone: compute it after all (and do not look it up again).
+        Orphans.forget(job.run, job.path, holder)
+        return [ToCompute(JobArrived(job))]
+    if holder == state.name:
+        kept = state.orphans.kept_result(key)
+        if kept is not None and kept.value is not None:
+            state.orphans.counters.results_reused += 1
+            return [ToCompute(ChildResult(job, Encoded(kept.value), None))]
+        Orphans.forget(job.run, job.path, holder)
+        return [ToCompute(JobArrived(job))]
+    state.custody.give(key, job, holder, now, adopted=True)
+    return [Send(holder, m.JobQuery(key[0], key[1]))]
+
+
+def hand_over(state: PeerState) -> Effects:
+    """Leaving gracefully: give the results we keep to a peer that stays (§3.3), in messages
+    that stay well inside the frame and item caps."""
+    results = state.orphans.handover()
+    others = state.others()
+    if not (results and others and state.cfg.ft.orphans):
+        return []
+    heir = random.Random(state.name).choice(others)
+    log.info("handing %d result(s) over to %s", len(results), heir)
+    budget = state.cfg.net.max_frame_bytes // 2
+    fx: Effects = []
+    batch: list[m.JobResult] = []
+    size = 0
+    for result in results:
+        weight = len(result.value or b"") + len(result.path) + 64
+        if batch and (size + weight > budget or len(batch) >= state.cfg.ft.tuples_per_message):
+            fx.append(Send(heir, m.HandOver(batch)))
+            batch, size = [], 0
+        batch.append(result)
+        size += weight
+    fx.append(Send(heir, m.HandOver(batch)))
+    return fx
+
+
+def on_hand_over(state: PeerState, msg: m.HandOver) -> Effects:
+    """A leaving peer's results: kept here and announced under this peer's name."""
+    fx: Effects = []
+    for result in msg.results:
+        fx += keep_orphan(state, result)
+    return fx

@@ -1,8 +1,9 @@
 """Run a scenario: many real peers in one trio run, on virtual time, with faults.
 
-Every peer is a real ``satind.peer.Peer`` — the same membership, gossip, stealing and run code
-as a deployed peer — on the in-memory network (``net/memory.py``), computing with
-``SimWorker`` (synthetic tree jobs cost virtual time). A simulated client submits the workload
+Every peer is a real ``satind.node.peer.Peer`` — the same membership, gossip, stealing, run
+and compute code as a deployed peer — on the in-memory network (``net/memory.py``), its
+compute side driven in lockstep with virtual time (``sim/lockstep.py``: the synthetic tree's
+leaves cost virtual seconds). A simulated client submits the workload
 with the real protocol; the fault schedule crashes, drains, adds and partitions peers and
 changes the drop rate; at the end the invariants are checked.
 
@@ -37,11 +38,11 @@ from satind.net import codec
 from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
 from satind.net.transport import Address, Identity
-from satind.peer import Peer, PeerOptions
+from satind.node.peer import Peer, PeerOptions
 from satind.recovery.checkpoint import MemoryStore
-from satind.sim.executor import SimWorker
+from satind.sim.lockstep import LockstepCompute
 from satind.sim.scenario import Fault, Scenario
-from satind.sim.workload import PLUGIN, expected
+from satind.sim.workload import PLUGIN, walk
 
 CLIENT = "sim-client"
 
@@ -85,6 +86,13 @@ class SimReport:
     results_checkpointed: int
     work_before_loss_s: float
     work_lost_s: float
+    # The run's own statistics (its result's stats): spawns it counted, and the tree's.
+    result_spawns: int
+    spawns_expected: int
+    # Steal requests sent from one second after the result to the end (an idle system must
+    # be quiet), and how long that window was.
+    steal_attempts_idle: int
+    idle_s: float
     convergence_s: float | None
     virtual_s: float
     wall_s: float
@@ -127,7 +135,7 @@ class Simulation:
         )
         self.peers: dict[str, Peer] = {}
         self.scopes: dict[str, trio.CancelScope] = {}
-        self.workers: dict[str, SimWorker] = {}
+        self.workers: dict[str, LockstepCompute] = {}
         self.gone: set[str] = set()  # crashed or left: not expected in anyone's view
         self.hash = hashlib.sha256()
         self.events = 0
@@ -157,6 +165,8 @@ class Simulation:
         self.leaves_before: set[tuple[int, ...]] = set()
         self.results_checkpointed = 0
         self.submit_error = ""
+        self.idle_from: float | None = None
+        self.attempts_at_idle = 0
 
     # -- tracing -----------------------------------------------------------------------------
 
@@ -208,12 +218,18 @@ class Simulation:
             checkpoint_store=self.store,
         )
 
-        def compute(hooks: Any) -> SimWorker:
-            worker = SimWorker(self.cfg.engine, hooks, functools.partial(self._on_leaf, name))
-            self.workers[name] = worker
-            return worker
+        def compute(hooks: Any) -> LockstepCompute:
+            driver = LockstepCompute(
+                self.cfg.engine,
+                hooks,
+                functools.partial(self._on_leaf, name),
+                max_frame=self.cfg.net.max_frame_bytes,
+                value_depth=self.cfg.net.max_depth,
+            )
+            self.workers[name] = driver
+            return driver
 
-        peer = Peer(self.cfg, options, network=network, compute=compute)
+        peer = Peer(self.cfg, options, transport=network.attach, compute=compute)
         self.peers[name] = peer
         scope = trio.CancelScope()
         self.scopes[name] = scope
@@ -384,6 +400,10 @@ class Simulation:
             with trio.move_on_at(sc.duration_s):
                 await self._done.wait()
                 await self._faults_done.wait()
+                # The end of the run spreads; from then on nobody should look for work.
+                await trio.sleep(1.0)
+                self.idle_from = trio.current_time()
+                self.attempts_at_idle = self._steal_attempts()
                 # Let membership settle after the last change before judging agreement: long
                 # enough to detect a crash (a few probes plus the longest suspicion).
                 n = max(2, len(self.live()))
@@ -438,6 +458,12 @@ class Simulation:
                     self._done.set()
                 return
 
+    def _steal_attempts(self) -> int:
+        return sum(
+            p.state.steal.steal_attempts_local + p.state.steal.steal_attempts_wide
+            for p in self.peers.values()
+        )
+
     def _agreed(self) -> bool:
         live = self.live()
         count = len(live)
@@ -459,9 +485,9 @@ class Simulation:
         violations: list[str] = []
         sc = self.scenario
         result_ok = True
-        leaves_expected = 0
+        leaves_expected = spawns_expected = 0
         if sc.workload is not None:
-            answer, leaves_expected, _ = expected(sc.workload)
+            answer, leaves_expected, _, spawns_expected = walk(sc.workload)
             if self.submit_error:
                 violations.append(f"a submit or resume was refused: {self.submit_error}")
             if self.result is None:
@@ -501,7 +527,7 @@ class Simulation:
                 break
         for name in live:
             peer = self.peers[name]
-            worker = self.workers[name]
+            worker = self.workers[name].worker
             left = len(peer.worker.queue)
             if (
                 left
@@ -513,7 +539,7 @@ class Simulation:
                     f"{name} still has work at the end: queue {left}, running {worker.nesting}, "
                     f"stolen out {len(peer.custody.given)}, active runs {len(peer.runs.active)}"
                 )
-        counters = [p.thief.counters for p in self.peers.values()]
+        counters = [p.state.steal for p in self.peers.values()]
         traffic = [p.transport.counters for p in self.peers.values()]
         redone = sum((count - 1) * self.leaf_cost[key] for key, count in self.leaves.items())
         return SimReport(
@@ -564,6 +590,12 @@ class Simulation:
                 ),
                 6,
             ),
+            result_spawns=int(self.result.stats.get("spawns", 0)) if self.result else 0,
+            spawns_expected=spawns_expected,
+            steal_attempts_idle=self._steal_attempts() - self.attempts_at_idle
+            if self.idle_from is not None
+            else 0,
+            idle_s=round(self.end - self.idle_from, 6) if self.idle_from is not None else 0.0,
             convergence_s=self.converged_at,
             virtual_s=round(self.end, 6),
             wall_s=round(wall_s, 3),

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from satind import Plugin, UsageError, spawnable, sync
+from satind.sim.lockstep import spend
 
 MASK = (1 << 64) - 1
 DISTRIBUTIONS = ("fixed", "uniform", "exp")
@@ -85,10 +86,12 @@ def children(
 
 @spawnable
 def synthetic(path: tuple[int, ...], depth: int, spec: tuple[int, float, str, float]) -> int:
-    """The definition, runnable anywhere: the simulator's executor runs the same tree in
-    virtual time instead of calling this."""
+    """A node of the tree. In the simulator a leaf spends its cost in virtual time
+    (``lockstep.spend``); run anywhere else, it costs nothing."""
     kids = children(path, depth, spec)
     if not kids:
+        _, leaf_ms, dist, _ = spec
+        spend(leaf_cost_s(path, leaf_ms, dist), tuple(path))
         return leaf_value(path)
     handles = [synthetic.spawn(p, d, spec) for p, d in kids]
     sync()
@@ -97,7 +100,13 @@ def synthetic(path: tuple[int, ...], depth: int, spec: tuple[int, float, str, fl
 
 def expected(workload: Workload) -> tuple[int, int, float]:
     """(answer, number of leaves, total leaf seconds) of a workload, by walking its tree."""
-    total = leaves = 0
+    answer, leaves, work, _ = walk(workload)
+    return answer, leaves, work
+
+
+def walk(workload: Workload) -> tuple[int, int, float, int]:
+    """(answer, leaves, total leaf seconds, spawns) of a workload's tree."""
+    total = leaves = spawns = 0
     work = 0.0
     stack: list[tuple[tuple[int, ...], int]] = [((), workload.depth)]
     spec = workload.spec()
@@ -106,11 +115,12 @@ def expected(workload: Workload) -> tuple[int, int, float]:
         kids = children(path, depth, spec)
         if kids:
             stack.extend(kids)
+            spawns += len(kids)
         else:
             total += leaf_value(path)
             leaves += 1
             work += leaf_cost_s(path, workload.leaf_ms, workload.dist)
-    return total & MASK, leaves, work
+    return total & MASK, leaves, work, spawns
 
 
 def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, tuple[int, float, str, float]]:

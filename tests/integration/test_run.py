@@ -197,6 +197,9 @@ def _start_long_run(*extra: str) -> tuple[subprocess.Popen[str], list[int]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A test run in the background of a shell inherits SIGINT ignored, and Python keeps
+        # an inherited SIG_IGN: give the launcher the SIGINT a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     peers: list[int] = []
@@ -344,3 +347,51 @@ def test_wide_area_emulation_delays_only_traffic_between_clusters(tmp_path: Path
     assert stats["steal_attempts_wide"] > 0 and slow > 0
     assert fast > 0  # local steals stay fast
     assert slow <= stats["steal_attempts_wide"]
+
+
+def test_a_peer_busy_with_large_arguments_is_not_suspected(tmp_path: Path) -> None:
+    # Fast failure detection: a network side that stops answering for a second is suspected.
+    # Parsing and encoding `heavy`'s table takes seconds: on the network side (before), the
+    # master was suspected and could be taken for dead; off it, the probes are answered.
+    config = tmp_path / "fast.toml"
+    config.write_text(
+        "[membership]\nprobe_interval_s = 0.25\nprobe_timeout_s = 0.1\nsuspicion_mult = 3\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "satind",
+            "--log-level",
+            "INFO",
+            "run",
+            "heavy",
+            "200000",
+            "--peers",
+            "2",
+            "--config",
+            str(config),
+            "--plugin-path",
+            str(DATA / "plugins"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["check"] == "ok"
+    assert "suspecting" not in proc.stderr, [
+        line for line in proc.stderr.splitlines() if "suspect" in line
+    ]
+
+
+def test_a_bad_log_level_is_a_usage_error() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "satind", "--log-level", "LOUD", "plugins"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "LOUD" in proc.stderr and "Traceback" not in proc.stderr

@@ -133,7 +133,7 @@ async def test_a_failed_write_keeps_the_records_for_the_next_checkpoint() -> Non
     assert sorted(r.value for r in got.results["r1"].values()) == sorted(
         [codec.encode_value(12), codec.encode_value(3)]
     )
-    assert checkpointer.records_written == 3
+    assert checkpointer.counters.records_written == 3
 
 
 async def test_files_and_the_memory_store_hold_the_same_log(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from satind import config
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.net.transport import Address
-from satind.peer import Peer, PeerOptions
+from satind.node.peer import Peer, PeerOptions
 
 
 @dataclass

@@ -24,11 +24,22 @@ correctness.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from satind.core.effects import Effects, Link, Reply, Send, ToCompute
+from satind.engine.errors import exception_from
+from satind.engine.frames import ChildResult
 from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.net.codec import Encoded
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, bytes]  # (run id, path)
 
@@ -154,3 +165,84 @@ class Custody:
             del self.taken[pair]
         for pair in [p for p in self.sent if p[0][0] == run_id]:
             del self.sent[pair]
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+def on_job_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
+    """A thief sends the result of a job it took from us: apply it once to every record
+    still open for it (a late or duplicated result finds none and is ignored)."""
+    from satind.core.thief import finish_unparented
+
+    entries = state.custody.returned((msg.run_id, msg.path))
+    if not entries:
+        log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
+        return []
+    value: Any = None
+    exc: BaseException | None = None
+    if msg.error is not None:
+        exc = exception_from(msg.error)
+    elif msg.value is None:
+        exc = RuntimeError(f"peer {thief} sent a result without a value or an error")
+    else:
+        value = Encoded(msg.value)  # decoded by the compute side, which runs plugin code
+    fx: Effects = []
+    for entry in entries:
+        if entry.adopted:
+            state.orphans.counters.results_reused += 1
+        if entry.job.parent is None:
+            # No local frame waits for it (a root, or work we stole and was stolen on): it
+            # finishes here, so that a compute side busy in a long or stuck leaf does not
+            # hold the result of another run hostage.
+            fx += finish_unparented(state, entry.job, value, exc)
+        else:
+            fx.append(ToCompute(ChildResult(entry.job, value, exc)))
+    return fx
+
+
+def on_job_query(state: PeerState, link: Link, msg: m.JobQuery) -> Effects:
+    """A victim asks about a job it gave us: we run it, we finished it (the result again),
+    we keep it as an orphan, the run is over here, or we never had it."""
+    reply = state.custody.answer(msg, link.remote_name)
+    if isinstance(reply, m.JobState) and reply.state == "unknown":
+        kept = state.orphans.kept_result((msg.run_id, msg.path))
+        end = state.runs.ended.get(msg.run_id)
+        if kept is not None:
+            reply = kept  # an orphan we keep: this is how its result is reused
+        elif end is not None:
+            reply = m.JobState(msg.run_id, msg.path, "over", end)
+    return [Reply(link, reply)]
+
+
+def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> Effects:
+    """A thief's answer about a job we gave it. "over" carries the run's end, which this
+    peer missed: it applies it first (the run stops here too)."""
+    from satind.core.lifecycle import on_announces
+    from satind.engine.frames import JobArrived
+
+    fx: Effects = []
+    if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:
+        fx += on_announces(state, [msg.end], now)
+    for job in state.custody.on_state(msg, thief, now):
+        log.info("taking back %s%s: %s does not have it", msg.run_id, msg.path.hex(), thief)
+        fx.append(ToCompute(JobArrived(job)))
+    return fx
+
+
+def custody_tick(state: PeerState, now: float) -> Effects:
+    """Every ``steal.custody_check_s``: ask the thieves of jobs given long ago and not
+    returned; a thief that is gone meanwhile gets its jobs taken back (restart)."""
+    from satind.recovery.restart import restart_jobs_of
+
+    fx: Effects = []
+    every = state.cfg.steal.custody_check_s
+    gone: set[str] = set()
+    for (run_id, path), given in state.custody.overdue(now, every):
+        if state.table.get(given.thief) is None or state.is_gone(given.thief):
+            gone.add(given.thief)  # its death reached us before the job did
+            continue
+        fx.append(Send(given.thief, m.JobQuery(run_id, path)))
+    for thief in sorted(gone):
+        fx += restart_jobs_of(state, thief, "gone")
+    return fx

@@ -1,0 +1,141 @@
+"""What the protocol core asks its driver to do.
+
+Core handlers are synchronous functions of the peer's state, an event and the time; they
+change the state and return a list of effects. They never touch a socket, a timer, a thread
+or the clock: the driver (``node/peer.py``) applies the effects, in order, and the tests
+compare them (h11's and Dask's worker state machine's pattern).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from satind.engine.frames import MailboxEvent
+from satind.engine.jobs import Job
+from satind.net import messages as m
+from satind.net.transport import Link as Link
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send a message to a member (by name; the transport dials it if needed)."""
+
+    dest: str
+    msg: m.Message
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Answer on the connection a request came on (the asker may be a client)."""
+
+    link: Link
+    msg: m.Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToCompute:
+    """Post an event to the compute side's mailbox."""
+
+    event: MailboxEvent
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRoot:
+    """Put a run's root at the oldest end of the work queue and wake the compute side."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Gossip news epidemically: a run's announcement or an orphan tuple."""
+
+    item: m.RunAnnounce | m.OrphanTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """Append to this peer's checkpoint log: a run's descriptor ("run"), its end ("end"), or
+    a finished result ("result")."""
+
+    kind: Literal["run", "end", "result"]
+    record: m.RunAnnounce | m.JobResult
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Checkpoint now: after a theft (policy "tic" forces one), or at once ("flush": a run is
+    being suspended)."""
+
+    why: Literal["theft", "flush"]
+
+
+TaskKind = Literal["finish_run", "forward_result", "check_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """Start a procedure that has to wait (for other members' answers): gather a finished
+    run's statistics and end it, forward a run's result to a client once its master has it,
+    ask a run's master whether the run is over."""
+
+    kind: TaskKind
+    run_id: str
+    dest: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HandOut:
+    """Give a job to a thief: send the steal reply that carries it on the request's
+    connection. If the reply cannot go, the job stays here (``victim.not_handed_out``)."""
+
+    link: Link
+    reply: m.StealReply
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeArgs:
+    """A thief asked for a job whose arguments are large: encode them off the network side
+    (a worker thread), then hand it out (``victim.hand_out``)."""
+
+    link: Link
+    request: m.StealRequest
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class WakeWaiters:
+    """Whoever waits here for a run's result: it is here now, or the run moved to another
+    master (they look again)."""
+
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StealUpdate:
+    """Whether to steal may have changed (work wanted, runs active, draining)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """Wake whoever waits for this peer's state to change (a drain, a join)."""
+
+
+Effect = (
+    Send
+    | Reply
+    | ToCompute
+    | QueueRoot
+    | Spread
+    | Log
+    | Checkpoint
+    | Task
+    | HandOut
+    | EncodeArgs
+    | WakeWaiters
+    | StealUpdate
+    | Changed
+)
+Effects = list[Effect]

@@ -1,0 +1,202 @@
+"""A run's life as every peer sees it: known, superseded by a new epoch, over.
+
+Runs are announced by gossip (``RunAnnounce``: the descriptor and a state). A peer registers a
+run when it first hears of it (or steals one of its jobs), follows it to a new epoch when a
+new master respawns it (recovery/election.py), and drops it when it hears that it ended:
+its frames still waiting here unwind (``RunState.aborted``), its custody and kept results go.
+A master that hears its run ended under another master — it was paused or cut off long
+enough to be taken for dead — drops its stale epoch and sends its submitter the new master's
+result (``abdicate``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from satind import plugin as plugins
+from satind.core.effects import (
+    Changed,
+    Checkpoint,
+    Effects,
+    Log,
+    Send,
+    Spread,
+    StealUpdate,
+    Task,
+    ToCompute,
+    WakeWaiters,
+)
+from satind.core.runs import ENDED, RUNNING, SUSPENDED, PeerRun, supersedes
+from satind.engine.frames import Wakeup
+from satind.net import messages as m
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects]:
+    """Know a run (from gossip, a stolen job, or our own submission). None for a run that
+    already ended (a late, delayed or duplicated message about it)."""
+    runs = state.runs
+    if info.run_id in runs.ended:
+        return None, []
+    run = runs.active.get(info.run_id)
+    if run is not None:
+        if supersedes(info, run.info):
+            return run, new_epoch(state, run, info)
+        if not run.info.args and info.args and info.epoch == run.info.epoch:
+            run.info = info  # a stolen job's stub learns the full descriptor
+        return run, []
+    refused = None
+    plugin = None
+    try:
+        plugin = state.plugin_named(info.plugin)
+        if info.code_hash and plugin.code_hash != info.code_hash:
+            refused = (
+                f"peer {state.name} has plugin {info.plugin} with code hash "
+                f"{plugin.code_hash[:12]}, the run's master {info.master} has "
+                f"{info.code_hash[:12]}"
+            )
+    except plugins.UnknownPlugin as exc:
+        refused = f"peer {state.name}: {exc}"
+    if refused:
+        log.error("refusing run %s: %s", info.run_id, refused)
+    return runs.add(info, plugin, refused, state.peer_counters()), []
+
+
+def on_announces(state: PeerState, announces: list[m.RunAnnounce], now: float) -> Effects:
+    """Gossip about runs. What is news here is logged and spread on (epidemically, so that
+    one lost message does not leave a peer stealing for a run that is long over)."""
+    fx: Effects = []
+    news = 0
+    for announce in announces:
+        changed, effects = _on_announce(state, announce, now)
+        fx += effects
+        if not changed:
+            continue
+        news += 1
+        if announce.state == RUNNING:
+            fx.append(Log("run", announce))
+        elif announce.state in ("done", "failed"):
+            fx.append(Log("end", announce))
+        elif announce.state == SUSPENDED:
+            # What this peer did for the run goes to its log now: a resume continues from it.
+            fx.append(Checkpoint("flush"))
+        fx.append(Spread(announce))
+    if news:
+        fx.append(StealUpdate())
+    return fx
+
+
+def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple[bool, Effects]:
+    runs = state.runs
+    run_id = announce.info.run_id
+    if (
+        announce.state == RUNNING
+        and run_id in runs.suspended
+        and announce.info.epoch > runs.suspended[run_id]
+    ):
+        runs.reopen(run_id)  # resumed
+    if run_id in runs.ended or run_id in runs.finished:
+        return False, []
+    if announce.state in ENDED:
+        run = runs.active.get(run_id)
+        if run is not None and run.info.epoch > announce.info.epoch:
+            return False, []  # news of an epoch that a resume superseded
+        runs.remember_ended(announce)
+        if announce.state == SUSPENDED:
+            runs.suspended[run_id] = announce.info.epoch
+        if run is not None and run.info.master != state.name:
+            return True, drop(state, run_id)
+        if run is not None and announce.info.master != state.name:
+            return True, abdicate(state, run, announce, now)
+        return True, []
+    if announce.state == RUNNING:
+        known = runs.active.get(run_id)
+        if known is None or supersedes(announce.info, known.info):
+            return True, register(state, announce.info)[1]
+    return False, []
+
+
+def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
+    """A new master respawned the run's root (its old master was lost). The old epoch's work
+    here goes on: it ends in orphans (results whose owner, the old master, is gone), which the
+    new epoch reuses (§3.4). A job computes the same value in any epoch, so results of either
+    epoch complete jobs of the same path in both (custody.py).
+
+    If this peer was the old master (taken for dead, but alive), its root's result no longer
+    counts; whoever waits here for the result asks the new master, and the submitter, who
+    still talks to us, gets the new master's result through us."""
+    log.info(
+        "run %s: epoch %d, master %s (was %s)",
+        info.run_id,
+        info.epoch,
+        info.master,
+        old.info.master,
+    )
+    fx: Effects = []
+    if old.info.master == state.name:
+        old.root = None
+        fx.append(WakeWaiters(info.run_id))
+        if old.submitter is not None:
+            fx.append(Task("forward_result", info.run_id, old.submitter))
+            old.submitter = None
+    old.info = info
+    return fx
+
+
+def abdicate(state: PeerState, run: PeerRun, end: m.RunAnnounce, now: float) -> Effects:
+    """The run ended under another master while this peer still mastered an older epoch of
+    it: this peer was paused or cut off long enough to be taken for dead, and a survivor took
+    the run over and finished it. Drop this epoch (its frames unwind, its custody goes) and
+    send the submitter, who still waits here, the new master's result: a stale master must
+    neither compute on nor keep its client waiting."""
+    from satind.core.master import start_next
+
+    run_id = run.info.run_id
+    log.warning(
+        "run %s %s under master %s (epoch %d) while this peer mastered epoch %d: dropping "
+        "this epoch",
+        run_id,
+        end.state,
+        end.info.master,
+        end.info.epoch,
+        run.info.epoch,
+    )
+    submitter, run.submitter, run.root = run.submitter, None, None
+    fx = drop(state, run_id)
+    fx.append(WakeWaiters(run_id))  # they find the run moved and ask its new master
+    if submitter is not None:
+        if end.state == SUSPENDED:
+            error = m.ErrorInfo("RunSuspended", f"run {run_id} was suspended")
+            fx.append(Send(submitter, m.RunResult(run_id, None, error, 0.0, 0, {})))
+        else:
+            fx.append(Task("forward_result", run_id, submitter))
+    return fx + start_next(state, now) + [Changed()]
+
+
+def drop(state: PeerState, run_id: str) -> Effects:
+    """A run this peer took part in is over here: forget it, its custody records and kept
+    results, and make the compute side abandon its frames that still wait (a duplicate, or
+    an orphan)."""
+    run = state.runs.remove(run_id)
+    if run is None:
+        return []
+    state.custody.forget_run(run_id)
+    state.orphans.forget_run(run_id)
+    run.state.aborted = True
+    state.queue.drop_run(run_id)
+    return [ToCompute(Wakeup()), StealUpdate(), Changed()]
+
+
+def check_answered(state: PeerState, run_id: str, reply: m.Message | None) -> Effects:
+    """A run's master answered whether the run is over (``Task("check_run")``)."""
+    if isinstance(reply, m.ResultReply) and (
+        reply.result is not None or reply.error.startswith("no run")
+    ):
+        log.info("run %s is over (its master says so)", run_id)
+        return drop(state, run_id)
+    return []

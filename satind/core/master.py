@@ -1,0 +1,354 @@
+"""What a run's master decides: accept or refuse a run, start it, end it, suspend it.
+
+A client submits to any peer, which becomes the run's **master**: it checks that every member
+has the same version of the plugin, gives the run an id and announces it (gossip, and a
+direct message to every member with the run's orphan table, if any), then queues the root at
+its work queue — or keeps the run waiting when it already masters ``run.max_concurrent``
+runs. When the root finishes, the master gathers every member's share of the counters (the
+node asks them), keeps the result (bounded) for ``satind result``, sends it to the submitter
+and announces the end. ``satind resume`` makes a peer the master of a checkpointed run under a
+new epoch; ``satind suspend`` stops a run so that a resume continues it.
+
+Plugin code (parsing the arguments, the branching factor) runs where the node puts it (a
+worker thread: ``parse_submission``), never in these handlers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from satind import plugin as plugins
+from satind import stats
+from satind.core.effects import (
+    Changed,
+    Effects,
+    Link,
+    Log,
+    QueueRoot,
+    Reply,
+    Send,
+    Spread,
+    StealUpdate,
+    WakeWaiters,
+)
+from satind.core.lifecycle import drop
+from satind.core.runs import DONE, FAILED, QUEUED, RUNNING, SUSPENDED, Finished, PeerRun
+from satind.engine.errors import error_info
+from satind.engine.frames import make_root
+from satind.engine.jobs import RunState
+from satind.membership.view import Member
+from satind.net import codec
+from satind.net import messages as m
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+class RunRefused(Exception):
+    """The run cannot run on this system as it is (a member lacks the plugin's version)."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A submission's arguments, parsed and encoded by the plugin's own code."""
+
+    plugin: plugins.Plugin
+    args: tuple[Any, ...]
+    encoded: bytes
+    branching: int
+
+
+def parse_submission(plugin: plugins.Plugin, argv: Sequence[str], max_frame: int) -> Parsed:
+    """Run the plugin's parse and branching code and encode the root's arguments. Plugin
+    code: the node runs this in a worker thread, not on its network side.
+
+    Raises:
+        UsageError, PluginFailed, EncodeError.
+    """
+    args = plugin.parse_args(argv)
+    encoded = codec.encode_value(args, max_frame)
+    return Parsed(plugin, args, encoded, plugin.branching(args))
+
+
+def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list[str]:
+    """Why members cannot run this plugin's version: missing, or another code hash."""
+    problems = []
+    for member in members:
+        theirs = member.plugins.get(plugin.name)
+        if not member.plugins:
+            continue  # no list gossiped (yet): the member itself refuses jobs it cannot run
+        if theirs is None:
+            problems.append(f"peer {member.name} has no plugin {plugin.name}")
+        elif theirs != plugin.code_hash:
+            problems.append(
+                f"peer {member.name} has {plugin.name} with code hash {theirs[:12]}, "
+                f"this master has {plugin.code_hash[:12]}"
+            )
+    return problems
+
+
+def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
+    """What can be decided before any plugin code runs.
+
+    Raises:
+        UnknownPlugin, UsageError (another version at the client), RunRefused.
+    """
+    if state.draining:
+        raise RunRefused(f"peer {state.name} is draining; submit to another peer")
+    plugin = state.plugin_named(msg.plugin)
+    if msg.code_hash and msg.code_hash != plugin.code_hash:
+        raise plugins.UsageError(
+            f"plugin {msg.plugin}: the client has code hash {msg.code_hash[:12]}, "
+            f"peer {state.name} has {plugin.code_hash[:12]}"
+        )
+    problems = plugin_mismatches(plugin, state.members())
+    if problems:
+        raise RunRefused("; ".join(problems))
+    return plugin
+
+
+def submit(
+    state: PeerState, link: Link, msg: m.Submit, parsed: Parsed | Exception, now: float
+) -> Effects:
+    """Accept (start or queue) or refuse a submission whose arguments were parsed."""
+    if isinstance(parsed, Exception):
+        return [Reply(link, m.Submitted(msg.req, "", error_info(parsed)))]
+    info = m.RunInfo(
+        run_id=state.run_ids(),
+        plugin=parsed.plugin.name,
+        code_hash=parsed.plugin.code_hash,
+        argv=list(msg.argv),
+        args=parsed.encoded,
+        master=state.name,
+        branching=parsed.branching,
+    )
+    run = PeerRun(info, RunState(info.run_id, info.plugin, 1.0 / info.branching), parsed.plugin)
+    run.submitter = link.remote_name
+    run.args = parsed.args
+    reply = _accepted(state, m.Submitted(msg.req, info.run_id))
+    mastered = len(state.runs.mastered_by(state.name))
+    if mastered >= state.cfg.run.max_concurrent:
+        run.status = QUEUED
+        state.runs.queue.append(run)
+        log.info("run %s queued (%d running here)", info.run_id, mastered)
+        return [Reply(link, reply), *announce(state, m.RunAnnounce(info, QUEUED))]
+    return [Reply(link, reply), *start(state, run, now)]
+
+
+def _accepted(state: PeerState, reply: m.Submitted) -> m.Submitted:
+    """A run accepted here: tell the client where else to ask for it (if we are lost, it
+    follows the run to its next master through them)."""
+    others = [mem for mem in state.members() if mem.name != state.name]
+    random.Random(reply.run_id).shuffle(others)
+    contacts = [str(mem.address) for mem in others[: state.cfg.client.contacts]]
+    return dataclasses.replace(reply, contacts=contacts)
+
+
+def resume(
+    state: PeerState,
+    link: Link,
+    req: int,
+    info: m.RunInfo,
+    results: Sequence[m.JobResult],
+    now: float,
+) -> Effects:
+    """Become the master of a checkpointed run under the next epoch: the checkpointed
+    results become this peer's orphans, found at spawn and used; then the root is respawned."""
+    from satind.recovery.orphans import keep_orphan
+
+    runs = state.runs
+    try:
+        plugin = state.plugin_named(info.plugin)
+        if plugin.code_hash != info.code_hash:
+            raise RunRefused(
+                f"the checkpoint of {info.run_id} was written by plugin {info.plugin} with "
+                f"code hash {info.code_hash[:12]}; peer {state.name} has {plugin.code_hash[:12]}"
+            )
+        problems = plugin_mismatches(plugin, state.members())
+        if problems:
+            raise RunRefused("; ".join(problems))
+        if info.run_id in runs.active:
+            raise RunRefused(f"run {info.run_id} is running already")
+        if info.run_id not in runs.suspended and (
+            info.run_id in runs.ended or info.run_id in runs.finished
+        ):
+            why = runs.status_of(info.run_id)
+            raise RunRefused(f"run {info.run_id} is over ({why}): see `satind result`")
+    except (plugins.UnknownPlugin, RunRefused) as exc:
+        return [Reply(link, m.Submitted(req, "", error_info(exc)))]
+    if info.run_id in runs.suspended:
+        info = dataclasses.replace(info, epoch=max(info.epoch, runs.suspended[info.run_id]))
+        runs.reopen(info.run_id)
+    info = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
+    run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
+    run.submitter = link.remote_name
+    run.args = codec.Encoded(info.args)  # decoded by the compute side
+    runs.active[info.run_id] = run
+    fx: Effects = [Reply(link, _accepted(state, m.Submitted(req, info.run_id)))]
+    for result in results:
+        fx += keep_orphan(state, result)
+    log.warning(
+        "run %s: resumed from checkpoints as epoch %d (%d results)",
+        info.run_id,
+        info.epoch,
+        len(results),
+    )
+    return fx + start(state, run, now)
+
+
+def start(state: PeerState, run: PeerRun, now: float) -> Effects:
+    """Start a run this peer masters: announce it and queue its root."""
+    assert run.plugin is not None
+    run.status = RUNNING
+    run.baseline = state.peer_counters()
+    run.started = now
+    state.runs.active[run.info.run_id] = run
+    run.root = make_root(run.plugin.entry.fn, run.args, run.state)
+    log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
+    return [*announce(state, m.RunAnnounce(run.info, RUNNING)), QueueRoot(run.root), StealUpdate()]
+
+
+def start_next(state: PeerState, now: float) -> Effects:
+    """A slot is free: start the next run waiting in this master's queue."""
+    if state.runs.queue:
+        return start(state, state.runs.queue.popleft(), now)
+    return []
+
+
+def announce(state: PeerState, announce: m.RunAnnounce) -> Effects:
+    """Spread news of a run this peer masters: log it, gossip it, and tell every member at
+    once (it is small). A run that starts with an orphan table (resumed from checkpoints, or
+    respawned by a new master) sends the table along: a member that steals before gossip
+    brings the tuples would compute again what is kept. Same link, so the run is known
+    first."""
+    from satind.recovery.orphans import Orphans
+
+    fx: Effects = []
+    if announce.state == RUNNING:
+        fx.append(Log("run", announce))
+    elif announce.state in (DONE, FAILED):
+        fx.append(Log("end", announce))
+    fx.append(Spread(announce))
+    run = state.runs.active.get(announce.info.run_id)
+    table = (
+        Orphans.tuples_of(run.state, announce.info.run_id)
+        if run is not None and announce.state == RUNNING
+        else []
+    )
+    chunk = state.cfg.ft.tuples_per_message
+    for name in state.others():
+        fx.append(Send(name, m.Gossip(m.Broadcasts([], [announce], table[:chunk]))))
+        for at in range(chunk, len(table), chunk):
+            fx.append(Send(name, m.Gossip(m.Broadcasts([], [], table[at : at + chunk]))))
+    return fx
+
+
+def finish(
+    state: PeerState, run_id: str, shares: Sequence[dict[str, float]], now: float
+) -> Effects:
+    """The root finished and the members' shares of the counters are in (those that answered
+    in time): keep the result, tell the submitter and everyone, start the next run."""
+    run = state.runs.active.get(run_id)
+    if run is None or run.root is None:
+        return []  # superseded or dropped meanwhile
+    elapsed = now - run.started
+    own = state.run_counters(run_id)
+    counters = stats.total([own, *shares, run.departed])
+    counters.pop("progress", None)
+    peers = len(state.members())
+    answered = 1 + len(shares)
+    if answered < peers:
+        log.warning("run %s: %d of %d peers sent statistics", run_id, answered, peers)
+    result = _result_message(run, elapsed, peers, stats.as_ints(counters))
+    state.runs.keep(Finished(result, run.info, now), now)
+    status = DONE if result.error is None else FAILED
+    ended = m.RunAnnounce(run.info, status)
+    fx = drop(state, run_id)
+    state.runs.remember_ended(ended)
+    fx += announce(state, ended)
+    if run.submitter is not None:
+        fx.append(Send(run.submitter, result))
+    fx.append(WakeWaiters(run_id))
+    log.info("run %s %s in %.3f s", run_id, status, elapsed)
+    return fx + start_next(state, now) + [Changed()]
+
+
+def _result_message(
+    run: PeerRun, elapsed_s: float, peers: int, counters: dict[str, int | float]
+) -> m.RunResult:
+    """The RunResult for a finished root: its encoded value, or the error it raised (a value
+    too large for one message is an error too: the compute side said so)."""
+    root = run.root
+    assert root is not None
+    run_id = run.info.run_id
+    exc = root.error
+    if exc is None and isinstance(root.value, codec.Encoded):
+        return m.RunResult(run_id, root.value.data, None, elapsed_s, peers, counters)
+    if exc is None:
+        exc = RuntimeError(f"the root of {run_id} finished without an encoded value")
+    return m.RunResult(run_id, None, error_info(exc), elapsed_s, peers, counters)
+
+
+def suspend(state: PeerState, run_id: str, now: float) -> Effects:
+    """Stop a run this peer masters so that `resume` can continue it from checkpoints: every
+    peer drops its frames and flushes its log; the submitter is told.
+
+    Raises:
+        RunRefused: this peer is not the master of a running run of that id.
+    """
+    runs = state.runs
+    run = runs.active.get(run_id)
+    if run is None or run.info.master != state.name or run.status != RUNNING:
+        master = runs.master_of(run_id, state.name)
+        where = f"its master is {master}" if master else "no such run"
+        raise RunRefused(f"peer {state.name} masters no running run {run_id} ({where})")
+    elapsed = now - run.started
+    fx = drop(state, run_id)
+    suspended = m.RunAnnounce(run.info, SUSPENDED)
+    runs.remember_ended(suspended)
+    runs.suspended[run_id] = run.info.epoch
+    fx += announce(state, suspended)
+    why = f"run {run_id} was suspended; `satind resume {run_id}` continues it"
+    if run.submitter is not None:
+        error = m.ErrorInfo("RunSuspended", why)
+        peers = len(state.members())
+        fx.append(Send(run.submitter, m.RunResult(run_id, None, error, elapsed, peers, {})))
+    fx.append(WakeWaiters(run_id))
+    log.warning("%s", why)
+    return fx + start_next(state, now) + [Changed()]
+
+
+def lookup_result(state: PeerState, run_id: str) -> tuple[m.RunResult | None, str, bool]:
+    """A run's result as this peer knows it: (result, why there is none, whether the run is
+    still pending here, so that a waiter should wait for it)."""
+    runs = state.runs
+    finished = runs.finished.get(run_id)
+    if finished is not None:
+        finished.fetched = True
+        return finished.result, "", False
+    status = runs.status_of(run_id)
+    pending = status in (RUNNING, QUEUED)
+    master = runs.master_of(run_id, state.name)
+    if master is not None and master != state.name:
+        return None, f"moved: run {run_id} is now mastered by {master}", False
+    if pending:
+        return None, f"run {run_id} is still {status}", True
+    if run_id in runs.ended:
+        return None, f"run {run_id} ended, but its result is no longer kept here", False
+    return None, f"no run {run_id} here", False
+
+
+def on_share(state: PeerState, msg: m.RunShare) -> Effects:
+    """A member that drained and left sent its share of a run's counters: it is counted when
+    the run ends (the member is not there to be asked then)."""
+    run = state.runs.active.get(msg.run_id)
+    if run is not None and run.info.master == state.name:
+        run.departed = stats.total([run.departed, msg.counters])
+    return []

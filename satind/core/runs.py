@@ -1,0 +1,189 @@
+"""The run table: the runs one peer knows, their epochs, and the ones that ended.
+
+Every peer keeps a ``PeerRun`` for each run it takes part in (learnt from gossip, from a
+stolen job, or its own submission) with the run's compute-side state (``RunState``: its
+counters, its orphan table, whether it is over here). A run has a master and an **epoch**:
+when a master is lost, an elected peer respawns the root under the next epoch
+(recovery/election.py), and a higher epoch — at the same epoch, the smaller master name —
+supersedes (``supersedes``). Runs that ended are remembered by their last announcement, so
+that late news of them is ignored and ``satind result`` knows whom to ask.
+
+This module is the table and its queries only; what peers do when run news arrives is
+``lifecycle.py``, what a master decides is ``master.py``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from satind import plugin as plugins
+from satind.engine.jobs import Job, RunState
+from satind.net import messages as m
+
+RunStatus = Literal["queued", "running", "done", "failed", "suspended"]
+RUNNING: RunStatus = "running"
+QUEUED: RunStatus = "queued"
+DONE: RunStatus = "done"
+FAILED: RunStatus = "failed"
+# Stopped by `satind suspend` after a checkpoint; `satind resume` continues it (a new epoch).
+SUSPENDED: RunStatus = "suspended"
+ENDED: tuple[str, ...] = (DONE, FAILED, SUSPENDED)
+
+
+@dataclass
+class PeerRun:
+    """One run on one peer."""
+
+    info: m.RunInfo
+    state: RunState
+    plugin: plugins.Plugin | None
+    # Why this peer cannot run the run's jobs (unknown plugin, other code version), or None.
+    refused: str | None = None
+    # This peer's counters when the run started here: per-run traffic is the difference.
+    baseline: dict[str, float] = field(default_factory=dict)
+    # Master only.
+    status: RunStatus = RUNNING
+    submitter: str | None = None
+    started: float = 0.0
+    root: Job | None = None
+    args: Any = ()
+    # Counters of members that drained and left while the run went on (their share).
+    departed: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Finished:
+    """A result the master keeps for `satind result`."""
+
+    result: m.RunResult
+    info: m.RunInfo
+    at: float
+    fetched: bool = False
+
+
+def supersedes(new: m.RunInfo, old: m.RunInfo) -> bool:
+    """A higher epoch wins; at the same epoch (two peers took over at once, their views
+    differing for a moment) the smaller master name wins."""
+    if new.epoch != old.epoch:
+        return new.epoch > old.epoch
+    return new.master != old.master and new.master < old.master
+
+
+class RunTable:
+    """The runs this peer knows of, and the ones it masters."""
+
+    def __init__(self, keep_results: int = 100, keep_results_s: float = 24 * 3600.0) -> None:
+        self.keep_results = keep_results
+        self.keep_results_s = keep_results_s
+        self.active: dict[str, PeerRun] = {}
+        # Runs this peer masters that wait for a slot (run.max_concurrent).
+        self.queue: deque[PeerRun] = deque()
+        self.finished: OrderedDict[str, Finished] = OrderedDict()
+        # Runs that ended, as their last announcement (final state, epoch, master): later
+        # announcements of them are ignored, `satind result` knows whom to ask, and a peer
+        # still working for one hears of its end (JobState "over").
+        self.ended: OrderedDict[str, m.RunAnnounce] = OrderedDict()
+        self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
+        # Suspended runs and the epoch they were suspended at: a higher epoch resumes them.
+        self.suspended: dict[str, int] = {}
+        # Jobs this peer ran in runs it no longer tracks (for `satind status`).
+        self.jobs_run_before = 0
+
+    # -- queries -------------------------------------------------------------------------
+
+    def jobs_run(self) -> int:
+        return self.jobs_run_before + sum(r.state.jobs_run for r in self.active.values())
+
+    def has_work(self) -> bool:
+        return any(r.refused is None for r in self.active.values())
+
+    def mastered_by(self, name: str) -> list[PeerRun]:
+        return [r for r in self.active.values() if r.info.master == name]
+
+    def master_of(self, run_id: str, me: str) -> str | None:
+        run = self.active.get(run_id)
+        if run is not None:
+            return run.info.master
+        if any(r.info.run_id == run_id for r in self.queue):
+            return me
+        end = self.ended.get(run_id)
+        return end.info.master if end is not None else None
+
+    def status_of(self, run_id: str) -> str:
+        run = self.active.get(run_id)
+        if run is not None:
+            return run.status
+        if any(r.info.run_id == run_id for r in self.queue):
+            return QUEUED
+        end = self.ended.get(run_id)
+        return end.state if end is not None else "unknown"
+
+    def announcements(self) -> list[m.RunAnnounce]:
+        """What push-pull carries: every run this peer knows to be running or queued, and the
+        last few that ended (a peer that missed an end by gossip learns it here)."""
+        out = [m.RunAnnounce(r.info, r.status) for r in self.active.values() if r.info.args]
+        out += [m.RunAnnounce(r.info, QUEUED) for r in self.queue]
+        out += list(self.recently_ended)
+        return out
+
+    def stale(self, me: str) -> list[PeerRun]:
+        """Runs of other masters that this peer still tracks: one may be over without this
+        peer having heard (every notice lost); ask their masters now and then."""
+        return [r for r in self.active.values() if r.info.master != me]
+
+    def orphaned(self, alive: set[str]) -> list[PeerRun]:
+        """Runs whose master is no longer alive in this peer's view."""
+        return [
+            r
+            for r in self.active.values()
+            if r.info.master not in alive and r.status == RUNNING and r.info.args
+        ]
+
+    # -- changes -------------------------------------------------------------------------
+
+    def add(
+        self,
+        info: m.RunInfo,
+        plugin: plugins.Plugin | None,
+        refused: str | None,
+        baseline: dict[str, float],
+    ) -> PeerRun:
+        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching))
+        run = PeerRun(info, state, plugin, refused, baseline=baseline)
+        self.active[info.run_id] = run
+        return run
+
+    def remove(self, run_id: str) -> PeerRun | None:
+        """Forget a run that is over here (its compute state is marked over by the caller)."""
+        run = self.active.pop(run_id, None)
+        if run is not None:
+            self.jobs_run_before += run.state.jobs_run
+        return run
+
+    def remember_ended(self, announce: m.RunAnnounce) -> None:
+        run_id = announce.info.run_id
+        self.ended[run_id] = announce
+        self.recently_ended.append(announce)
+        while len(self.ended) > 4 * self.keep_results:
+            self.ended.popitem(last=False)
+
+    def reopen(self, run_id: str) -> None:
+        """A suspended run is resumed: it is no longer over."""
+        self.suspended.pop(run_id, None)
+        self.ended.pop(run_id, None)
+        kept = [a for a in self.recently_ended if a.info.run_id != run_id]
+        self.recently_ended.clear()
+        self.recently_ended.extend(kept)
+
+    def keep(self, finished: Finished, now: float) -> None:
+        """Keep a finished run's result (bounded: run.keep_results, none older than
+        run.keep_results_s; fetched ones go first)."""
+        self.finished[finished.info.run_id] = finished
+        cutoff = now - self.keep_results_s
+        for run_id in [k for k, f in self.finished.items() if f.at < cutoff]:
+            del self.finished[run_id]
+        while len(self.finished) > self.keep_results:
+            fetched = next((k for k, f in self.finished.items() if f.fetched), None)
+            del self.finished[fetched if fetched is not None else next(iter(self.finished))]

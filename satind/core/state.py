@@ -1,0 +1,119 @@
+"""Everything the protocol core knows about one peer: plain data, no I/O.
+
+A ``PeerState`` is what every core handler takes first. It holds the member table, the work
+queue the compute side shares (the core takes jobs from its tail for thieves), custody, the
+orphan table and kept results, the run table, and the peer's counters. Building one needs no
+trio, no socket and no thread, which is what lets the tests feed the core an event and read
+the effects (tests/core/).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from satind import plugin as plugin_mod
+from satind import stats
+from satind.config import Config
+from satind.core.custody import Custody
+from satind.core.runs import RunTable
+from satind.engine.stealing import Candidates, StealCounters, candidates
+from satind.engine.workqueue import WorkQueue
+from satind.membership.view import Member, MemberTable
+from satind.net.transport import TrafficCounters
+from satind.recovery.checkpoint import CheckpointCounters
+from satind.recovery.orphans import Orphans
+
+
+def new_run_id() -> str:
+    """A run id: sortable by start time, unique without coordination."""
+    return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+
+
+@dataclass
+class PeerState:
+    name: str
+    cluster: str
+    cfg: Config
+    table: MemberTable
+    plugins: dict[str, plugin_mod.Plugin]
+    queue: WorkQueue = field(default_factory=WorkQueue)
+    custody: Custody = field(default_factory=Custody)
+    orphans: Orphans = field(default_factory=lambda: Orphans(100_000))
+    runs: RunTable = field(default_factory=RunTable)
+    steal: StealCounters = field(default_factory=StealCounters)
+    # The transport's counters (the node's transport updates them): per-run traffic.
+    traffic: TrafficCounters = field(default_factory=TrafficCounters)
+    checkpoint: CheckpointCounters = field(default_factory=CheckpointCounters)
+    # Where new run ids come from (the simulator makes them reproducible).
+    run_ids: Callable[[], str] = new_run_id
+    # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
+    draining: bool = False
+    # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
+    needs_orphans: bool = True
+    # The compute side wants work, and how many frames it has open (as of that news).
+    worker_idle: bool = True
+    worker_frames: int = 0
+    # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
+    checkpointed: dict[str, object] = field(default_factory=dict)
+    _victims: tuple[int, Candidates] | None = None
+
+    # -- members -----------------------------------------------------------------------------
+
+    def members(self) -> list[Member]:
+        return self.table.alive()
+
+    def others(self) -> list[str]:
+        return [mem.name for mem in self.table.alive() if mem.name != self.name]
+
+    def is_gone(self, name: str) -> bool:
+        member = self.table.get(name)
+        return member is not None and member.state.gone
+
+    def victims(self) -> Candidates:
+        """Who to steal from; recomputed only when the membership changed."""
+        version = self.table.version
+        if self._victims is None or self._victims[0] != version:
+            members = [(mem.name, mem.cluster) for mem in self.table.alive()]
+            self._victims = (version, candidates(self.name, self.cluster, members))
+        return self._victims[1]
+
+    # -- plugins and counters ----------------------------------------------------------------
+
+    def plugin_named(self, name: str) -> plugin_mod.Plugin:
+        """Raises plugin.UnknownPlugin."""
+        try:
+            return self.plugins[name]
+        except KeyError:
+            raise plugin_mod.UnknownPlugin(name, self.plugins) from None
+
+    def peer_counters(self) -> dict[str, float]:
+        """This peer's counters that are not per run (stats.PER_RUN are the run's own)."""
+        traffic = self.traffic
+        out = self.steal.as_dict()
+        out.update(self.orphans.counters.as_dict())
+        out.update(self.checkpoint.as_dict())
+        out["orphan_table_size"] = sum(
+            len(r.state.orphans or ()) for r in self.runs.active.values()
+        )
+        out["messages"] = traffic.messages
+        out["bytes"] = traffic.bytes
+        out["messages_wide"] = traffic.messages_wide
+        out["bytes_wide"] = traffic.bytes_wide
+        return out
+
+    def run_counters(self, run_id: str) -> dict[str, float]:
+        """This peer's share of a run's counters so far (empty if it does not know it)."""
+        run = self.runs.active.get(run_id)
+        if run is None:
+            return {}
+        out: dict[str, float] = dict(run.state.counters())
+        out.update(stats.delta(self.peer_counters(), run.baseline))
+        return out
+
+    def has_active_runs(self) -> bool:
+        """Whether there is any work to steal for (no run, no stealing: an idle system is
+        quiet)."""
+        return not self.draining and self.runs.has_work()

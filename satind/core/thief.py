@@ -1,0 +1,111 @@
+"""The thief's side of a steal: take a stolen job in, and send its result back.
+
+The steal rounds themselves (whom to ask, when, how often) are ``engine/stealing.py``'s pure
+decisions, run by the node's steal loop (``node/thief.py``). This module is what happens to
+what a round brings: ``accept_stolen`` turns a ``JobSpec`` into a local job the compute side
+runs (its arguments still encoded: the compute side decodes them), recorded in custody as
+taken; ``job_finished`` sends the result of a job without a local parent back to its
+victim — or keeps it as an orphan when the victim is gone (satin-fault-tolerance §3.2).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from satind.api import lookup_spawnable
+from satind.core.effects import Changed, Effects, Log, Send, Task
+from satind.engine.errors import error_info
+from satind.engine.jobs import Job, path_indices
+from satind.net import messages as m
+from satind.net.codec import Encoded
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job | None, Effects]:
+    """Build the local record of a job stolen from ``victim``. None when it cannot run here:
+    its run is over (a late reply: nobody waits for it), or this peer cannot run it (the
+    victim is told why, as the job's error)."""
+    from satind.core.lifecycle import register
+
+    stub = m.RunInfo(
+        spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching, spec.epoch
+    )
+    run, fx = register(state, stub)
+    if run is None:
+        return None, fx
+    error: BaseException | None = None
+    spawnable = None
+    if run.refused is not None:
+        error = RuntimeError(run.refused)
+    else:
+        spawnable = lookup_spawnable(spec.fn)
+        if spawnable is None:
+            error = LookupError(
+                f"peer {state.name} has no spawnable function {spec.fn} (plugin {spec.plugin})"
+            )
+    if error is not None or spawnable is None:
+        assert error is not None
+        log.error("cannot run job stolen from %s: %s", victim, error)
+        return None, [
+            *fx,
+            Send(victim, m.JobResult(spec.run_id, spec.path, None, error_info(error))),
+        ]
+    depth = len(path_indices(spec.path))
+    # The arguments stay encoded: the compute side decodes them before it runs the job.
+    args: Any = Encoded(spec.args)
+    job = Job(spawnable.fn, args, None, 0, run.state, run.state.inv_branching**depth)
+    job.set_path(spec.path)
+    job.origin = victim
+    state.custody.take((spec.run_id, spec.path), victim, job)
+    log.debug("took %s%s from %s", spec.run_id, spec.path.hex(), victim)
+    return job, fx
+
+
+def result_message(job: Job) -> m.JobResult:
+    """A finished job's result for the wire: its encoded value, or the error it raised."""
+    exc = job.error
+    if exc is None and isinstance(job.value, Encoded):
+        return m.JobResult(job.run.run_id, job.path, job.value.data, None)
+    if exc is None:
+        exc = RuntimeError(f"job {job!r} finished without an encoded value")
+    return m.JobResult(job.run.run_id, job.path, None, error_info(exc))
+
+
+def job_finished(state: PeerState, job: Job) -> Effects:
+    """A job without a local parent finished: a root (its run ends: the master gathers the
+    statistics first), or a stolen job (its result goes back to the victim)."""
+    from satind.recovery.orphans import keep_orphan
+
+    # A draining peer may have waited for this one (recovery/drain.py).
+    fx: Effects = [Changed()] if state.draining else []
+    if job.origin is None:
+        run = state.runs.active.get(job.run.run_id)
+        if run is None or run.root is not job:
+            log.warning("finished root of unknown run %s", job.run.run_id)
+            return fx
+        return [*fx, Task("finish_run", job.run.run_id)]
+    msg = result_message(job)
+    if state.is_gone(job.origin) and state.cfg.ft.orphans:
+        # Its owner is gone: an orphan. Keep the result for whoever recomputes (§3.2).
+        return fx + keep_orphan(state, msg)
+    state.custody.finished((job.run.run_id, job.path), job.origin, msg)
+    log.debug("sending result of %s%s to %s", job.run.run_id, job.path.hex(), job.origin)
+    # The log gets what a resume after a total loss would need.
+    return [*fx, Log("result", msg), Send(job.origin, msg)]
+
+
+def finish_unparented(state: PeerState, job: Job, value: Any, exc: BaseException | None) -> Effects:
+    """A parentless job we gave away came back: apply its result at most once, here on the
+    network side (the compute side no longer holds a job a thief took from its queue)."""
+    if job.done:
+        return []
+    if exc is not None:
+        job.exc = exc
+    else:
+        job.value = value  # still encoded: it travels on as it came
+    return job_finished(state, job)

@@ -1,0 +1,152 @@
+"""The victim's side of a steal (satin-grid-programming-model §4.1.2).
+
+A steal request takes the oldest job of this peer's queue — the one highest in the tree, so
+the most work per message — or, when the thief waits in a sync of one run, the oldest job of
+that run. A job whose result some peer keeps (an orphan tuple came in while it waited) is not
+given away but fetched (recovery/orphans.py). The job's arguments are encoded only now
+(serialization on demand); large ones off the network side. The reply goes on the request's
+connection; once it is out, the job is in custody (custody.py) until its result is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from satind.api import name_of
+from satind.core.effects import Checkpoint, Effects, EncodeArgs, HandOut, Link, Reply, ToCompute
+from satind.engine.frames import Wakeup
+from satind.engine.jobs import Job
+from satind.net import codec
+from satind.net import messages as m
+from satind.net.codec import Encoded
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+# Arguments at most this large (in items and characters, estimated without encoding) are
+# encoded on the network side at once; larger ones in a worker thread (a big argument takes
+# seconds, during which the network side could not answer a probe).
+SMALL_ARGS = 2_000
+
+
+def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: float) -> Effects:
+    """A thief asks for work: hand out a job, or say there is none."""
+    from satind.recovery.orphans import fetch_orphan
+
+    fx: Effects = []
+    queue = state.queue
+    job = queue.steal_of(msg.run) if msg.run else queue.steal()
+    while job is not None and job.run.aborted:
+        # A job of a run that is over here (ended, suspended, or an epoch left behind):
+        # nobody waits for it. Given away, it would be run again under the run's id.
+        job = queue.steal_of(msg.run) if msg.run else queue.steal()
+    if job is not None and job.parent is not None and job.run.orphans is not None:
+        holder = job.run.orphans.get(job.path)
+        if holder is not None:
+            fx += fetch_orphan(state, job, holder, now)  # kept elsewhere: fetch, do not give
+            job = None
+    if job is None:
+        return [*fx, Reply(link, m.StealReply(msg.req, None, _table(state, msg)))]
+    if isinstance(job.args, Encoded):
+        return fx + hand_out(state, link, msg, job, job.args.data, now)  # stolen on, as it came
+    if _small(job.args, SMALL_ARGS):
+        try:
+            data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes)
+        except codec.EncodeError as exc:
+            return fx + hand_out(state, link, msg, job, exc, now)
+        return fx + hand_out(state, link, msg, job, data, now)
+    return [*fx, EncodeArgs(link, msg, job)]
+
+
+def hand_out(
+    state: PeerState,
+    link: Link,
+    msg: m.StealRequest,
+    job: Job,
+    args: bytes | codec.EncodeError,
+    now: float,
+) -> Effects:
+    """Give ``job`` (its arguments encoded, or why they could not be) to the thief."""
+    table = _table(state, msg)
+    run = state.runs.active.get(job.run.run_id)
+    if run is None or job.run.aborted:
+        # Its run ended meanwhile (large arguments are encoded off the network side): nobody
+        # waits for it.
+        return [Reply(link, m.StealReply(msg.req, None, table))]
+    if isinstance(args, codec.EncodeError):
+        # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
+        log.warning("cannot give away %r: %s", job, args)
+        return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table))]
+    spec = m.JobSpec(
+        run_id=run.info.run_id,
+        plugin=run.info.plugin,
+        code_hash=run.info.code_hash,
+        master=run.info.master,
+        branching=run.info.branching,
+        path=job.path,
+        fn=name_of(job.fn),
+        args=args,
+        epoch=run.info.epoch,
+    )
+    thief = link.remote_name
+    state.custody.give((spec.run_id, spec.path), job, thief, now)
+    state.steal.jobs_given += 1
+    log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
+    return [HandOut(link, m.StealReply(msg.req, spec, table), job), Checkpoint("theft")]
+
+
+def not_handed_out(state: PeerState, reply: m.StealReply, job: Job) -> Effects:
+    """The reply carrying ``job`` could not be sent (the connection closed): it stays here."""
+    if reply.job is not None:
+        key = (reply.job.run_id, reply.job.path)
+        state.custody.given.pop(key, None)
+        state.steal.jobs_given -= 1
+    return _give_back(state, job)
+
+
+def _give_back(state: PeerState, job: Job) -> Effects:
+    """A job taken from the queue goes back to its oldest end; the compute side may have
+    found the queue empty meanwhile and gone to wait: wake it."""
+    state.queue.give_back(job)
+    return [ToCompute(Wakeup())]
+
+
+def _table(state: PeerState, msg: m.StealRequest) -> list[m.OrphanTuple] | None:
+    """A joiner's steal asks for the orphan table (§3.5): at most one message's worth (the
+    rest reaches it by gossip; a missing tuple costs recomputation, never correctness)."""
+    if not msg.orphans:
+        return None
+    from satind.recovery.orphans import Orphans
+
+    tuples = [
+        t for r in state.runs.active.values() for t in Orphans.tuples_of(r.state, r.info.run_id)
+    ]
+    return tuples[: state.cfg.ft.tuples_per_message]
+
+
+def _small(value: Any, budget: int) -> bool:
+    """Whether a value is small enough to encode at once: a walk that stops as soon as it
+    has seen ``budget`` items or characters, so a big value costs no more than a small one
+    to classify."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str | bytes | bytearray):
+            budget -= 1 + len(item) // 64
+        elif isinstance(item, list | tuple | set | frozenset):
+            budget -= 1 + len(item)
+            if budget > 0:
+                stack.extend(item)
+        elif isinstance(item, dict):
+            budget -= 1 + 2 * len(item)
+            if budget > 0:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        else:
+            budget -= 1
+        if budget <= 0:
+            return False
+    return True

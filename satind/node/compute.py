@@ -1,0 +1,93 @@
+"""The real peer's compute driver: the compute side (``engine.worker.Worker``) on a thread.
+
+The node talks to its compute side through a driver, so that the simulator can drive the
+same compute side in lockstep with virtual time instead (``sim/lockstep.py``). This one runs
+``Worker.run_forever`` on a thread with a large stack, hands its hook calls to the trio thread
+with ``TrioToken.run_sync_soon``, and stops it when its task is cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import trio
+
+from satind.engine.frames import MailboxEvent, Wakeup
+from satind.engine.jobs import Job
+from satind.engine.worker import Worker
+
+T = TypeVar("T")
+
+
+class ComputeDriver(Protocol):
+    """How the node reaches its compute side."""
+
+    worker: Worker
+
+    def post(self, event: MailboxEvent) -> None: ...
+
+    def queue_root(self, job: Job) -> None: ...
+
+    def soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the network side soon (a hook call from the compute side)."""
+        ...
+
+    def stop(self) -> None: ...
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` (plugin code, or a long encoding) where it cannot keep the
+        network side from answering: a worker thread on a real peer."""
+        ...
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None: ...
+
+
+class ThreadCompute:
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    def post(self, event: MailboxEvent) -> None:
+        self.worker.post(event)
+
+    def queue_root(self, job: Job) -> None:
+        # Into the queue's oldest end at once, from this thread, not through the mailbox: a
+        # compute thread stuck in a long leaf drains its mailbox only when the leaf ends,
+        # while idle peers can steal the root from the queue now.
+        self.worker.queue.give_back(job)
+        self.worker.post(Wakeup())
+
+    def soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        assert self._token is not None
+        with contextlib.suppress(trio.RunFinishedError):  # shutting down
+            self._token.run_sync_soon(fn, *args)
+
+    def stop(self) -> None:
+        self.worker.stop()
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, *args)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the compute thread while this task runs; stop it when the task is cancelled."""
+        self._token = trio.lowlevel.current_trio_token()
+        previous = threading.stack_size()
+        threading.stack_size(self.worker.cfg.thread_stack_bytes)
+        try:
+            thread = threading.Thread(
+                target=self.worker.run_forever, name="satind-compute", daemon=True
+            )
+            thread.start()
+        finally:
+            threading.stack_size(previous)
+        task_status.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.worker.stop()
+            # A job deep in a long leaf reaches no safe point; the thread is a daemon, so the
+            # process can still exit. The join is short and happens once, at shutdown.
+            thread.join(timeout=1.0)

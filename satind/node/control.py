@@ -1,0 +1,310 @@
+"""The node's procedures that wait: what clients ask of a peer, and the steps of a run that
+need other members' answers.
+
+Each one gathers what it needs — an answer from the run's master, every member's share of a
+run's counters, a checkpoint directory's logs, a plugin's parsed arguments (plugin code, so
+in a worker thread) — and then hands the decision to the core (``core/master.py``,
+``core/lifecycle.py``, ``core/victim.py``) and applies its effects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from satind import plugin as plugins
+from satind import stats
+from satind.core import lifecycle, master, victim
+from satind.core.effects import Effects, EncodeArgs, Link, Reply
+from satind.core.master import RunRefused
+from satind.engine.errors import error_info
+from satind.net import codec
+from satind.net import messages as m
+from satind.node.rpc import ask, ask_all
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+    from satind.node.peer import Peer
+
+log = logging.getLogger(__name__)
+
+
+# -- a run's end and its statistics --------------------------------------------------------------
+
+
+def run_stats(state: PeerState, link: Link, msg: m.RunStatsRequest) -> Effects:
+    """A master asks for this peer's share of a run's counters."""
+    return [
+        Reply(
+            link,
+            m.RunStatsReply(msg.req, msg.run_id, stats.as_ints(state.run_counters(msg.run_id))),
+        )
+    ]
+
+
+async def finish_run(peer: Peer, run_id: str) -> None:
+    """The root finished: gather every member's share of the counters, then end the run."""
+    answers = await ask_all(
+        peer,
+        lambda req: m.RunStatsRequest(req, run_id),
+        m.RunStatsReply,
+        peer.cfg.run.stats_timeout_s,
+    )
+    shares = [dict(reply.counters) for _, reply in answers]
+    peer.apply(master.finish(peer.state, run_id, shares, peer.now()))
+
+
+async def check_run(peer: Peer, run_id: str) -> None:
+    """Ask the master of a run we still track whether it is over (every notice may have been
+    lost)."""
+    owner = peer.state.runs.master_of(run_id, peer.name)
+    if owner is None or owner == peer.name:
+        return
+    reply = await ask(
+        peer,
+        owner,
+        lambda req: m.ResultRequest(req, run_id, False),
+        m.ResultReply,
+        peer.cfg.client.timeout_s,
+    )
+    peer.apply(lifecycle.check_answered(peer.state, run_id, reply))
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+async def fetch_result(peer: Peer, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
+    """A run's result (or why there is none): ours if we master it, else the master's,
+    relayed. When waiting, follow the run to whichever peer masters it."""
+    while True:
+        owner = peer.state.runs.master_of(run_id, peer.name)
+        if owner is None or owner == peer.name:
+            result, why, pending = master.lookup_result(peer.state, run_id)
+            if result is None and wait and pending:
+                event = trio.Event()
+                peer.result_waiters.setdefault(run_id, []).append(event)
+                await event.wait()
+                continue  # done here, or moved to another master: look again
+            return result, why
+        # Ask the master and relay its answer. When waiting, ask again now and then: the
+        # master may be lost and another elected meanwhile.
+        within = peer.cfg.steal.custody_check_s if wait else peer.cfg.client.timeout_s
+        reply = await ask(
+            peer, owner, lambda req: m.ResultRequest(req, run_id, wait), m.ResultReply, within
+        )
+        if reply is not None and (
+            reply.result is not None or not wait or not reply.error.startswith("no run")
+        ):
+            return reply.result, reply.error
+        if not wait:
+            return None, f"master {owner} did not answer"
+
+
+async def forward_result(peer: Peer, run_id: str, dest: str) -> None:
+    """Send ``dest`` (a submitter that waits here) the run's result once its master has it."""
+    result, why = await fetch_result(peer, run_id, True)
+    if result is not None:
+        peer.post(dest, result)
+    else:
+        log.warning("cannot forward the result of %s to %s: %s", run_id, dest, why)
+
+
+def on_result_request(peer: Peer, link: Link, msg: m.ResultRequest) -> None:
+    async def answer() -> None:
+        result, why = await fetch_result(peer, msg.run_id, msg.wait)
+        link.post(m.ResultReply(msg.req, result, why))
+
+    peer.spawn_answer(link, msg.req, answer)
+
+
+def on_progress(peer: Peer, link: Link, msg: m.ProgressRequest) -> None:
+    async def answer() -> None:
+        if msg.run_id not in peer.state.runs.active:
+            link.post(m.ProgressReply(msg.req, msg.run_id, -1.0, {}))
+            return
+        answers = await ask_all(
+            peer,
+            lambda req: m.RunStatsRequest(req, msg.run_id),
+            m.RunStatsReply,
+            peer.cfg.run.progress_poll_s,
+        )
+        total = stats.total(
+            [peer.state.run_counters(msg.run_id), *(dict(r.counters) for _, r in answers)]
+        )
+        progress = float(total.pop("progress", 0.0))
+        link.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), stats.as_ints(total)))
+
+    peer.spawn_answer(link, msg.req, answer)
+
+
+# -- submit, resume, suspend ----------------------------------------------------------------------
+
+
+def on_submit(peer: Peer, link: Link, msg: m.Submit) -> None:
+    try:
+        plugin = master.check_submission(peer.state, msg)
+    except (plugins.UnknownPlugin, plugins.UsageError, RunRefused) as exc:
+        link.post(m.Submitted(msg.req, "", error_info(exc)))
+        return
+
+    async def parse_then_submit() -> None:
+        # The plugin's own code (parse, branching, encoding the arguments) runs in a worker
+        # thread: the network side must keep answering probes meanwhile.
+        parsed: master.Parsed | Exception
+        try:
+            parsed = await peer.compute.offload(
+                master.parse_submission, plugin, msg.argv, peer.cfg.net.max_frame_bytes
+            )
+        except (plugins.UsageError, plugins.PluginFailed, codec.EncodeError) as exc:
+            parsed = exc
+        peer.apply(master.submit(peer.state, link, msg, parsed, peer.now()))
+
+    peer.spawn_answer(link, msg.req, parse_then_submit)
+
+
+def on_resume_request(peer: Peer, link: Link, msg: m.ResumeRequest) -> None:
+    async def answer() -> None:
+        store = peer.checkpointer.store
+        if store is None:
+            why = f"peer {peer.name} has no checkpoint directory ([checkpoint] dir)"
+            link.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+            return
+        contents = await store.load()
+        for problem in contents.problems:
+            log.warning("checkpoint: %s", problem)
+        info = contents.runs.get(msg.run_id)
+        if info is None:
+            why = f"no checkpoint of run {msg.run_id} in {store.where}"
+            link.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+            return
+        results = list(contents.results.get(msg.run_id, {}).values())
+        peer.apply(master.resume(peer.state, link, msg.req, info, results, peer.now()))
+
+    peer.spawn_answer(link, msg.req, answer)
+
+
+def on_suspend_request(peer: Peer, link: Link, msg: m.SuspendRequest) -> None:
+    async def answer() -> None:
+        owner = peer.state.runs.master_of(msg.run_id, peer.name)
+        if owner is not None and owner != peer.name:
+            reply = await ask(
+                peer,
+                owner,
+                lambda req: m.SuspendRequest(req, msg.run_id),
+                m.ControlReply,
+                peer.cfg.client.timeout_s,
+            )
+            if reply is not None:
+                link.post(m.ControlReply(msg.req, reply.ok, reply.message, reply.affected))
+            else:
+                why = f"the master of {msg.run_id}, {owner}, did not answer"
+                link.post(m.ControlReply(msg.req, False, why))
+            return
+        if not peer.checkpointer.enabled:
+            why = (
+                f"peer {peer.name} has no checkpoint directory: a suspended run is resumed "
+                "from checkpoints (start the peers with --checkpoint-dir)"
+            )
+            link.post(m.ControlReply(msg.req, False, why))
+            return
+        try:
+            peer.apply(master.suspend(peer.state, msg.run_id, peer.now()))
+        except RunRefused as exc:
+            link.post(m.ControlReply(msg.req, False, str(exc)))
+            return
+        await peer.checkpointer.flush()
+        done = f"suspended {msg.run_id}; `satind resume {msg.run_id}` continues it"
+        link.post(m.ControlReply(msg.req, True, done, [msg.run_id]))
+
+    peer.spawn_answer(link, msg.req, answer)
+
+
+async def find_checkpointed_runs(peer: Peer) -> None:
+    """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
+    assert peer.checkpointer.store is not None
+    contents = await peer.checkpointer.store.load()
+    peer.state.checkpointed = dict(contents.unfinished())
+    if peer.state.checkpointed:
+        log.warning(
+            "checkpoint directory %s holds %d unfinished run(s): %s (`satind resume RUN_ID`)",
+            peer.checkpointer.store.where,
+            len(peer.state.checkpointed),
+            ", ".join(sorted(peer.state.checkpointed)),
+        )
+
+
+# -- stealing: large arguments --------------------------------------------------------------------
+
+
+async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
+    """Encode a stolen job's large arguments in a worker thread, then hand it out."""
+    args: bytes | codec.EncodeError
+    try:
+        args = await peer.compute.offload(
+            codec.encode_value, fx.job.args, peer.cfg.net.max_frame_bytes
+        )
+    except codec.EncodeError as exc:
+        args = exc
+    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now()))
+
+
+# -- drain and stop -------------------------------------------------------------------------------
+
+
+def on_drain_request(peer: Peer, link: Link, msg: m.DrainRequest) -> None:
+    targets = list(msg.peers)
+    if msg.cluster:
+        targets += [mem.name for mem in peer.table.alive() if mem.cluster == msg.cluster]
+    known = {mem.name for mem in peer.table.alive()}
+    unknown = [t for t in targets if t not in known]
+    if unknown or not targets:
+        what = ", ".join(unknown) if unknown else f"cluster {msg.cluster!r}"
+        link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
+        return
+    for target in targets:
+        if target == peer.name:
+            peer.drain(f"asked by {link.remote_name}")
+        else:
+            peer.post(target, m.Drain(f"asked by {link.remote_name} via {peer.name}"))
+    link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
+
+
+def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
+    node = peer.name.split("/")[0]
+    targets = [
+        mem.name for mem in peer.table.alive() if msg.every or mem.name.split("/")[0] == node
+    ]
+    reason = f"stop requested by {link.remote_name}"
+    if msg.drain:
+        # Graceful: each peer drains (finishes, hands its results over) and then leaves; the
+        # daemon exits once all its peers are down.
+        for target in targets:
+            if target == peer.name:
+                peer.drain(reason)
+            else:
+                peer.post(target, m.Drain(f"{reason} via {peer.name}"))
+        link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
+        return
+    for target in targets:
+        if target != peer.name:
+            peer.post(target, m.Shutdown(reason))
+    link.post(m.ControlReply(msg.req, True, f"stopping {len(targets)} peer(s)", targets))
+    if peer.name in targets:
+
+        async def stop_soon() -> None:
+            await trio.sleep(peer.cfg.membership.leave_linger_s)  # the replies go out first
+            log.info("%s", reason)
+            peer.leave()
+
+        peer.spawn_task(stop_soon)
+
+
+def on_shutdown(peer: Peer, link: Link, msg: m.Shutdown) -> None:
+    log.info("shutdown requested by %s: %s", link.remote_name, msg.reason)
+    peer.leave()
+
+
+def on_drain(peer: Peer, link: Link, msg: m.Drain) -> None:
+    peer.drain(msg.reason)

@@ -1,0 +1,571 @@
+"""One peer: the trio shell around the protocol core.
+
+``Peer.run`` opens the peer's one nursery: the transport, the failure detector, the steal
+loop, the compute side, the custody loop and the checkpoint loop live in it. The peer's
+decisions are the core's (``satind/core``, ``satind/recovery``): plain functions of the peer's
+state (``PeerState``), an event and the time, returning effects. This module only wires:
+it hands every message, membership change and compute-side hook to its core handler, applies
+the effects in order (``apply``), and starts the procedures that have to wait for other
+members (``node/control.py``).
+
+The transport is injected: TCP/TLS by default, the simulator's in-memory network when the
+simulator builds the peer; so is the compute driver (a thread, or the simulator's lockstep).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import trio
+
+from satind import plugin as plugins
+from satind.config import Config
+from satind.core import custody, lifecycle, master, thief, victim
+from satind.core.effects import (
+    Changed,
+    Checkpoint,
+    Effects,
+    EncodeArgs,
+    HandOut,
+    Log,
+    QueueRoot,
+    Reply,
+    Send,
+    Spread,
+    StealUpdate,
+    Task,
+    ToCompute,
+    WakeWaiters,
+)
+from satind.core.runs import PeerRun
+from satind.core.state import PeerState
+from satind.engine.frames import Snapshot, WorkerHooks
+from satind.engine.jobs import Job
+from satind.engine.worker import Worker
+from satind.membership.swim import Swim
+from satind.membership.view import Change, Member, MemberTable
+from satind.net import messages as m
+from satind.net import tls
+from satind.net.requests import Requests
+from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
+from satind.node import control, status
+from satind.node.compute import ComputeDriver, ThreadCompute
+from satind.node.thief import Thief
+from satind.recovery import drain, orphans, restart
+from satind.recovery.checkpoint import Checkpointer, LogStore
+
+log = logging.getLogger(__name__)
+
+MessageHandler = Callable[[Any, m.Message], None]
+
+
+class PeerTransport(Protocol):
+    """What a peer needs of its network (TcpTransport, or the simulator's MemoryTransport)."""
+
+    counters: TrafficCounters
+
+    async def run(
+        self, listen: Address | None = None, *, task_status: trio.TaskStatus[Address | None]
+    ) -> None: ...
+
+    def post(self, dest: str, msg: m.Message) -> bool: ...
+
+    def post_address(self, address: Address, msg: m.Message) -> None: ...
+
+
+@dataclass
+class PeerOptions:
+    name: str
+    cluster: str = "c0"
+    listen: Address = field(default_factory=lambda: Address("127.0.0.1", 0))
+    seeds: Sequence[Address] = ()
+    credentials: tls.Credentials | None = None
+    plugin_paths: Sequence[Path] = ()
+    seed: int | None = None
+    # The simulator fixes what is otherwise taken from the world: the process instance (start
+    # time), the plugins (else discovered), and how run ids are made (else clock + random).
+    instance: int | None = None
+    plugins: dict[str, plugins.Plugin] | None = None
+    run_ids: Callable[[], str] | None = None
+    # Where checkpoint logs go; by default files in [checkpoint] dir (the simulator shares
+    # one in-memory store among its peers, as machines share a mount).
+    checkpoint_store: LogStore | None = None
+
+
+TransportFactory = Callable[[Identity, Address, MessageHandler], PeerTransport]
+ComputeFactory = Callable[[WorkerHooks], ComputeDriver]
+
+
+class Peer:
+    """A satind peer: create it, then ``await peer.run()`` inside a nursery."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        options: PeerOptions,
+        *,
+        transport: TransportFactory | None = None,
+        compute: ComputeFactory | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.options = options
+        self.name = options.name
+        rng = random.Random(options.seed)
+        found = (
+            options.plugins
+            if options.plugins is not None
+            else plugins.discover(options.plugin_paths)
+        )
+        me = Member(
+            options.name,
+            options.listen,
+            options.cluster,
+            instance=options.instance if options.instance is not None else time.time_ns(),
+            plugins={p.name: p.code_hash for p in found.values()},
+        )
+        self.state = PeerState(options.name, options.cluster, cfg, MemberTable(me), found)
+        self.state.orphans.keep_results = cfg.ft.keep_results
+        self.state.runs.keep_results = cfg.run.keep_results
+        self.state.runs.keep_results_s = cfg.run.keep_results_s
+        self.state.needs_orphans = cfg.ft.orphans
+        if options.run_ids is not None:
+            self.state.run_ids = options.run_ids
+        self.requests = Requests()
+        self.checkpointer = Checkpointer(
+            cfg.checkpoint, options.name, options.checkpoint_store, self.state.checkpoint
+        )
+        identity = Identity(options.name, options.cluster, "peer")
+        self.transport: PeerTransport
+        if transport is not None:
+            self.transport = transport(identity, options.listen, self._on_message)
+        else:
+            self.transport = TcpTransport(
+                identity,
+                cfg.net,
+                self._on_message,
+                resolve=self._resolve,
+                credentials=options.credentials,
+                emulation=cfg.emulation,
+            )
+        self.state.traffic = self.transport.counters
+        self.compute: ComputeDriver = (
+            compute(self)
+            if compute is not None
+            else ThreadCompute(
+                Worker(
+                    cfg.engine,
+                    self,
+                    max_frame=cfg.net.max_frame_bytes,
+                    value_depth=cfg.net.max_depth,
+                )
+            )
+        )
+        self.worker = self.compute.worker
+        self.state.queue = self.worker.queue
+        if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
+            self.worker.log_all = True
+        if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
+            self.checkpointer.request_snapshot = lambda: self.compute.post(Snapshot())
+        self.thief = Thief(cfg.steal, random.Random(rng.random()), self)
+        self.swim = Swim(cfg.membership, self.state.table, self, random.Random(rng.random()))
+        self.result_waiters: dict[str, list[trio.Event]] = {}
+        self.stopped = trio.Event()
+        self.joined = trio.Event()
+        self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._cpu = (time.process_time(), time.monotonic(), 0.0)
+
+    # -- convenience views of the state -----------------------------------------------------
+
+    @property
+    def table(self) -> MemberTable:
+        return self.state.table
+
+    @property
+    def runs(self) -> Any:
+        return self.state.runs
+
+    @property
+    def custody(self) -> Any:
+        return self.state.custody
+
+    @property
+    def orphans(self) -> Any:
+        return self.state.orphans
+
+    @property
+    def draining(self) -> bool:
+        return self.state.draining
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def others(self) -> list[str]:
+        return self.state.others()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def run(
+        self, join: bool = True, *, task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve until stopped; ``started`` reports the bound address once listening.
+
+        ``join``: join through the options' seeds at once (else call ``join`` later).
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                address = await nursery.start(self.transport.run, self.options.listen)
+                assert address is not None
+                me = self.table.me
+                self.table.set_me(
+                    Member(me.name, address, me.cluster, instance=me.instance, plugins=me.plugins)
+                )
+                await nursery.start(self.thief.run)
+                await nursery.start(self.swim.run)
+                await nursery.start(self.compute.serve)
+                nursery.start_soon(self._custody_loop)
+                if self.checkpointer.enabled:
+                    nursery.start_soon(self.checkpointer.loop)
+                    nursery.start_soon(control.find_checkpointed_runs, self)
+                task_status.started(address)
+                if join:
+                    self.join(self.options.seeds)
+                await self.stopped.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.compute.stop()
+
+    def join(self, seeds: Sequence[Address]) -> None:
+        """Join the system through ``seeds`` (none: start it); sets ``joined`` when done."""
+
+        async def go() -> None:
+            if await self.swim.join(seeds):
+                self.joined.set()
+            else:
+                log.error("could not join through %s", ", ".join(map(str, seeds)))
+
+        self.spawn_task(go)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def leave(self) -> None:
+        """Announce that we leave (not crash), then stop."""
+        self.swim.leave()
+
+        async def after_announcing() -> None:
+            await trio.sleep(self.cfg.membership.leave_linger_s)  # let the notices go out
+            self.stop()
+
+        self.spawn_task(after_announcing)
+
+    def drain(self, reason: str) -> None:
+        """Stop taking work, finish what is here, then leave (recovery/drain.py)."""
+        if self.state.draining:
+            return
+        self.apply(drain.start(self.state, reason))
+        self.swim.set_draining()
+
+        async def finish() -> None:
+            while not drain.drained(self.state):
+                await self._changed.wait()
+            self.apply(drain.leave(self.state))
+            self.leave()
+
+        self.spawn_task(finish)
+
+    def changed(self) -> None:
+        """Wake whoever waits for this peer's state (idleness, runs, members) to change."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for_members(self, count: int) -> None:
+        """Return once at least ``count`` members (this one included) are alive."""
+        while len(self.table.alive()) < count:
+            await self._changed.wait()
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def spawn_task(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` in the peer's nursery. An exception in it is logged and costs
+        that task only: a task must never take the peer down."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._guarded, fn, args, None)
+
+    def spawn_answer(self, link: Link, req: int, fn: Any, *args: Any) -> None:
+        """As ``spawn_task``, for a task that answers request ``req``: if it fails, the asker
+        gets an ErrorReply at once instead of waiting for its timeout."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._guarded, fn, args, (link, req))
+
+    async def _guarded(
+        self, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int] | None
+    ) -> None:
+        from satind.engine.errors import error_info
+
+        try:
+            await fn(*args)
+        except Exception as exc:
+            log.error("%s failed", getattr(fn, "__qualname__", fn), exc_info=exc)
+            if asker is not None:
+                link, req = asker
+                link.post(m.ErrorReply(req, error_info(exc)))
+
+    # -- effects ------------------------------------------------------------------------------
+
+    def apply(self, effects: Effects) -> None:
+        """Carry out what the core decided, in order."""
+        for fx in effects:
+            if isinstance(fx, Send):
+                self.transport.post(fx.dest, fx.msg)
+            elif isinstance(fx, Reply):
+                fx.link.post(fx.msg)
+            elif isinstance(fx, ToCompute):
+                self.compute.post(fx.event)
+            elif isinstance(fx, HandOut):
+                if not fx.link.post(fx.reply):
+                    self.apply(victim.not_handed_out(self.state, fx.reply, fx.job))
+            elif isinstance(fx, Spread):
+                if isinstance(fx.item, m.RunAnnounce):
+                    self.swim.dissemination.add_run(fx.item)
+                else:
+                    self.swim.dissemination.add_tuple(fx.item)
+            elif isinstance(fx, Log):
+                self._log(fx)
+            elif isinstance(fx, Checkpoint):
+                if fx.why == "theft":
+                    self.checkpointer.theft()
+                else:
+                    self.checkpointer.flush_soon()
+            elif isinstance(fx, QueueRoot):
+                self.compute.queue_root(fx.job)
+            elif isinstance(fx, Task):
+                self._task(fx)
+            elif isinstance(fx, EncodeArgs):
+                self.spawn_answer(fx.link, fx.request.req, control.encode_and_hand_out, self, fx)
+            elif isinstance(fx, WakeWaiters):
+                for event in self.result_waiters.pop(fx.run_id, []):
+                    event.set()
+            elif isinstance(fx, StealUpdate):
+                self.thief.update()
+            elif isinstance(fx, Changed):
+                self.changed()
+
+    def _log(self, fx: Log) -> None:
+        record = fx.record
+        if fx.kind == "result":
+            assert isinstance(record, m.JobResult)
+            self.checkpointer.result(record)
+        elif fx.kind == "run":
+            assert isinstance(record, m.RunAnnounce)
+            self.checkpointer.run(record)
+        else:
+            assert isinstance(record, m.RunAnnounce)
+            self.checkpointer.ended(record)
+
+    def _task(self, fx: Task) -> None:
+        if fx.kind == "finish_run":
+            self.spawn_task(control.finish_run, self, fx.run_id)
+        elif fx.kind == "forward_result":
+            self.spawn_task(control.forward_result, self, fx.run_id, fx.dest)
+        else:
+            self.spawn_task(control.check_run, self, fx.run_id)
+
+    # -- membership (the SWIM service's host) --------------------------------------------------
+
+    def _resolve(self, name: str) -> Address | None:
+        # Any member we know, whatever its state: a peer wrongly declared dead still gets its
+        # messages (dropping them would lose work), and a dead one simply does not answer.
+        member = self.table.get(name)
+        return member.address if member is not None else None
+
+    def post(self, dest: str, msg: m.Message) -> bool:
+        return self.transport.post(dest, msg)
+
+    def post_address(self, address: Address, msg: m.Message) -> None:
+        self.transport.post_address(address, msg)
+
+    def on_member_change(self, change: Change) -> None:
+        self.apply(restart.on_member_change(self.state, change, self.now()))
+
+    def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
+        self.apply(lifecycle.on_announces(self.state, list(runs), self.now()))
+
+    def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
+        self.apply(orphans.on_tuples(self.state, tuples))
+
+    def run_announcements(self) -> list[m.RunAnnounce]:
+        return self.state.runs.announcements()
+
+    # -- the steal loop's host -----------------------------------------------------------------
+
+    def take_stolen(self, spec: m.JobSpec, victim_name: str) -> bool:
+        job, fx = thief.accept_stolen(self.state, spec, victim_name)
+        self.apply(fx)
+        if job is None:
+            return False
+        from satind.engine.frames import JobArrived
+
+        self.compute.post(JobArrived(job))
+        return True
+
+    def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:
+        self.apply(orphans.got_table(self.state, tuples))
+
+    # -- hooks from the compute side (WorkerHooks: they must not block) -----------------------
+
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
+        # The frame count is read here, on the compute side, so that it reaches the network
+        # side in order with the results of the frames that ended before (job_finished).
+        self.compute.soon(self._set_idle, wanted, self.worker.nesting, run_id)
+
+    def _set_idle(self, idle: bool, frames: int, run_id: str) -> None:
+        self.state.worker_idle = idle
+        self.state.worker_frames = frames
+        self.thief.set_wanted(idle, run_id)
+        self.changed()
+
+    def job_finished(self, job: Job) -> None:
+        self.compute.soon(lambda: self.apply(thief.job_finished(self.state, job)))
+
+    def orphan_hit(self, job: Job, holder: str) -> None:
+        self.compute.soon(
+            lambda: self.apply(orphans.fetch_orphan(self.state, job, holder, self.now()))
+        )
+
+    def orphan_result(self, job: Job, value: bytes) -> None:
+        self.compute.soon(lambda: self.apply(orphans.keep_finished(self.state, job, value)))
+
+    def job_logged(self, job: Job, value: bytes) -> None:
+        result = m.JobResult(job.run.run_id, job.path, value, None)
+        self.compute.soon(self.checkpointer.result, result)
+
+    def snapshot_taken(self) -> None:
+        self.compute.soon(self.checkpointer.snapshot_taken)
+
+    # -- loops ----------------------------------------------------------------------------------
+
+    async def _custody_loop(self) -> None:
+        """Ask thieves about jobs given long ago and not returned (core/custody.py); now and
+        then, ask masters whether the runs we still track are still running."""
+        every = self.cfg.steal.custody_check_s
+        rounds = 0
+        while True:
+            await trio.sleep(every)
+            self.apply(custody.custody_tick(self.state, self.now()))
+            rounds += 1
+            if rounds % self.cfg.run.stale_check_rounds == 0:
+                for run in self.state.runs.stale(self.name):
+                    self.spawn_task(control.check_run, self, run.info.run_id)
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def _on_message(self, link: Link, msg: m.Message) -> None:
+        handler = _HANDLERS.get(type(msg))
+        if handler is None:
+            log.warning("unexpected %s from %s", type(msg).__name__, link.remote_name)
+            return
+        if link.remote is not None and link.remote.role == "client" and type(msg) not in _CLIENT_OK:
+            log.warning("client %s may not send %s", link.remote_name, type(msg).__name__)
+            link.close()
+            return
+        try:
+            handler(self, link, msg)
+        except Exception as exc:
+            if type(msg) not in m.REQUEST_TYPES:
+                raise  # the transport closes the connection, counts and logs it
+            # A request whose handler failed (a plugin's code raised, or a bug): the asker
+            # hears why now. The connection stays: the fault is ours, not the asker's.
+            from satind.engine.errors import error_info
+
+            log.error("%s from %s failed", type(msg).__name__, link.remote_name, exc_info=exc)
+            link.post(m.ErrorReply(msg.req, error_info(exc)))  # type: ignore[attr-defined]
+
+    def _on_reply(self, link: Link, msg: Any) -> None:
+        self.requests.resolve(msg.req, msg)
+
+    def _on_steal_reply(self, link: Link, msg: m.StealReply) -> None:
+        if not self.requests.resolve(msg.req, msg):
+            sender = link.remote_name
+            member = self.table.get(sender)
+            wide = member is not None and member.cluster != self.state.cluster
+            self.thief.on_late_reply(msg, sender, wide)
+
+
+def _core(
+    fn: Callable[[Peer, Link, Any], Effects],
+) -> Callable[[Peer, Link, Any], None]:
+    def handler(peer: Peer, link: Link, msg: Any) -> None:
+        peer.apply(fn(peer, link, msg))
+
+    return handler
+
+
+def _swim(method: str) -> Any:
+    def handler(peer: Peer, link: Link, msg: Any) -> None:
+        getattr(peer.swim, method)(link, msg)
+
+    return handler
+
+
+_HANDLERS: dict[type, Any] = {
+    m.StealRequest: _core(
+        lambda p, link, msg: victim.on_steal_request(p.state, link, msg, p.now())
+    ),
+    m.StealReply: Peer._on_steal_reply,
+    m.JobResult: _core(lambda p, link, msg: custody.on_job_result(p.state, link.remote_name, msg)),
+    m.JobQuery: _core(lambda p, link, msg: custody.on_job_query(p.state, link, msg)),
+    m.JobState: _core(
+        lambda p, link, msg: custody.on_job_state(p.state, link.remote_name, msg, p.now())
+    ),
+    m.HandOver: _core(lambda p, link, msg: orphans.on_hand_over(p.state, msg)),
+    m.RunShare: _core(lambda p, link, msg: master.on_share(p.state, msg)),
+    m.RunStatsRequest: _core(lambda p, link, msg: control.run_stats(p.state, link, msg)),
+    m.RunStatsReply: Peer._on_reply,
+    m.ProgressReply: Peer._on_reply,
+    m.StatusReply: Peer._on_reply,
+    m.ResultReply: Peer._on_reply,
+    m.Submitted: Peer._on_reply,
+    m.ControlReply: Peer._on_reply,
+    m.ErrorReply: Peer._on_reply,
+    m.Submit: control.on_submit,
+    m.ProgressRequest: control.on_progress,
+    m.ResultRequest: control.on_result_request,
+    m.StatusRequest: status.on_status,
+    m.DrainRequest: control.on_drain_request,
+    m.StopRequest: control.on_stop_request,
+    m.Shutdown: control.on_shutdown,
+    m.Drain: control.on_drain,
+    m.ResumeRequest: control.on_resume_request,
+    m.SuspendRequest: control.on_suspend_request,
+    m.Ping: _swim("on_ping"),
+    m.Ack: _swim("on_ack"),
+    m.Nack: _swim("on_nack"),
+    m.PingReq: _swim("on_ping_req"),
+    m.PushPull: _swim("on_push_pull"),
+    m.Gossip: _swim("on_gossip"),
+}
+
+# What a client (not a member) may ask of a peer.
+_CLIENT_OK: frozenset[type] = frozenset(
+    {
+        m.Submit,
+        m.ResumeRequest,
+        m.SuspendRequest,
+        m.ProgressRequest,
+        m.ResultRequest,
+        m.StatusRequest,
+        m.DrainRequest,
+        m.StopRequest,
+        m.Shutdown,
+    }
+)
+
+__all__ = ["Peer", "PeerOptions", "PeerRun"]

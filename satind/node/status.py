@@ -1,0 +1,185 @@
+"""What `satind status` shows: each peer's line, each run's line.
+
+A peer answers a status request for itself (its own line, then its view of every other
+member's state) or, when asked deep, for the whole system: it asks every member for its own
+line and its share of every run, and adds the shares up onto the master's line for each run
+(``merge_runs``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from satind import stats
+from satind.core.effects import Link
+from satind.core.runs import DONE, FAILED, QUEUED
+from satind.membership.view import Member
+from satind.net import messages as m
+from satind.node.rpc import ask_all
+
+if TYPE_CHECKING:
+    from satind.node.peer import Peer
+
+# The state of a run's line that is one peer's share of it (summed onto the master's line).
+PART = "part"
+
+
+def on_status(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
+    if not msg.deep:
+        view = [
+            m.PeerStatus(mem.name, mem.cluster, state_label(mem))
+            for mem in peer.table.everyone()
+            if mem.name != peer.name
+        ]
+        link.post(m.StatusReply(msg.req, [local_status(peer), *view], local_runs(peer)))
+        return
+    peer.spawn_answer(link, msg.req, _deep, peer, link, msg)
+
+
+async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
+    peers = [local_status(peer)]
+    runs = local_runs(peer)
+    answers = await ask_all(
+        peer, lambda req: m.StatusRequest(req, False), m.StatusReply, peer.cfg.run.stats_timeout_s
+    )
+    for _, reply in answers:
+        if reply.peers:
+            peers.append(reply.peers[0])  # its own line; the rest is its view
+            runs.extend(reply.runs)
+    answered = {p.name for p in peers}
+    for member in peer.table.everyone():
+        if member.name not in answered:
+            peers.append(m.PeerStatus(member.name, member.cluster, state_label(member)))
+    link.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
+
+
+def state_label(member: Member) -> str:
+    return "draining" if member.draining and member.alive else member.state.label
+
+
+def local_status(peer: Peer) -> m.PeerStatus:
+    state = peer.state
+    counters = state.steal
+    label = state.table.me.state.label
+    if state.draining and not state.table.me.state.gone:
+        label = "draining"
+    checkpoint = state.checkpoint
+    last = peer.checkpointer.last_at
+    return m.PeerStatus(
+        name=peer.name,
+        cluster=state.cluster,
+        state=label,
+        queue=len(state.queue),
+        jobs_run=state.runs.jobs_run(),
+        jobs_given=counters.jobs_given,
+        stolen_local=counters.stolen_local,
+        stolen_wide=counters.stolen_wide,
+        steal_attempts_local=counters.steal_attempts_local,
+        steal_attempts_wide=counters.steal_attempts_wide,
+        cpu_percent=_cpu_percent(peer),
+        rss_mb=_rss_mb(),
+        runs=len(state.runs.active),
+        checkpoint_policy=checkpoint.policy,
+        checkpoint_bytes=checkpoint.bytes_written,
+        checkpoint_age_s=-1.0 if last is None else round(peer.now() - last, 1),
+    )
+
+
+def _row(
+    info: m.RunInfo,
+    state: str,
+    progress: float = 0.0,
+    elapsed_s: float = 0.0,
+    counters: dict[str, int | float] | None = None,
+) -> m.RunStatus:
+    return m.RunStatus(
+        info.run_id,
+        info.plugin,
+        info.argv,
+        info.master,
+        state,
+        progress,
+        elapsed_s,
+        counters or {},
+    )
+
+
+def local_runs(peer: Peer) -> list[m.RunStatus]:
+    """This peer's share of every active run (state "part"); the runs it masters (running,
+    queued, and the results it keeps); and the unfinished runs of its checkpoint directory."""
+    state = peer.state
+    runs = state.runs
+    now = peer.now()
+    out = []
+    for run in runs.active.values():
+        counters = stats.as_ints(state.run_counters(run.info.run_id))
+        progress = float(counters.pop("progress", 0.0))
+        out.append(_row(run.info, PART, progress, 0.0, counters))
+    for run in runs.mastered_by(peer.name):
+        out.append(_row(run.info, run.status, 0.0, now - run.started))
+    out += [_row(run.info, QUEUED) for run in runs.queue]
+    for finished in runs.finished.values():
+        ok = finished.result.error is None
+        out.append(
+            _row(
+                finished.info,
+                DONE if ok else FAILED,
+                1.0 if ok else 0.0,
+                finished.result.elapsed_s,
+                dict(finished.result.stats),
+            )
+        )
+    for run_id, info in state.checkpointed.items():
+        if run_id not in runs.active and runs.status_of(run_id) == "unknown":
+            assert isinstance(info, m.RunInfo)
+            out.append(_row(info, "checkpointed"))
+    return out
+
+
+def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
+    """Sum every peer's share of each run onto the master's line for it."""
+    heads: dict[str, m.RunStatus] = {}
+    shares: dict[str, list[m.RunStatus]] = {}
+    for row in parts:
+        if row.state == PART:
+            shares.setdefault(row.run_id, []).append(row)
+        else:
+            heads[row.run_id] = row
+    out = []
+    for run_id, head in heads.items():
+        if head.state == "running" and run_id in shares:
+            total = stats.total(dict(s.counters) for s in shares[run_id])
+            progress = sum(s.progress for s in shares[run_id])
+            head = m.RunStatus(
+                head.run_id,
+                head.plugin,
+                head.argv,
+                head.master,
+                head.state,
+                min(progress, 1.0),
+                head.elapsed_s,
+                stats.as_ints(total),
+            )
+        out.append(head)
+    return sorted(out, key=lambda r: r.run_id)
+
+
+def _cpu_percent(peer: Peer) -> float:
+    cpu, wall, last = peer._cpu
+    now_cpu, now_wall = time.process_time(), time.monotonic()
+    if now_wall - wall >= 0.5:
+        last = 100.0 * (now_cpu - cpu) / (now_wall - wall)
+        peer._cpu = (now_cpu, now_wall, last)
+    return round(last, 1)
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return 0.0

@@ -1,0 +1,146 @@
+"""The steal loop: the trio-side service that steals work for an idle compute side.
+
+The compute side says when it wants work (``set_wanted``); while it does and some run is
+active, the loop runs steal rounds planned by ``engine.stealing.plan_round``: with CRS, one
+asynchronous wide-area request at a time plus synchronous requests inside the cluster; with
+RS, synchronous requests to anyone. What a reply brings is the core's (``core/thief.py``). A
+job that arrives is handed to the compute side, even when a late wide-area reply brings it
+after the worker found other work: a stolen job is never dropped, since its victim waits for
+its result. With no run active the loop sleeps: an idle system sends no steal requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Protocol
+
+import trio
+
+from satind.config import StealConfig
+from satind.core.state import PeerState
+from satind.engine.stealing import backoff_delay, plan_round
+from satind.net import messages as m
+from satind.net.requests import Requests
+
+log = logging.getLogger(__name__)
+
+
+class ThiefHost(Protocol):
+    """What the steal loop needs from its node."""
+
+    state: PeerState
+    requests: Requests
+
+    def post(self, dest: str, msg: m.Message) -> bool: ...
+
+    def take_stolen(self, spec: m.JobSpec, victim: str) -> bool:
+        """Accept a stolen job and hand it to the compute side; False if it cannot run."""
+        ...
+
+    def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None: ...
+
+
+class Thief:
+    def __init__(self, cfg: StealConfig, rng: random.Random, host: ThiefHost) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.host = host
+        self._worker_wants = False
+        # The run the worker's waiting sync belongs to ("": it waits for any work).
+        self._run = ""
+        self._go = trio.Event()
+        self._wide_in_flight = False
+
+    # -- called by the node on the trio thread --------------------------------------------
+
+    def set_wanted(self, wanted: bool, run_id: str = "") -> None:
+        self._worker_wants = wanted
+        self._run = run_id if wanted else ""
+        self.update()
+
+    def update(self) -> None:
+        """Re-evaluate whether to steal: the worker wants work and some run is active."""
+        active = self._worker_wants and self.host.state.has_active_runs()
+        if active and not self._go.is_set():
+            self._go.set()
+        elif not active and self._go.is_set():
+            self._go = trio.Event()
+
+    def on_late_reply(self, msg: m.StealReply, victim: str, wide: bool) -> None:
+        """A steal reply nobody waits for any more (it timed out): keep its job anyway."""
+        if msg.job is not None:
+            self._take(msg.job, victim, wide)
+
+    # -- the service ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        failures = 0
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                await self._go.wait()
+                if not self.host.state.has_active_runs():
+                    # A run ended since the last round (and nothing said so): go quiet.
+                    self.update()
+                    continue
+                plan = plan_round(
+                    self.cfg.algorithm, self.rng, self.host.state.victims(), self._wide_in_flight
+                )
+                if plan.wide is not None:
+                    self._wide_in_flight = True
+                    nursery.start_soon(self._wide_steal, plan.wide)
+                found = False
+                if plan.sync is not None:
+                    found = await self._steal_from(
+                        plan.sync, plan.sync_is_wide, self.cfg.request_timeout_s
+                    )
+                if found:
+                    failures = 0
+                    continue
+                failures += 1
+                delay = backoff_delay(self.cfg, failures)
+                if plan.sync is None:
+                    # Nobody to ask synchronously (alone in the cluster): do not spin while a
+                    # wide-area request is out.
+                    delay = max(delay, self.cfg.backoff_min_s)
+                if delay:
+                    await trio.sleep(delay)
+
+    async def _wide_steal(self, victim: str) -> None:
+        try:
+            await self._steal_from(victim, True, self.cfg.wide_request_timeout_s)
+        finally:
+            self._wide_in_flight = False
+
+    async def _steal_from(self, victim: str, wide: bool, within_s: float) -> bool:
+        counters = self.host.state.steal
+        if wide:
+            counters.steal_attempts_wide += 1
+        else:
+            counters.steal_attempts_local += 1
+        requests = self.host.requests
+        req = requests.new()
+        started = trio.current_time()
+        self.host.post(victim, m.StealRequest(req, wide, self.host.state.needs_orphans, self._run))
+        reply = await requests.reply_within(req, within_s)
+        if not isinstance(reply, m.StealReply):
+            return False  # no answer in time, or the victim failed to answer (ErrorReply)
+        counters.record_rtt(trio.current_time() - started)
+        if reply.orphans is not None:
+            self.host.got_orphan_table(reply.orphans)
+        if reply.job is None:
+            return False
+        return self._take(reply.job, victim, wide)
+
+    def _take(self, spec: m.JobSpec, victim: str, wide: bool) -> bool:
+        if not self.host.take_stolen(spec, victim):
+            return False
+        if wide:
+            self.host.state.steal.stolen_wide += 1
+        else:
+            self.host.state.steal.stolen_local += 1
+        # The worker has work now; it says so again when it runs dry.
+        self._worker_wants = False
+        self.update()
+        return True

@@ -1,0 +1,66 @@
+"""Restart: the work a lost member took is computed again (satin-fault-tolerance §3.1).
+
+Every peer keeps the list of jobs stolen from it and by whom (core/custody.py). When a member
+is declared dead, or has left, or comes back as a new instance (its old process is gone), each
+peer puts the jobs that member stole from it back in its own queue, marked as restarted; the
+children they spawn again are restarted too. The member's own work for others goes the other
+way: the jobs it gave us have no parent any more — their frames here are aborted and what they
+finished is kept (abort.py, orphans.py) — and the results we sent it may never have been
+applied, so we keep them as orphans as well. Then the master election looks at runs whose
+master it was (election.py).
+
+A member declared dead that was in fact alive (a partition, a long pause) is harmless: custody
+has forgotten the jobs, so its late results are ignored, and the answer stays exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from satind.core.effects import Changed, Effects, ToCompute
+from satind.engine.frames import JobArrived, Orphaned
+from satind.membership.view import Change
+from satind.recovery.orphans import Orphans, keep_orphan
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
+    """Membership news: a member that is gone (or replaced by a new instance) loses what it
+    took; a run it mastered gets a new master."""
+    from satind.recovery.election import elect
+
+    fx: Effects = [Changed()]
+    after = change.after
+    if after.state.gone or change.replaced:
+        fx += restart_jobs_of(state, after.name, after.state.label)
+        fx += elect(state, now)
+    return fx
+
+
+def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
+    """Jobs ``thief`` stole from us are lost with it: back in our queue they go."""
+    fx: Effects = []
+    for job in state.custody.take_back_all(thief):
+        if job.run.aborted:
+            continue
+        state.steal.jobs_restarted += 1
+        job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the compute side reads it
+        log.info("restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why)
+        fx.append(ToCompute(JobArrived(job)))
+    if state.cfg.ft.orphans:
+        # Jobs we took from it have no parent to return to: abort their unfinished frames and
+        # keep what they finished (§3.2; abort.py).
+        for job in state.custody.orphaned_by(thief):
+            fx.append(ToCompute(Orphaned(job)))
+        # Results we sent it may never have been applied: keep them as orphans.
+        for result in state.custody.sent_to(thief):
+            fx += keep_orphan(state, result)
+        # And what it kept is gone with it: its tuples no longer point anywhere.
+        for run in state.runs.active.values():
+            Orphans.forget_holder(run.state, thief)
+    return fx

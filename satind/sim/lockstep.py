@@ -1,0 +1,208 @@
+"""The simulator's compute driver: the real compute side, in lockstep with virtual time.
+
+A simulated peer computes with the very ``engine.worker.Worker`` a real peer runs — the same
+spawn, sync, steal-while-waiting, abort and mailbox code — on a thread of its own. What
+differs is how that thread takes turns: it runs only while the simulator's trio thread waits
+for it, and hands the turn back whenever it blocks (its mailbox is empty, or a synthetic leaf
+spends virtual time). So exactly one thread runs at any moment, every hand-over happens at the
+same point of the same trio schedule, and a scenario with a seed gives one history, however
+many peers it has.
+
+* ``_step`` gives the compute thread the turn and waits for it to block again; the hook calls
+  it made meanwhile (``soon``) then run on the trio thread, in order, as the real peer's
+  ``run_sync_soon`` calls would.
+* A leaf of the synthetic tree (``sim/workload.py``) calls ``spend(seconds)``: the thread
+  blocks, the driver sleeps that long on trio's clock, then steps the thread again.
+* A post to a thread blocked on its mailbox wakes the driver, which steps it.
+* ``freeze``/``thaw``: a paused peer (the "pause" fault) takes no turns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+import trio
+
+from satind.config import EngineConfig
+from satind.engine import worker as worker_mod
+from satind.engine.frames import MailboxEvent, Wakeup, WorkerHooks, WorkerStopped
+from satind.engine.jobs import Job
+from satind.engine.worker import Worker
+
+T = TypeVar("T")
+
+# The driver whose compute thread has the turn now (only one has it at any moment).
+_TURN: LockstepCompute | None = None
+
+LeafRecorder = Callable[[str, tuple[int, ...], float], None]
+Blocked = Literal["start", "mailbox", "sleep", "done", "running"]
+
+# Bytes of stack for each simulated compute thread (a real peer's is 256 MiB; a simulation
+# runs hundreds, and Python-to-Python calls take little C stack).
+STACK_BYTES = 8 * 1024 * 1024
+
+
+def spend(seconds: float, path: tuple[int, ...]) -> None:
+    """A synthetic leaf's work: ``seconds`` of virtual time, when run by the simulator
+    (elsewhere it costs nothing)."""
+    driver = _TURN
+    if driver is not None:
+        driver.leaf(seconds, path)
+
+
+class _Mailbox:
+    """The compute thread's mailbox: a list (only one thread runs at a time) whose empty
+    ``get`` hands the turn back."""
+
+    def __init__(self, driver: LockstepCompute) -> None:
+        self.driver = driver
+        self.events: list[MailboxEvent] = []
+
+    def put(self, event: MailboxEvent) -> None:
+        self.events.append(event)
+        self.driver.wake()
+
+    def get_nowait(self) -> MailboxEvent | None:
+        return self.events.pop(0) if self.events else None
+
+    def get(self, timeout: float) -> MailboxEvent | None:
+        # No timeout in virtual time: the compute side waits until something is posted, as
+        # the real one would, minus its polling (which only guards against lost wakeups).
+        if not self.events:
+            self.driver.block("mailbox")
+        return self.get_nowait()
+
+
+class LockstepCompute:
+    def __init__(
+        self,
+        cfg: EngineConfig,
+        hooks: WorkerHooks,
+        on_leaf: LeafRecorder,
+        *,
+        max_frame: int,
+        value_depth: int,
+    ) -> None:
+        self.worker = Worker(
+            cfg, hooks, mailbox=_Mailbox(self), max_frame=max_frame, value_depth=value_depth
+        )
+        self.on_leaf = on_leaf
+        self.busy_s = 0.0
+        self._to_compute = threading.Semaphore(0)
+        self._to_trio = threading.Semaphore(0)
+        self._blocked: Blocked = "start"
+        self._wake_at = 0.0
+        self._now = 0.0
+        self._stopping = False
+        self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self._kick = trio.Event()
+        self._thawed: trio.Event | None = None
+
+    # -- the node's side (trio thread) ----------------------------------------------------------
+
+    def post(self, event: MailboxEvent) -> None:
+        self.worker.post(event)
+
+    def queue_root(self, job: Job) -> None:
+        self.worker.queue.give_back(job)
+        self.worker.post(Wakeup())
+
+    def soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._calls.append((fn, args))
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.wake()
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """In virtual time, plugin code costs nothing: run it here (a thread would let the
+        mock clock jump while it ran, and the schedule would depend on wall time)."""
+        await trio.lowlevel.checkpoint()
+        return fn(*args)
+
+    def wake(self) -> None:
+        if self._blocked == "mailbox":
+            self._kick.set()
+
+    def freeze(self) -> None:
+        if self._thawed is None:
+            self._thawed = trio.Event()
+
+    def thaw(self) -> None:
+        if self._thawed is not None:
+            self._thawed.set()
+            self._thawed = None
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        previous = threading.stack_size()
+        threading.stack_size(STACK_BYTES)
+        try:
+            thread = threading.Thread(target=self._thread, name="sim-compute", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(previous)
+        task_status.started()
+        try:
+            self._step()
+            while self._blocked != "done":
+                if self._blocked == "sleep":
+                    await trio.sleep_until(self._wake_at)
+                else:
+                    self._kick = trio.Event()
+                    if not self.worker.mailbox.events and not self._stopping:  # type: ignore[attr-defined]
+                        await self._kick.wait()
+                while self._thawed is not None:
+                    await self._thawed.wait()
+                self._step()
+        finally:
+            # Stopped, or cancelled (a crash): unwind the thread, and run nothing it asked for.
+            self._stopping = True
+            while self._blocked != "done":
+                self._step(run_calls=False)
+            thread.join()
+
+    def _step(self, run_calls: bool = True) -> None:
+        """Give the compute thread the turn until it blocks again."""
+        global _TURN
+        self._now = trio.current_time()
+        worker_mod.CURRENT = self.worker
+        _TURN = self
+        self._blocked = "running"
+        self._to_compute.release()
+        self._to_trio.acquire()
+        _TURN = None
+        worker_mod.CURRENT = None
+        calls, self._calls = self._calls, []
+        if run_calls:
+            for fn, args in calls:
+                fn(*args)
+
+    # -- the compute thread's side ----------------------------------------------------------
+
+    def _thread(self) -> None:
+        self._to_compute.acquire()
+        try:
+            if not self._stopping:
+                self.worker.run_forever()
+        finally:
+            self._blocked = "done"
+            self._to_trio.release()
+
+    def block(self, why: Blocked, wake_at: float = 0.0) -> None:
+        """Hand the turn back and wait for the next one (on the compute thread)."""
+        self._blocked = why
+        self._wake_at = wake_at
+        self._to_trio.release()
+        self._to_compute.acquire()
+        if self._stopping:
+            raise WorkerStopped
+
+    def leaf(self, seconds: float, path: tuple[int, ...]) -> None:
+        """A synthetic leaf spends ``seconds`` of virtual time (on the compute thread)."""
+        run_id = self.worker.current.run.run_id
+        self.block("sleep", self._now + seconds)
+        # Done (a crash while it slept raised instead): recorded on the trio thread.
+        self.busy_s += seconds
+        self.soon(self.on_leaf, run_id, path, seconds)

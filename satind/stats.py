@@ -1,0 +1,97 @@
+"""Every counter satind reports, once: its name, unit and meaning, and how counters combine.
+
+A run's ``stats`` (the run JSON), ``satind status``, the console and the tests read counter
+names from here. Every counter is a sum over peers: each peer counts its own share of a run
+(the difference between its counters at the run's start and now, for counters that are not
+per run), and the master adds the shares up (``total``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Group = Literal["run", "steal", "traffic", "recovery", "checkpoint"]
+
+
+@dataclass(frozen=True)
+class Stat:
+    name: str
+    unit: str
+    group: Group
+    what: str
+
+
+STATS: tuple[Stat, ...] = (
+    Stat("spawns", "jobs", "run", "jobs spawned"),
+    Stat("syncs", "calls", "run", "sync() calls"),
+    Stat("jobs_run", "jobs", "run", "jobs run to completion"),
+    Stat("leaves_run", "jobs", "run", "jobs that spawned nothing"),
+    Stat("progress", "fraction", "run", "share of the run's tree finished (from job ids)"),
+    Stat("steal_attempts_local", "requests", "steal", "steal requests inside the cluster"),
+    Stat("steal_attempts_wide", "requests", "steal", "steal requests to other clusters"),
+    Stat("stolen_local", "jobs", "steal", "jobs stolen inside the cluster"),
+    Stat("stolen_wide", "jobs", "steal", "jobs stolen from other clusters"),
+    Stat("jobs_given", "jobs", "steal", "jobs other peers took from this one"),
+    Stat("messages", "messages", "traffic", "messages sent"),
+    Stat("bytes", "bytes", "traffic", "bytes sent"),
+    Stat("messages_wide", "messages", "traffic", "messages sent to other clusters"),
+    Stat("bytes_wide", "bytes", "traffic", "bytes sent to other clusters"),
+    Stat("jobs_restarted", "jobs", "recovery", "jobs put back after their thief was lost"),
+    Stat("tuples_sent", "tuples", "recovery", "orphan tuples announced"),
+    Stat("tuples_received", "tuples", "recovery", "orphan tuples filed"),
+    Stat("orphan_table_size", "tuples", "recovery", "entries in the orphan tables"),
+    Stat("results_reused", "jobs", "recovery", "kept results used instead of computing"),
+    Stat("results_kept", "results", "recovery", "results kept for others"),
+    Stat("leaves_redone", "jobs", "recovery", "leaves computed again below restarted jobs"),
+    Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
+    Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
+)
+BY_NAME: dict[str, Stat] = {s.name: s for s in STATS}
+
+# What the run summary prints, in order (`satind run`, `submit --wait`, `result`).
+SUMMARY: tuple[str, ...] = (
+    "spawns",
+    "syncs",
+    "jobs_run",
+    "steal_attempts_local",
+    "steal_attempts_wide",
+    "stolen_local",
+    "stolen_wide",
+    "messages",
+    "bytes",
+)
+# Printed when a fault made any of them nonzero (satin-fault-tolerance §3).
+RECOVERY: tuple[str, ...] = (
+    "jobs_restarted",
+    "tuples_sent",
+    "tuples_received",
+    "orphan_table_size",
+    "results_reused",
+    "leaves_redone",
+)
+# Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the
+# peer's, and a run's share of them is their growth while the run was known there.
+PER_RUN: frozenset[str] = frozenset(
+    {"spawns", "syncs", "jobs_run", "leaves_run", "leaves_redone", "progress"}
+)
+
+
+def total(parts: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """Counters of several peers (or shares), summed by name."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for key, value in part.items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def delta(now: Mapping[str, float], baseline: Mapping[str, float]) -> dict[str, float]:
+    """What counters grew by since ``baseline``."""
+    return {key: value - baseline.get(key, 0) for key, value in now.items()}
+
+
+def as_ints(stats: Mapping[str, float]) -> dict[str, int | float]:
+    """Counters are sums of integers; send them as such (floats only where fractional)."""
+    return {k: int(v) if float(v).is_integer() else v for k, v in stats.items()}

@@ -1,0 +1,144 @@
+"""The master's decisions as case tables: submit, queue, finish, suspend, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from satind.core import master
+from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, WakeWaiters
+from satind.core.master import RunRefused
+from satind.engine.jobs import UNSET
+from satind.net import codec
+from satind.net import messages as m
+from satind.net.codec import Encoded
+from tests.core.support import FIB, FakeLink, info, known_run, make_state
+
+
+def _submit(state: object, link: FakeLink, argv: tuple[str, ...] = ("12",)) -> list[object]:
+    from satind.core.state import PeerState
+
+    assert isinstance(state, PeerState)
+    msg = m.Submit(7, "fib", list(argv), FIB.code_hash)
+    parsed = master.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+    return list(master.submit(state, link, msg, parsed, 1.0))
+
+
+def test_a_submission_starts_a_run_and_tells_the_client_where_else_to_ask() -> None:
+    state = make_state()
+    link = FakeLink("client~1", role="client")
+    fx = _submit(state, link)
+    reply = fx[0]
+    assert isinstance(reply, Reply) and isinstance(reply.msg, m.Submitted)
+    assert reply.msg.run_id == "run-0" and reply.msg.error is None
+    assert sorted(reply.msg.contacts) == sorted(
+        str(state.table.get(n).address) for n in ("b/0", "c/0")
+    )  # type: ignore[union-attr]
+    run = state.runs.active["run-0"]
+    assert run.submitter == "client~1" and run.info.master == "a/0"
+    assert Log("run", m.RunAnnounce(run.info, "running")) in fx
+    assert Spread(m.RunAnnounce(run.info, "running")) in fx
+    assert [f.dest for f in fx if isinstance(f, Send)] == ["b/0", "c/0"]
+    roots = [f for f in fx if isinstance(f, QueueRoot)]
+    assert len(roots) == 1 and roots[0].job.args == FIB.parse_args(["12"])
+
+
+def test_a_refused_submission_says_why() -> None:
+    state = make_state()
+    link = FakeLink("client~1", role="client")
+    msg = m.Submit(7, "fib", ["x"], FIB.code_hash)
+    with pytest.raises(Exception) as caught:
+        master.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+    fx = master.submit(state, link, msg, caught.value, 1.0)  # type: ignore[arg-type]
+    assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
+    assert fx[0].msg.error is not None and "usage" in fx[0].msg.error.message
+
+
+def test_runs_past_max_concurrent_wait_in_the_masters_queue() -> None:
+    state = make_state()
+    state.cfg = dataclasses.replace(
+        state.cfg, run=dataclasses.replace(state.cfg.run, max_concurrent=1)
+    )
+    link = FakeLink("client~1", role="client")
+    _submit(state, link)
+    fx = _submit(state, link)
+    assert not any(isinstance(f, QueueRoot) for f in fx)
+    assert [r.info.run_id for r in state.runs.queue] == ["run-1"]
+
+
+def test_a_draining_peer_takes_no_run() -> None:
+    state = make_state()
+    state.draining = True
+    with pytest.raises(RunRefused, match="draining"):
+        master.check_submission(state, m.Submit(1, "fib", ["5"], FIB.code_hash))
+
+
+def test_the_end_of_a_run_sums_the_shares_and_starts_the_next() -> None:
+    state = make_state()
+    state.cfg = dataclasses.replace(
+        state.cfg, run=dataclasses.replace(state.cfg.run, max_concurrent=1)
+    )
+    link = FakeLink("client~1", role="client")
+    _submit(state, link)
+    _submit(state, link)
+    run = state.runs.active["run-0"]
+    assert run.root is not None
+    run.root.value = Encoded(codec.encode_value(144))
+    run.state.spawns = 10
+    run.departed = {"spawns": 5.0}  # a peer that drained meanwhile
+    fx = master.finish(state, "run-0", [{"spawns": 7.0}], 4.0)
+    result = state.runs.finished["run-0"].result
+    assert codec.decode_value(result.value or b"") == 144 and result.stats["spawns"] == 22
+    assert Send("client~1", result) in fx and WakeWaiters("run-0") in fx
+    assert "run-0" not in state.runs.active and "run-1" in state.runs.active
+    assert any(isinstance(f, QueueRoot) for f in fx)
+    assert master.lookup_result(state, "run-0") == (result, "", False)
+
+
+def test_a_result_too_large_for_a_message_fails_the_run() -> None:
+    state = make_state()
+    _submit(state, FakeLink("client~1", role="client"))
+    run = state.runs.active["run-0"]
+    assert run.root is not None
+    run.root.value = UNSET
+    run.root.exc = codec.EncodeError("a bytes of 70,000,000 bytes ... net.max_frame_bytes")
+    master.finish(state, "run-0", [], 4.0)
+    error = state.runs.finished["run-0"].result.error
+    assert error is not None and "net.max_frame_bytes" in error.message
+
+
+def test_suspend_needs_the_master_and_tells_the_submitter() -> None:
+    state = make_state()
+    known_run(state, info(master="b/0"))
+    with pytest.raises(RunRefused, match="its master is b/0"):
+        master.suspend(state, "r1", 1.0)
+    _submit(state, FakeLink("client~1", role="client"))
+    fx = master.suspend(state, "run-0", 3.0)
+    told = [f for f in fx if isinstance(f, Send) and f.dest == "client~1"]
+    assert len(told) == 1 and isinstance(told[0].msg, m.RunResult)
+    assert told[0].msg.error is not None and told[0].msg.error.type == "RunSuspended"
+    assert state.runs.suspended == {"run-0": 0} and state.runs.status_of("run-0") == "suspended"
+
+
+def test_resume_keeps_the_checkpointed_results_and_respawns_under_a_new_epoch() -> None:
+    state = make_state()
+    link = FakeLink("client~1", role="client")
+    kept = m.JobResult("r1", b"\x01", codec.encode_value(55), None)
+    fx = master.resume(state, link, 3, info(master="z/9", epoch=2), [kept], 5.0)
+    run = state.runs.active["r1"]
+    assert run.info.master == "a/0" and run.info.epoch == 3
+    assert run.state.orphans == {b"\x01": "a/0"} and state.orphans.kept_result(("r1", b"\x01"))
+    roots = [f for f in fx if isinstance(f, QueueRoot)]
+    assert len(roots) == 1 and isinstance(roots[0].job.args, Encoded)
+    replies = [f for f in fx if isinstance(f, Reply)]
+    assert isinstance(replies[0].msg, m.Submitted) and replies[0].msg.run_id == "r1"
+
+
+def test_a_run_that_is_running_or_over_is_not_resumed() -> None:
+    state = make_state()
+    link = FakeLink("client~1", role="client")
+    known_run(state)
+    fx = master.resume(state, link, 3, info(), [], 5.0)
+    assert isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
+    assert fx[0].msg.error is not None and "running already" in fx[0].msg.error.message

@@ -1,0 +1,177 @@
+"""Recovery rules of the core (satin-fault-tolerance §3), as case tables: restart, orphans,
+election and epochs, the stale master, drain. Event in, effects out: no sockets, no clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from satind.core import lifecycle
+from satind.core.effects import Log, QueueRoot, Send, Spread, Task, ToCompute, WakeWaiters
+from satind.core.runs import supersedes
+from satind.engine.frames import JobArrived, Orphaned
+from satind.membership.view import Change, State
+from satind.net import codec
+from satind.net import messages as m
+from satind.net.codec import Encoded
+from satind.recovery import drain, election, orphans, restart
+from tests.core.support import declare, info, job_of, known_run, make_state
+
+
+def _gone(state: object, name: str, new: State = State.DEAD) -> Change:
+    from satind.core.state import PeerState
+
+    assert isinstance(state, PeerState)
+    before = state.table.get(name)
+    declare(state, name, new)
+    after = state.table.get(name)
+    assert before is not None and after is not None
+    return Change(before, after)
+
+
+def test_a_dead_thief_loses_its_jobs_and_what_it_gave_us_is_aborted() -> None:
+    state = make_state()
+    run = known_run(state, info(master="c/0"))
+    parent = job_of(run.state)
+    lent = job_of(run.state, parent=parent, index=2)  # a job of ours b/0 stole
+    state.custody.give(("r1", lent.path), lent, "b/0", 0.0)
+    borrowed = job_of(run.state, index=5)  # a job we stole from b/0
+    borrowed.origin = "b/0"
+    state.custody.take(("r1", borrowed.path), "b/0", borrowed)
+    sent = m.JobResult("r1", b"\x07", codec.encode_value(3), None)  # a result we sent b/0
+    state.custody.finished(("r1", b"\x07"), "b/0", sent)
+    fx = restart.on_member_change(state, _gone(state, "b/0"), 1.0)
+    assert ToCompute(JobArrived(lent)) in fx
+    assert ToCompute(Orphaned(borrowed)) in fx
+    assert Log("result", sent) in fx and Spread(m.OrphanTuple("r1", b"\x07", "a/0")) in fx
+    assert state.steal.jobs_restarted == 1 and run.state.redo == [lent.path]
+    assert not state.custody.given and not state.custody.taken
+
+
+def test_a_member_that_left_is_recovered_like_a_dead_one() -> None:
+    state = make_state()
+    run = known_run(state, info(master="c/0"))
+    job = job_of(run.state, parent=job_of(run.state), index=1)
+    state.custody.give(("r1", job.path), job, "b/0", 0.0)
+    fx = restart.on_member_change(state, _gone(state, "b/0", State.LEFT), 1.0)
+    assert ToCompute(JobArrived(job)) in fx
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "wins"),
+    [
+        ((1, "z/0"), (0, "a/0"), True),  # a higher epoch wins, whatever the names
+        ((0, "z/0"), (1, "a/0"), False),  # a lower epoch never does
+        ((1, "a/0"), (1, "b/0"), True),  # equal epochs: the smaller master name
+        ((1, "b/0"), (1, "a/0"), False),
+        ((1, "a/0"), (1, "a/0"), False),  # the same descriptor is no news
+    ],
+)
+def test_which_epoch_supersedes(new: tuple[int, str], old: tuple[int, str], wins: bool) -> None:
+    assert supersedes(info(master=new[1], epoch=new[0]), info(master=old[1], epoch=old[0])) is wins
+
+
+def test_the_smallest_alive_member_takes_over_a_run_whose_master_died() -> None:
+    state = make_state("a/0", ("b/0", "c/0"))
+    run = known_run(state, info(master="c/0"))
+    fx = restart.on_member_change(state, _gone(state, "c/0"), 3.0)
+    assert run.info.master == "a/0" and run.info.epoch == 1
+    roots = [f for f in fx if isinstance(f, QueueRoot)]
+    assert len(roots) == 1 and isinstance(roots[0].job.args, Encoded)  # decoded by compute
+    assert Send("b/0", m.Gossip(m.Broadcasts([], [m.RunAnnounce(run.info, "running")], []))) in fx
+
+
+def test_only_the_smallest_alive_member_takes_over() -> None:
+    state = make_state("b/0", ("a/0", "c/0"))
+    run = known_run(state, info(master="c/0"))
+    declare(state, "c/0", State.DEAD)
+    assert election.elect(state, 3.0) == [] and run.info.master == "c/0"
+
+
+def test_a_master_taken_for_dead_follows_the_new_epoch_and_forwards_the_result() -> None:
+    state = make_state()
+    run = known_run(state)  # we master it, epoch 0
+    run.submitter = "client~1"
+    newer = m.RunAnnounce(info(master="b/0", epoch=1), "running")
+    fx = lifecycle.on_announces(state, [newer], 2.0)
+    assert WakeWaiters("r1") in fx and Task("forward_result", "r1", "client~1") in fx
+    assert run.info.master == "b/0" and run.root is None and run.submitter is None
+
+
+def test_news_of_an_older_epoch_is_ignored() -> None:
+    state = make_state()
+    run = known_run(state, info(master="b/0", epoch=2))
+    older = m.RunAnnounce(info(master="c/0", epoch=1), "running")
+    assert lifecycle.on_announces(state, [older], 2.0) == []
+    assert run.info.master == "b/0" and run.info.epoch == 2
+
+
+def test_a_stale_master_that_hears_its_run_ended_drops_its_epoch() -> None:
+    state = make_state()
+    run = known_run(state)  # we master epoch 0; we were paused, b/0 took over and finished
+    run.submitter = "client~1"
+    state.queue.push(job_of(run.state))
+    done = m.RunAnnounce(info(master="b/0", epoch=1), "done")
+    fx = lifecycle.on_announces(state, [done], 9.0)
+    assert Task("forward_result", "r1", "client~1") in fx and WakeWaiters("r1") in fx
+    assert "r1" not in state.runs.active and run.state.aborted
+    assert not state.queue.jobs  # its queued jobs go with it
+    assert state.runs.master_of("r1", "a/0") == "b/0"
+
+
+def test_the_end_of_a_run_drops_it_at_its_participants() -> None:
+    state = make_state()
+    run = known_run(state, info(master="b/0"))
+    job = job_of(run.state)
+    state.custody.give(("r1", job.path), job, "c/0", 0.0)
+    fx = lifecycle.on_announces(state, [m.RunAnnounce(info(master="b/0"), "done")], 1.0)
+    assert Log("end", m.RunAnnounce(info(master="b/0"), "done")) in fx
+    assert run.state.aborted and not state.custody.given
+    # ... and later news of it is ignored.
+    assert lifecycle.on_announces(state, [m.RunAnnounce(info(master="b/0"), "running")], 2.0) == []
+
+
+def test_a_spawned_job_kept_as_an_orphan_is_fetched_from_its_holder() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state, parent=job_of(run.state), index=1)
+    assert orphans.fetch_orphan(state, job, "b/0", 1.0) == [Send("b/0", m.JobQuery("r1", job.path))]
+    assert state.custody.given[("r1", job.path)][0].adopted
+    declare(state, "c/0", State.DEAD)
+    other = job_of(run.state, parent=job_of(run.state), index=2)
+    assert orphans.fetch_orphan(state, other, "c/0", 1.0) == [ToCompute(JobArrived(other))]
+
+
+def test_tuples_of_gone_holders_are_not_filed() -> None:
+    state = make_state()
+    run = known_run(state)
+    declare(state, "c/0", State.DEAD)
+    fx = orphans.on_tuples(
+        state, [m.OrphanTuple("r1", b"\x01", "c/0"), m.OrphanTuple("r1", b"\x02", "b/0")]
+    )
+    assert fx == [Spread(m.OrphanTuple("r1", b"\x02", "b/0"))]
+    assert run.state.orphans == {b"\x02": "b/0"}
+
+
+def test_a_drain_waits_for_jobs_out_with_thieves_then_hands_over() -> None:
+    state = make_state()
+    run = known_run(state, info(master="b/0"))
+    job = job_of(run.state)
+    state.custody.give(("r1", job.path), job, "c/0", 0.0)
+    drain.start(state, "asked")
+    assert state.draining and not drain.drained(state)
+    state.custody.returned(("r1", job.path))
+    assert drain.drained(state)
+    kept = m.JobResult("r1", b"\x09", codec.encode_value(4), None)
+    state.orphans.keep(kept)
+    fx = drain.leave(state)
+    shares = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.RunShare)]
+    assert [s.dest for s in shares] == ["b/0"]
+    handed = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.HandOver)]
+    assert len(handed) == 1 and handed[0].msg.results == [kept]  # type: ignore[union-attr]
+
+
+def test_a_draining_master_stays_until_its_runs_are_over() -> None:
+    state = make_state()
+    known_run(state)  # mastered here
+    drain.start(state, "asked")
+    assert not drain.drained(state)

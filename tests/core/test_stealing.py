@@ -1,0 +1,288 @@
+"""The victim's and the thief's side of a steal, and custody: event in, effects out."""
+
+from __future__ import annotations
+
+from satind.core import custody, thief, victim
+from satind.core.effects import (
+    Checkpoint,
+    EncodeArgs,
+    HandOut,
+    Log,
+    Reply,
+    Send,
+    ToCompute,
+)
+from satind.engine.frames import ChildResult, JobArrived, Wakeup
+from satind.net import codec
+from satind.net import messages as m
+from satind.net.codec import Encoded
+from satind.recovery.orphans import Orphans
+from tests.core.support import FakeLink, info, job_of, known_run, make_state
+
+
+def _request(req: int = 1, run: str = "", orphans: bool = False) -> m.StealRequest:
+    return m.StealRequest(req, False, orphans, run)
+
+
+def test_a_steal_from_an_empty_queue_gets_no_job() -> None:
+    state = make_state()
+    link = FakeLink("b/0")
+    assert victim.on_steal_request(state, link, _request(), 0.0) == [
+        Reply(link, m.StealReply(1, None, None))
+    ]
+
+
+def test_a_steal_takes_the_oldest_job_into_custody() -> None:
+    state = make_state()
+    run = known_run(state)
+    old, new = job_of(run.state, (20,), index=0), job_of(run.state, (10,), index=1)
+    state.queue.push(old)
+    state.queue.push(new)
+    link = FakeLink("b/0")
+    fx = victim.on_steal_request(state, link, _request(), 5.0)
+    assert len(fx) == 2 and isinstance(fx[0], HandOut) and fx[1] == Checkpoint("theft")
+    spec = fx[0].reply.job
+    assert spec is not None and fx[0].job is old
+    assert (spec.run_id, spec.path, spec.fn, spec.epoch) == (
+        "r1",
+        old.path,
+        "satind_plugins.fib:fib",
+        0,
+    )
+    assert codec.decode_value(spec.args) == (20,)
+    assert [g.thief for g in state.custody.given[("r1", old.path)]] == ["b/0"]
+    assert state.steal.jobs_given == 1 and list(state.queue.jobs) == [new]
+
+
+def test_a_thief_that_waits_in_a_sync_gets_only_its_runs_job() -> None:
+    state = make_state()
+    r1, r2 = known_run(state, info("r1")), known_run(state, info("r2"))
+    other, mine = job_of(r2.state, index=0), job_of(r1.state, index=1)
+    state.queue.push(other)
+    state.queue.push(mine)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(run="r1"), 0.0)
+    assert isinstance(fx[0], HandOut) and fx[0].job is mine
+    assert list(state.queue.jobs) == [other]
+
+
+def test_a_job_whose_result_an_orphan_holder_keeps_is_fetched_not_given() -> None:
+    state = make_state()
+    run = known_run(state)
+    parent = job_of(run.state, index=0)
+    child = job_of(run.state, parent=parent, index=3)
+    state.queue.push(child)
+    Orphans.file(run.state, m.OrphanTuple("r1", child.path, "c/0"))
+    link = FakeLink("b/0")
+    fx = victim.on_steal_request(state, link, _request(), 2.0)
+    assert fx == [
+        Send("c/0", m.JobQuery("r1", child.path)),
+        Reply(link, m.StealReply(1, None, None)),
+    ]
+    assert state.custody.given[("r1", child.path)][0].adopted
+
+
+def test_jobs_of_a_run_that_is_over_are_not_given_away() -> None:
+    state = make_state()
+    run = known_run(state)
+    state.queue.push(job_of(run.state))
+    run.state.aborted = True
+    link = FakeLink("b/0")
+    assert victim.on_steal_request(state, link, _request(), 0.0) == [
+        Reply(link, m.StealReply(1, None, None))
+    ]
+
+
+def test_a_joiner_gets_the_orphan_table_with_its_steal() -> None:
+    state = make_state()
+    run = known_run(state)
+    Orphans.file(run.state, m.OrphanTuple("r1", b"\x01", "c/0"))
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(orphans=True), 0.0)
+    assert isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.StealReply)
+    assert fx[0].msg.orphans == [m.OrphanTuple("r1", b"\x01", "c/0")]
+
+
+def test_large_arguments_are_encoded_off_the_network_side() -> None:
+    state = make_state()
+    run = known_run(state)
+    big = job_of(run.state, (tuple(range(10_000)),))
+    state.queue.push(big)
+    link = FakeLink("b/0")
+    request = _request()
+    assert victim.on_steal_request(state, link, request, 0.0) == [EncodeArgs(link, request, big)]
+
+
+def test_a_job_stolen_on_travels_with_its_arguments_as_they_came() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state, Encoded(b"\xd9\x98\x59\x81\x05"))
+    state.queue.push(job)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(), 0.0)
+    assert isinstance(fx[0], HandOut) and fx[0].reply.job is not None
+    assert fx[0].reply.job.args == b"\xd9\x98\x59\x81\x05"
+
+
+def test_a_draining_victim_still_gives_work_away() -> None:
+    state = make_state()
+    state.draining = True
+    run = known_run(state)
+    state.queue.push(job_of(run.state))
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(), 0.0)
+    assert isinstance(fx[0], HandOut)
+
+
+def test_a_reply_that_cannot_go_leaves_the_job_here() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state)
+    state.queue.push(job)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(), 0.0)
+    assert isinstance(fx[0], HandOut)
+    assert victim.not_handed_out(state, fx[0].reply, fx[0].job) == [ToCompute(Wakeup())]
+    assert list(state.queue.jobs) == [job] and not state.custody.given
+
+
+# -- custody ----------------------------------------------------------------------------------
+
+
+def test_a_result_completes_its_child_once() -> None:
+    state = make_state()
+    run = known_run(state)
+    parent = job_of(run.state)
+    child = job_of(run.state, parent=parent, index=1)
+    state.custody.give(("r1", child.path), child, "b/0", 0.0)
+    result = m.JobResult("r1", child.path, codec.encode_value(8), None)
+    fx = custody.on_job_result(state, "b/0", result)
+    assert len(fx) == 1 and isinstance(fx[0], ToCompute)
+    event = fx[0].event
+    assert isinstance(event, ChildResult) and event.job is child
+    assert isinstance(event.value, Encoded) and event.value.decode() == 8  # decoded by compute
+    assert custody.on_job_result(state, "b/0", result) == []  # a duplicate: ignored
+
+
+def test_a_result_for_a_job_without_local_parent_travels_on() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state)
+    job.origin = "c/0"  # we stole it from c/0; b/0 stole it from us
+    state.custody.take(("r1", job.path), "c/0", job)
+    state.custody.give(("r1", job.path), job, "b/0", 0.0)
+    value = codec.encode_value(13)
+    fx = custody.on_job_result(state, "b/0", m.JobResult("r1", job.path, value, None))
+    sent = m.JobResult("r1", job.path, value, None)
+    assert fx == [Log("result", sent), Send("c/0", sent)]
+
+
+def test_a_result_from_a_thief_declared_dead_is_ignored() -> None:
+    from satind.membership.view import State
+    from satind.recovery import restart
+    from tests.core.support import declare
+
+    state = make_state()
+    run = known_run(state)
+    parent = job_of(run.state)
+    child = job_of(run.state, parent=parent, index=1)
+    state.custody.give(("r1", child.path), child, "b/0", 0.0)
+    declare(state, "b/0", State.DEAD)
+    assert ToCompute(JobArrived(child)) in restart.restart_jobs_of(state, "b/0", "dead")
+    late = m.JobResult("r1", child.path, codec.encode_value(8), None)
+    assert custody.on_job_result(state, "b/0", late) == []
+
+
+def test_custody_queries_are_answered_from_the_thiefs_records() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state)
+    link = FakeLink("b/0")
+    query = m.JobQuery("r1", job.path)
+    assert custody.on_job_query(state, link, query) == [
+        Reply(link, m.JobState("r1", job.path, "unknown"))
+    ]
+    state.custody.take(("r1", job.path), "b/0", job)
+    assert custody.on_job_query(state, link, query) == [
+        Reply(link, m.JobState("r1", job.path, "running"))
+    ]
+    result = m.JobResult("r1", job.path, codec.encode_value(1), None)
+    state.custody.finished(("r1", job.path), "b/0", result)
+    assert custody.on_job_query(state, link, query) == [Reply(link, result)]  # sent again
+
+
+def test_a_thief_that_knows_the_run_ended_says_so() -> None:
+    from satind.core.lifecycle import drop
+
+    state = make_state()
+    known_run(state, info(master="c/0"))
+    end = m.RunAnnounce(info(master="c/0"), "done")
+    state.runs.remember_ended(end)
+    drop(state, "r1")
+    link = FakeLink("b/0")
+    assert custody.on_job_query(state, link, m.JobQuery("r1", b"\x02")) == [
+        Reply(link, m.JobState("r1", b"\x02", "over", end))
+    ]
+
+
+def test_unknown_to_the_thief_the_job_comes_back() -> None:
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state)
+    state.custody.give(("r1", job.path), job, "b/0", 0.0)
+    fx = custody.on_job_state(state, "b/0", m.JobState("r1", job.path, "unknown"), 1.0)
+    assert fx == [ToCompute(JobArrived(job))] and not state.custody.given
+
+
+def test_over_at_the_thief_ends_the_run_here_instead_of_taking_the_job_back() -> None:
+    state = make_state()
+    run = known_run(state, info(master="c/0"))
+    job = job_of(run.state)
+    state.custody.give(("r1", job.path), job, "b/0", 0.0)
+    end = m.RunAnnounce(info(master="c/0"), "done")
+    fx = custody.on_job_state(state, "b/0", m.JobState("r1", job.path, "over", end), 1.0)
+    assert ToCompute(JobArrived(job)) not in fx
+    assert "r1" not in state.runs.active and run.state.aborted
+
+
+def test_overdue_jobs_are_asked_about_and_a_gone_thief_loses_them() -> None:
+    from satind.membership.view import State
+    from tests.core.support import declare
+
+    state = make_state()
+    run = known_run(state)
+    a, b = job_of(run.state, index=0), job_of(run.state, index=1)
+    state.custody.give(("r1", a.path), a, "b/0", 0.0)
+    state.custody.give(("r1", b.path), b, "c/0", 0.0)
+    declare(state, "c/0", State.DEAD)
+    fx = custody.custody_tick(state, state.cfg.steal.custody_check_s + 1)
+    assert Send("b/0", m.JobQuery("r1", a.path)) in fx
+    assert ToCompute(JobArrived(b)) in fx
+
+
+# -- the thief's side ----------------------------------------------------------------------------
+
+
+def test_a_stolen_job_is_taken_with_its_arguments_still_encoded() -> None:
+    state = make_state()
+    spec = m.JobSpec(
+        "r1",
+        "fib",
+        info().code_hash,
+        "c/0",
+        2,
+        b"\x00\x01",
+        "satind_plugins.fib:fib",
+        codec.encode_value((9,)),
+        0,
+    )
+    job, fx = thief.accept_stolen(state, spec, "c/0")
+    assert job is not None and fx == []
+    assert isinstance(job.args, Encoded) and job.origin == "c/0" and job.path == b"\x00\x01"
+    assert (("r1", b"\x00\x01"), "c/0") in state.custody.taken
+
+
+def test_a_stolen_job_this_peer_cannot_run_is_refused_to_its_victim() -> None:
+    state = make_state()
+    spec = m.JobSpec(
+        "r1", "fib", info().code_hash, "c/0", 2, b"\x00", "nowhere:nothing", b"\x80", 0
+    )
+    job, fx = thief.accept_stolen(state, spec, "c/0")
+    assert job is None and len(fx) == 1 and isinstance(fx[0], Send)
+    assert isinstance(fx[0].msg, m.JobResult) and fx[0].msg.error is not None
+    assert "no spawnable function" in fx[0].msg.error.message
