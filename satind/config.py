@@ -172,6 +172,11 @@ class MembershipConfig:
     join_timeout_s: float = 30.0
     # seconds. A joiner asks its seeds again after this long without an answer.
     join_retry_s: float = 1.0
+    # seconds. A joiner syncs state with a seed once more this long after joining: members
+    # that joined at about the same time were announced while its own join was in flight.
+    sync_after_join_s: float = 2.0
+    # seconds. How often tombstones older than tombstone_s are forgotten.
+    tombstone_sweep_s: float = 60.0
     # seconds. A leaving peer (or one told to stop) waits this long after sending its
     # goodbyes and replies before it closes its connections, so that they reach the wire.
     leave_linger_s: float = 0.2

@@ -25,62 +25,25 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import trio
 
 from satind.config import MembershipConfig
 from satind.membership.gossip import Dissemination
+from satind.membership.rules import Suspicion
+from satind.membership.rules import health_delta as health_delta
+from satind.membership.rules import push_pull_interval as push_pull_interval
+from satind.membership.rules import remaining_suspicion_time as remaining_suspicion_time
+from satind.membership.rules import scale_by_health as scale_by_health
+from satind.membership.rules import suspicion_timeout as suspicion_timeout
 from satind.membership.view import STATES, Change, Member, MemberTable, State
 from satind.net import messages as m
 from satind.net.transport import Address
 
 log = logging.getLogger(__name__)
-
-# -- the decisions ---------------------------------------------------------------------------
-
-
-def suspicion_timeout(mult: int, members: int, interval: float) -> float:
-    """The shortest suspicion: mult * max(1, log10(N)) * probe interval (memberlist)."""
-    return mult * max(1.0, math.log10(max(1, members))) * interval
-
-
-def remaining_suspicion_time(
-    confirmations: int, expected: int, elapsed: float, low: float, high: float
-) -> float:
-    """Lifeguard: the suspicion timeout falls from ``high`` to ``low`` on a log scale as
-    independent confirmations arrive (``expected`` of them bring it to ``low``)."""
-    if expected < 1:
-        return max(0.0, low - elapsed)
-    fraction = math.log(confirmations + 1) / math.log(expected + 1)
-    timeout = max(low, high - fraction * (high - low))
-    return max(0.0, timeout - elapsed)
-
-
-def scale_by_health(seconds: float, score: int) -> float:
-    """Lifeguard: a peer in poor local health waits longer before blaming others."""
-    return seconds * (score + 1)
-
-
-def push_pull_interval(base: float, members: int) -> float:
-    """Full state syncs are O(N) each: past 32 members, space them out by log2 (memberlist's
-    pushPullScale), so that their total cost grows like N log N rather than N squared."""
-    if members <= 32:
-        return base
-    return base * (math.ceil(math.log2(members) - math.log2(32)) + 1)
-
-
-def health_delta(acked: bool, expected_nacks: int, nacks: int) -> int:
-    """How a probe changes the local health score: success lowers it; a failure raises it,
-    more so when the members asked to help did not even answer (our links are the problem)."""
-    if acked:
-        return -1
-    return 1 + max(0, expected_nacks - nacks)
-
 
 # -- the service -----------------------------------------------------------------------------
 
@@ -112,22 +75,6 @@ class Link(Protocol):
     def post(self, msg: m.Message) -> None: ...
 
 
-@dataclass
-class _Suspicion:
-    incarnation: int
-    started: float
-    low: float
-    high: float
-    expected: int
-    confirmers: set[str] = field(default_factory=set)
-
-    def deadline(self) -> float:
-        left = remaining_suspicion_time(
-            len(self.confirmers), self.expected, 0.0, self.low, self.high
-        )
-        return self.started + left
-
-
 class Swim:
     def __init__(
         self,
@@ -149,7 +96,7 @@ class Swim:
         self._nacks: dict[int, int] = {}
         # Indirect probes we run for others: our seq -> (who asked, their seq).
         self._relays: dict[int, tuple[str, int]] = {}
-        self._suspicions: dict[str, _Suspicion] = {}
+        self._suspicions: dict[str, Suspicion] = {}
         self._gone_since: dict[str, float] = {}
         self._order: list[str] = []
         self._joined = trio.Event()
@@ -242,7 +189,7 @@ class Swim:
         expected = self.cfg.suspicion_mult - 2
         if n - 2 < expected:
             expected = 0  # too few members to expect confirmations
-        suspicion = _Suspicion(member.incarnation, self.clock(), low, high, expected)
+        suspicion = Suspicion(member.incarnation, self.clock(), low, high, expected)
         if origin and origin != self.me.name:
             suspicion.confirmers.add(origin)
         self._suspicions[member.name] = suspicion
@@ -491,7 +438,7 @@ class Swim:
     async def _housekeeping_loop(self) -> None:
         """Expire suspicions when they are due (woken early when one starts or is confirmed,
         since that moves the earliest deadline), and forget old tombstones now and then."""
-        sweep = min(60.0, self.cfg.tombstone_s)
+        sweep = min(self.cfg.tombstone_sweep_s, self.cfg.tombstone_s)
         next_sweep = self.clock() + sweep
         while True:
             deadlines = [s.deadline() for s in self._suspicions.values()]
@@ -518,7 +465,7 @@ class Swim:
             while not self._joined.is_set():
                 for seed in seeds:
                     self.host.post_address(seed, self.state_message(join=True, reply=False))
-                with trio.move_on_after(1.0):
+                with trio.move_on_after(self.cfg.join_retry_s):
                     await self._joined.wait()
         if self._joined.is_set() and self._nursery is not None:
             self._nursery.start_soon(self._sync_after_join, seeds)
@@ -533,7 +480,7 @@ class Swim:
         that gap (it replaces re-gossiping every joiner's whole member list, which costs N
         times more).
         """
-        await trio.sleep(max(1.0, 10 * self.cfg.gossip_interval_s))
+        await trio.sleep(self.cfg.sync_after_join_s)
         self.host.post_address(self.rng.choice(list(seeds)), self.state_message(False, False))
 
     def leave(self) -> None:

@@ -31,16 +31,19 @@ from typing import Any
 import cbor2
 
 from satind.net import messages as m
+from satind.net.errors import DecodeError as DecodeError
+from satind.net.errors import EncodeError as EncodeError
+
+# Application values (job arguments, results) have their own encoding, in values.py; they are
+# re-exported here, where the rest of the wire format is.
+from satind.net.values import ENVELOPE_BYTES as ENVELOPE_BYTES
+from satind.net.values import TUPLE_TAG as TUPLE_TAG
+from satind.net.values import Encoded as Encoded
+from satind.net.values import decode_value as decode_value
+from satind.net.values import encode_value as encode_value
+from satind.net.values import register_type as register_type
 
 FRAME_HEADER = struct.Struct(">I")
-
-
-class DecodeError(ValueError):
-    """Bytes that are not a valid message or value. The message says what was wrong."""
-
-
-class EncodeError(ValueError):
-    """A value CBOR cannot carry (for example an object of an unregistered class)."""
 
 
 # -- validation built once from the type hints -----------------------------------------------
@@ -432,130 +435,3 @@ def scan_items(data: bytes, max_items: int, max_depth: int) -> None:
 def frame(body: bytes) -> bytes:
     """Length-prefix one message body."""
     return FRAME_HEADER.pack(len(body)) + body
-
-
-# -- application values ----------------------------------------------------------------------
-
-TUPLE_TAG = 39001
-# Plugins' own types: tag -> (class, to_plain, from_plain). Tags below 40000 are satind's.
-_APP_TAGS: dict[int, tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = {}
-_APP_TYPES: dict[type, tuple[int, Callable[[Any], Any]]] = {}
-
-
-def register_type(
-    cls: type, tag: int, to_plain: Callable[[Any], Any], from_plain: Callable[[Any], Any]
-) -> None:
-    """Let instances of ``cls`` travel as job arguments and results, under CBOR ``tag``.
-
-    ``to_plain`` turns an instance into CBOR-able data; ``from_plain`` turns that back.
-
-    Raises:
-        ValueError: the tag is below 40000 (reserved) or taken by another class.
-    """
-    if tag < 40000:
-        raise ValueError(f"application tags start at 40000, got {tag}")
-    known = _APP_TAGS.get(tag)
-    if known is not None and known[0] is not cls:
-        raise ValueError(f"CBOR tag {tag} is already registered for {known[0].__qualname__}")
-    _APP_TAGS[tag] = (cls, to_plain, from_plain)
-    _APP_TYPES[cls] = (tag, to_plain)
-
-
-def _encode_tuple(encoder: Any, value: tuple[Any, ...]) -> None:
-    encoder.encode(cbor2.CBORTag(TUPLE_TAG, list(value)))
-
-
-def _default(encoder: Any, value: Any) -> None:
-    entry = _APP_TYPES.get(type(value))
-    if entry is None:
-        raise EncodeError(
-            f"cannot send a {type(value).__qualname__} between peers: use plain data "
-            "(int, float, str, bytes, list, tuple, dict, set, None) or register the type "
-            "with satind.register_type"
-        )
-    tag, to_plain = entry
-    encoder.encode(cbor2.CBORTag(tag, to_plain(value)))
-
-
-def _decode_tuple(value: Any, immutable: bool) -> Any:
-    # An array inside a set or a map key arrives already immutable (a tuple).
-    if type(value) is not list and type(value) is not tuple:
-        raise DecodeError("tuple tag must hold an array")
-    return tuple(value)
-
-
-def _tag_hook(tag: Any, immutable: bool) -> Any:
-    entry = _APP_TAGS.get(tag.tag)
-    if entry is None:
-        raise DecodeError(f"unknown CBOR tag {tag.tag} in an application value")
-    return entry[2](tag.value)
-
-
-# Room a frame keeps for what travels beside an application value (ids, paths, a traceback).
-ENVELOPE_BYTES = 64 * 1024
-
-
-def encode_value(value: Any, max_frame: int | None = None) -> bytes:
-    """CBOR of an application value (job arguments, results).
-
-    ``max_frame``: the frame cap (net.max_frame_bytes) the value must travel within; a value
-    too large for it is refused here, where the error can name the cause, rather than sent
-    and refused by the receiver (which would only close the connection, again and again).
-
-    Raises:
-        EncodeError: the value holds something CBOR cannot carry, or is too large.
-    """
-    try:
-        data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=_default))
-    except EncodeError:
-        raise
-    except Exception as exc:
-        raise EncodeError(f"cannot encode {type(value).__qualname__}: {exc}") from None
-    if max_frame is not None and len(data) > max_frame - ENVELOPE_BYTES:
-        raise EncodeError(
-            f"a {type(value).__qualname__} of {len(data):,} bytes (encoded) is more than one "
-            f"message carries (net.max_frame_bytes is {max_frame:,}): return or pass less "
-            "data, or raise net.max_frame_bytes on every peer"
-        )
-    return data
-
-
-def decode_value(data: bytes, max_depth: int = 200) -> Any:
-    """Inverse of ``encode_value``.
-
-    Raises:
-        DecodeError: not valid CBOR or an unknown tag.
-    """
-    try:
-        return cbor2.loads(
-            data,
-            max_depth=max_depth,
-            semantic_decoders={TUPLE_TAG: _decode_tuple},
-            tag_hook=_tag_hook,
-        )
-    except DecodeError:
-        raise
-    except Exception as exc:
-        cause = exc.__cause__
-        if isinstance(cause, DecodeError):
-            raise cause from None
-        raise DecodeError(f"bad application value: {exc}") from None
-
-
-class Encoded:
-    """An application value in its CBOR form (``encode_value``), as it arrived or as it will
-    leave. The network side passes values on in this form; only the compute side, which runs
-    plugin code, decodes and encodes them (a large value takes seconds, which a network side
-    must not spend while probes wait for an answer)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def decode(self, max_depth: int = 200) -> Any:
-        """Raises DecodeError."""
-        return decode_value(self.data, max_depth)
-
-    def __repr__(self) -> str:
-        return f"<Encoded {len(self.data)} bytes>"

@@ -15,6 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from satind.net.records import Broadcasts as Broadcasts
+
+# The records nested in messages (re-exported: codec.py resolves field types here).
+from satind.net.records import ErrorInfo as ErrorInfo
+from satind.net.records import JobSpec as JobSpec
+from satind.net.records import MemberUpdate as MemberUpdate
+from satind.net.records import OrphanTuple as OrphanTuple
+from satind.net.records import PeerStatus as PeerStatus
+from satind.net.records import RunAnnounce as RunAnnounce
+from satind.net.records import RunInfo as RunInfo
+from satind.net.records import RunStatus as RunStatus
+
 PROTOCOL_VERSION = 3
 
 
@@ -23,133 +35,6 @@ class Message:
     """Base class; subclasses set TYPE."""
 
     TYPE: ClassVar[int] = -1
-
-
-# -- records nested in messages ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ErrorInfo:
-    """An exception that crossed the wire: its type name, message and formatted traceback."""
-
-    type: str
-    message: str
-    traceback: str = ""
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What every peer knows of a run: enough to run its jobs and to respawn its root."""
-
-    run_id: str
-    plugin: str
-    code_hash: str
-    argv: list[str]
-    # CBOR of the root's arguments (the plugin's parse result), so no peer has to parse.
-    args: bytes
-    master: str
-    # The plugin's maximum branching factor for these arguments (progress from job ids).
-    branching: int = 2
-    epoch: int = 0
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """A stolen job: which function, with which arguments, at which place in which run."""
-
-    run_id: str
-    plugin: str
-    code_hash: str
-    master: str
-    branching: int
-    path: bytes
-    fn: str
-    args: bytes
-    # The run's epoch at the victim: a stolen job of a new master's epoch tells the thief.
-    epoch: int = 0
-
-
-@dataclass(frozen=True)
-class MemberUpdate:
-    """Gossip about one member (membership/view.py applies it with SWIM's rules)."""
-
-    name: str
-    host: str
-    port: int
-    cluster: str
-    state: str  # "alive", "suspect", "dead" or "left"
-    incarnation: int
-    # The member's process start time (ns): a restarted peer is a newer instance.
-    instance: int
-    draining: bool = False
-    # plugin name -> code hash; sent with "alive" updates.
-    plugins: dict[str, str] = field(default_factory=dict)
-    # For "suspect": who suspects (Lifeguard counts independent suspicions).
-    origin: str = ""
-
-
-@dataclass(frozen=True)
-class OrphanTuple:
-    """A finished result whose owner is gone, kept by ``holder`` (fault tolerance §3.2)."""
-
-    run_id: str
-    path: bytes
-    holder: str
-
-
-@dataclass(frozen=True)
-class RunAnnounce:
-    """A run's descriptor and where it stands, spread by gossip to every peer."""
-
-    info: RunInfo
-    state: str  # "queued", "running", "done", "failed" or "suspended"
-
-
-@dataclass(frozen=True)
-class Broadcasts:
-    """What rides on gossip: piggybacked on probes, and sent in gossip rounds."""
-
-    members: list[MemberUpdate] = field(default_factory=list)
-    runs: list[RunAnnounce] = field(default_factory=list)
-    tuples: list[OrphanTuple] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class PeerStatus:
-    """One peer's line in ``satind status``."""
-
-    name: str
-    cluster: str
-    state: str  # alive, suspect, dead, left or draining
-    queue: int = 0
-    jobs_run: int = 0
-    jobs_given: int = 0
-    stolen_local: int = 0
-    stolen_wide: int = 0
-    steal_attempts_local: int = 0
-    steal_attempts_wide: int = 0
-    cpu_percent: float = 0.0
-    rss_mb: float = 0.0
-    runs: int = 0
-    # Checkpoints (recovery/checkpoint.py): policy ("" when off), bytes written, seconds since
-    # the last one (-1: none yet).
-    checkpoint_policy: str = ""
-    checkpoint_bytes: int = 0
-    checkpoint_age_s: float = -1.0
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """One run's line in ``satind status``."""
-
-    run_id: str
-    plugin: str
-    argv: list[str]
-    master: str
-    state: str  # queued, running, done or failed
-    progress: float
-    elapsed_s: float
-    counters: dict[str, int | float] = field(default_factory=dict)
 
 
 # -- connection --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import trio
 
 from satind import plugin as plugins
 from satind.config import Config
-from satind.core import custody, lifecycle, master, thief, victim
+from satind.core import custody, lifecycle, thief, victim
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -46,7 +46,6 @@ from satind.core.effects import (
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
 from satind.engine.frames import Snapshot, WorkerHooks
-from satind.engine.jobs import Job
 from satind.engine.worker import Worker
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable
@@ -54,8 +53,10 @@ from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
-from satind.node import control, status
+from satind.node import control
 from satind.node.compute import ComputeDriver, ThreadCompute
+from satind.node.dispatch import dispatch
+from satind.node.hooks import ComputeHooks
 from satind.node.thief import Thief
 from satind.recovery import drain, orphans, restart
 from satind.recovery.checkpoint import Checkpointer, LogStore
@@ -155,12 +156,12 @@ class Peer:
             )
         self.state.traffic = self.transport.counters
         self.compute: ComputeDriver = (
-            compute(self)
+            compute(ComputeHooks(self))
             if compute is not None
             else ThreadCompute(
                 Worker(
                     cfg.engine,
-                    self,
+                    ComputeHooks(self),
                     max_frame=cfg.net.max_frame_bytes,
                     value_depth=cfg.net.max_depth,
                 )
@@ -419,37 +420,6 @@ class Peer:
     def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:
         self.apply(orphans.got_table(self.state, tuples))
 
-    # -- hooks from the compute side (WorkerHooks: they must not block) -----------------------
-
-    def want_work(self, wanted: bool, run_id: str = "") -> None:
-        # The frame count is read here, on the compute side, so that it reaches the network
-        # side in order with the results of the frames that ended before (job_finished).
-        self.compute.soon(self._set_idle, wanted, self.worker.nesting, run_id)
-
-    def _set_idle(self, idle: bool, frames: int, run_id: str) -> None:
-        self.state.worker_idle = idle
-        self.state.worker_frames = frames
-        self.thief.set_wanted(idle, run_id)
-        self.changed()
-
-    def job_finished(self, job: Job) -> None:
-        self.compute.soon(lambda: self.apply(thief.job_finished(self.state, job)))
-
-    def orphan_hit(self, job: Job, holder: str) -> None:
-        self.compute.soon(
-            lambda: self.apply(orphans.fetch_orphan(self.state, job, holder, self.now()))
-        )
-
-    def orphan_result(self, job: Job, value: bytes) -> None:
-        self.compute.soon(lambda: self.apply(orphans.keep_finished(self.state, job, value)))
-
-    def job_logged(self, job: Job, value: bytes) -> None:
-        result = m.JobResult(job.run.run_id, job.path, value, None)
-        self.compute.soon(self.checkpointer.result, result)
-
-    def snapshot_taken(self) -> None:
-        self.compute.soon(self.checkpointer.snapshot_taken)
-
     # -- loops ----------------------------------------------------------------------------------
 
     async def _custody_loop(self) -> None:
@@ -465,107 +435,10 @@ class Peer:
                 for run in self.state.runs.stale(self.name):
                     self.spawn_task(control.check_run, self, run.info.run_id)
 
-    # -- messages ---------------------------------------------------------------------------
+    # -- messages -----------------------------------------------------------------------------
 
     def _on_message(self, link: Link, msg: m.Message) -> None:
-        handler = _HANDLERS.get(type(msg))
-        if handler is None:
-            log.warning("unexpected %s from %s", type(msg).__name__, link.remote_name)
-            return
-        if link.remote is not None and link.remote.role == "client" and type(msg) not in _CLIENT_OK:
-            log.warning("client %s may not send %s", link.remote_name, type(msg).__name__)
-            link.close()
-            return
-        try:
-            handler(self, link, msg)
-        except Exception as exc:
-            if type(msg) not in m.REQUEST_TYPES:
-                raise  # the transport closes the connection, counts and logs it
-            # A request whose handler failed (a plugin's code raised, or a bug): the asker
-            # hears why now. The connection stays: the fault is ours, not the asker's.
-            from satind.engine.errors import error_info
+        dispatch(self, link, msg)
 
-            log.error("%s from %s failed", type(msg).__name__, link.remote_name, exc_info=exc)
-            link.post(m.ErrorReply(msg.req, error_info(exc)))  # type: ignore[attr-defined]
-
-    def _on_reply(self, link: Link, msg: Any) -> None:
-        self.requests.resolve(msg.req, msg)
-
-    def _on_steal_reply(self, link: Link, msg: m.StealReply) -> None:
-        if not self.requests.resolve(msg.req, msg):
-            sender = link.remote_name
-            member = self.table.get(sender)
-            wide = member is not None and member.cluster != self.state.cluster
-            self.thief.on_late_reply(msg, sender, wide)
-
-
-def _core(
-    fn: Callable[[Peer, Link, Any], Effects],
-) -> Callable[[Peer, Link, Any], None]:
-    def handler(peer: Peer, link: Link, msg: Any) -> None:
-        peer.apply(fn(peer, link, msg))
-
-    return handler
-
-
-def _swim(method: str) -> Any:
-    def handler(peer: Peer, link: Link, msg: Any) -> None:
-        getattr(peer.swim, method)(link, msg)
-
-    return handler
-
-
-_HANDLERS: dict[type, Any] = {
-    m.StealRequest: _core(
-        lambda p, link, msg: victim.on_steal_request(p.state, link, msg, p.now())
-    ),
-    m.StealReply: Peer._on_steal_reply,
-    m.JobResult: _core(lambda p, link, msg: custody.on_job_result(p.state, link.remote_name, msg)),
-    m.JobQuery: _core(lambda p, link, msg: custody.on_job_query(p.state, link, msg)),
-    m.JobState: _core(
-        lambda p, link, msg: custody.on_job_state(p.state, link.remote_name, msg, p.now())
-    ),
-    m.HandOver: _core(lambda p, link, msg: orphans.on_hand_over(p.state, msg)),
-    m.RunShare: _core(lambda p, link, msg: master.on_share(p.state, msg)),
-    m.RunStatsRequest: _core(lambda p, link, msg: control.run_stats(p.state, link, msg)),
-    m.RunStatsReply: Peer._on_reply,
-    m.ProgressReply: Peer._on_reply,
-    m.StatusReply: Peer._on_reply,
-    m.ResultReply: Peer._on_reply,
-    m.Submitted: Peer._on_reply,
-    m.ControlReply: Peer._on_reply,
-    m.ErrorReply: Peer._on_reply,
-    m.Submit: control.on_submit,
-    m.ProgressRequest: control.on_progress,
-    m.ResultRequest: control.on_result_request,
-    m.StatusRequest: status.on_status,
-    m.DrainRequest: control.on_drain_request,
-    m.StopRequest: control.on_stop_request,
-    m.Shutdown: control.on_shutdown,
-    m.Drain: control.on_drain,
-    m.ResumeRequest: control.on_resume_request,
-    m.SuspendRequest: control.on_suspend_request,
-    m.Ping: _swim("on_ping"),
-    m.Ack: _swim("on_ack"),
-    m.Nack: _swim("on_nack"),
-    m.PingReq: _swim("on_ping_req"),
-    m.PushPull: _swim("on_push_pull"),
-    m.Gossip: _swim("on_gossip"),
-}
-
-# What a client (not a member) may ask of a peer.
-_CLIENT_OK: frozenset[type] = frozenset(
-    {
-        m.Submit,
-        m.ResumeRequest,
-        m.SuspendRequest,
-        m.ProgressRequest,
-        m.ResultRequest,
-        m.StatusRequest,
-        m.DrainRequest,
-        m.StopRequest,
-        m.Shutdown,
-    }
-)
 
 __all__ = ["Peer", "PeerOptions", "PeerRun"]

@@ -25,7 +25,6 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -41,68 +40,11 @@ from satind.net.transport import Address, Identity
 from satind.node.peer import Peer, PeerOptions
 from satind.recovery.checkpoint import MemoryStore
 from satind.sim.lockstep import LockstepCompute
+from satind.sim.report import SimReport, report
 from satind.sim.scenario import Fault, Scenario
-from satind.sim.workload import PLUGIN, walk
+from satind.sim.workload import PLUGIN
 
 CLIENT = "sim-client"
-
-
-@dataclass
-class SimReport:
-    scenario: str
-    seed: int
-    peers: int
-    makespan_s: float | None
-    result_ok: bool
-    work_s: float
-    redone_s: float
-    leaves_run: int
-    leaves_unique: int
-    leaves_expected: int
-    steal_attempts_local: int
-    steal_attempts_wide: int
-    stolen_local: int
-    stolen_wide: int
-    messages: int
-    bytes: int
-    messages_dropped: int
-    jobs_restarted: int
-    tuples_sent: int
-    tuples_received: int
-    results_reused: int
-    # Gossip messages that carried orphan tuples (combined: many tuples per message).
-    tuple_messages: int
-    # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
-    # peer hands everything over, so this stays 0 unless a later fault lost the results.
-    drained_redone: int
-    # After a total loss and a resume (faults crash_all, resume): leaves whose result the
-    # checkpoint logs covered when the resume loaded them, and how many of those ran again.
-    leaves_checkpointed: int
-    checkpointed_redone: int
-    leaves_after_resume: int
-    checkpoint_bytes: int
-    # Results the resume loaded from the logs (after compaction), and the leaf work done
-    # before the loss that was done again after it.
-    results_checkpointed: int
-    work_before_loss_s: float
-    work_lost_s: float
-    # The run's own statistics (its result's stats): spawns it counted, and the tree's.
-    result_spawns: int
-    spawns_expected: int
-    # Steal requests sent from one second after the result to the end (an idle system must
-    # be quiet), and how long that window was.
-    steal_attempts_idle: int
-    idle_s: float
-    convergence_s: float | None
-    virtual_s: float
-    wall_s: float
-    trace_events: int
-    trace_hash: str
-    invariants_ok: bool
-    violations: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @contextlib.contextmanager
@@ -479,131 +421,7 @@ class Simulation:
         wall = time.perf_counter()
         with deterministic_trio(self.seed):
             trio.run(self.main, clock=trio.testing.MockClock(autojump_threshold=0))
-        return self.report(time.perf_counter() - wall)
-
-    def report(self, wall_s: float) -> SimReport:
-        violations: list[str] = []
-        sc = self.scenario
-        result_ok = True
-        leaves_expected = spawns_expected = 0
-        if sc.workload is not None:
-            answer, leaves_expected, _, spawns_expected = walk(sc.workload)
-            if self.submit_error:
-                violations.append(f"a submit or resume was refused: {self.submit_error}")
-            if self.result is None:
-                result_ok = False
-                violations.append(f"the run did not finish within {sc.duration_s:g} virtual s")
-            elif self.result.error is not None:
-                result_ok = False
-                violations.append(
-                    f"the run failed: {self.result.error.type}: {self.result.error.message}"
-                )
-            else:
-                assert self.result.value is not None
-                got = codec.decode_value(self.result.value)
-                if got != answer:
-                    result_ok = False
-                    violations.append(
-                        f"wrong result {got}, expected {answer} (a lost or doubly applied leaf)"
-                    )
-            unique = {path for (_, path) in self.leaves}
-            if (
-                self.result is not None
-                and self.result.error is None
-                and len(unique) != leaves_expected
-            ):
-                violations.append(
-                    f"{len(unique)} distinct leaves ran, the tree has {leaves_expected}"
-                )
-        live = sorted(self.live())
-        for name in live:
-            view = [mem.name for mem in self.peers[name].table.alive()]
-            if view != live:
-                missing = sorted(set(live) - set(view))
-                extra = sorted(set(view) - set(live))
-                violations.append(
-                    f"{name} disagrees on membership: missing {missing}, extra {extra}"
-                )
-                break
-        for name in live:
-            peer = self.peers[name]
-            worker = self.workers[name].worker
-            left = len(peer.worker.queue)
-            if (
-                left
-                or worker.nesting
-                or peer.custody.given
-                or any(r.info.master for r in peer.runs.active.values())
-            ):
-                violations.append(
-                    f"{name} still has work at the end: queue {left}, running {worker.nesting}, "
-                    f"stolen out {len(peer.custody.given)}, active runs {len(peer.runs.active)}"
-                )
-        counters = [p.state.steal for p in self.peers.values()]
-        traffic = [p.transport.counters for p in self.peers.values()]
-        redone = sum((count - 1) * self.leaf_cost[key] for key, count in self.leaves.items())
-        return SimReport(
-            scenario=sc.name,
-            seed=self.seed,
-            peers=len(self.peers),
-            makespan_s=None
-            if self.result_at is None
-            else round(self.result_at - self.submitted_at, 6),
-            result_ok=result_ok,
-            work_s=round(self.work_s, 6),
-            redone_s=round(redone, 6),
-            leaves_run=sum(self.leaves.values()),
-            leaves_unique=len(self.leaves),
-            leaves_expected=leaves_expected,
-            steal_attempts_local=sum(c.steal_attempts_local for c in counters),
-            steal_attempts_wide=sum(c.steal_attempts_wide for c in counters),
-            stolen_local=sum(c.stolen_local for c in counters),
-            stolen_wide=sum(c.stolen_wide for c in counters),
-            messages=sum(t.messages for t in traffic),
-            bytes=sum(t.bytes for t in traffic),
-            messages_dropped=self.network.dropped,
-            jobs_restarted=sum(c.jobs_restarted for c in counters),
-            tuples_sent=sum(p.orphans.counters.tuples_sent for p in self.peers.values()),
-            tuples_received=sum(p.orphans.counters.tuples_received for p in self.peers.values()),
-            results_reused=sum(p.orphans.counters.results_reused for p in self.peers.values()),
-            tuple_messages=sum(p.swim.dissemination.tuple_messages for p in self.peers.values()),
-            drained_redone=sum(
-                1
-                for runners in self.leaf_runners.values()
-                if any(r in self.drained for r in runners[:-1])
-            ),
-            leaves_checkpointed=len(self.checkpointed_leaves),
-            checkpointed_redone=sum(
-                1 for leaf in self.checkpointed_leaves if self.leaves_after[leaf]
-            ),
-            leaves_after_resume=sum(self.leaves_after.values()),
-            checkpoint_bytes=sum(p.checkpointer.bytes_written for p in self.peers.values()),
-            results_checkpointed=self.results_checkpointed,
-            work_before_loss_s=round(
-                sum(self.leaf_cost[(self.run_id, leaf)] for leaf in self.leaves_before), 6
-            ),
-            work_lost_s=round(
-                sum(
-                    self.leaf_cost[(self.run_id, leaf)]
-                    for leaf in self.leaves_before
-                    if self.leaves_after[leaf]
-                ),
-                6,
-            ),
-            result_spawns=int(self.result.stats.get("spawns", 0)) if self.result else 0,
-            spawns_expected=spawns_expected,
-            steal_attempts_idle=self._steal_attempts() - self.attempts_at_idle
-            if self.idle_from is not None
-            else 0,
-            idle_s=round(self.end - self.idle_from, 6) if self.idle_from is not None else 0.0,
-            convergence_s=self.converged_at,
-            virtual_s=round(self.end, 6),
-            wall_s=round(wall_s, 3),
-            trace_events=self.events,
-            trace_hash=self.hash.hexdigest(),
-            invariants_ok=not violations,
-            violations=violations,
-        )
+        return report(self, time.perf_counter() - wall)
 
 
 def simulate(scenario: Scenario, seed: int | None = None) -> SimReport:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from satind.config import NetConfig
 from satind.net import codec
 from satind.net import messages as m
-from satind.net.transport import _FrameReader
+from satind.net.framing import FrameReader
 
 # -- application values --------------------------------------------------------------------
 
@@ -193,7 +193,7 @@ async def _read_frames(data: bytes, max_frame: int) -> list[bytes]:
     send, recv = trio.testing.memory_stream_pair()
     await send.send_all(data)
     await send.aclose()
-    reader = _FrameReader(recv, NetConfig(max_frame_bytes=max_frame))
+    reader = FrameReader(recv, NetConfig(max_frame_bytes=max_frame))
     frames = []
     while (frame := await reader.read()) is not None:
         frames.append(frame)

@@ -1,0 +1,213 @@
+"""What every transport shares: addresses and identities, traffic counters, the ``Link`` a
+handler answers on, and the reception of frames — reading one within its deadline and budget
+(``FrameReader``), and turning it into a dispatched message or a closed connection
+(``handle_frame``). The TCP/TLS transport (``transport.py``) and the in-memory one
+(``memory.py``) both build on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import trio
+
+from satind.config import NetConfig
+from satind.net import codec
+from satind.net import messages as m
+
+log = logging.getLogger("satind.net.transport")
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def parse_address(text: str) -> Address:
+    """ "HOST:PORT" (IPv6 hosts in brackets).
+
+    Raises:
+        ValueError: not of that form.
+    """
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    return Address(host.strip("[]"), int(port))
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who this end of a connection is."""
+
+    name: str
+    cluster: str
+    role: str  # "peer" or "client"
+
+
+@dataclass
+class TrafficCounters:
+    """What crossed the wire, split by whether the other end is in our cluster."""
+
+    messages_local: int = 0
+    messages_wide: int = 0
+    bytes_local: int = 0
+    bytes_wide: int = 0
+    messages_received: int = 0
+    bytes_received: int = 0
+    # Frames that closed their connection: malformed, over a cap, or failed in dispatch.
+    bad_frames: int = 0
+    send_failures: int = 0
+    # Connections closed because their reader did not keep up (max_outbox_bytes,
+    # max_send_bytes), and connections refused at accept (max_connections,
+    # max_client_connections).
+    outbox_overflows: int = 0
+    refused_connections: int = 0
+
+    @property
+    def messages(self) -> int:
+        return self.messages_local + self.messages_wide
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_local + self.bytes_wide
+
+
+class Link(Protocol):
+    """The connection a message came on, as a handler sees it: who sent it, and how to answer
+    on the same connection (a TCP Connection, or the in-memory network's link)."""
+
+    @property
+    def remote_name(self) -> str: ...
+
+    @property
+    def remote(self) -> Identity | None: ...
+
+    def post(self, msg: m.Message) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def handle_frame(
+    body: bytes,
+    link: Link,
+    handler: Callable[[Any, m.Message], None],
+    cfg: NetConfig,
+    counters: TrafficCounters,
+) -> bool:
+    """Decode, validate and dispatch one received frame: the one place where whatever goes
+    wrong with a frame — not CBOR, over a cap, a wrong field, a handler that raises — is
+    turned into "close this connection, count it, log it". Both transports use it.
+
+    Returns False when the connection must close (a Bye, or a failure).
+    """
+    try:
+        msg = codec.decode_message(body, cfg.max_message_depth, cfg.max_items)
+        if isinstance(msg, m.Bye):
+            log.debug("%s closed the connection: %s", link.remote_name, codec.describe(msg.reason))
+            return False
+        handler(link, msg)
+    except codec.DecodeError as exc:
+        counters.bad_frames += 1
+        log.warning("closing connection from %s: %s", link.remote_name, exc)
+        return False
+    except Exception as exc:
+        # A message that passed validation and still made its handler raise: a bug on our
+        # side or a case nobody thought of. Either way it must not take the peer down.
+        counters.bad_frames += 1
+        log.error(
+            "closing connection from %s: handling its %s failed",
+            link.remote_name,
+            type(msg).__name__ if "msg" in locals() else "frame",
+            exc_info=exc,
+        )
+        return False
+    return True
+
+
+class ByteBudget:
+    """Bytes a peer may hold in frames being received, over all its connections."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.used -= size
+
+
+class FrameReader:
+    def __init__(
+        self, stream: trio.abc.ReceiveStream, cfg: NetConfig, budget: ByteBudget | None = None
+    ) -> None:
+        self.stream = stream
+        self.cfg = cfg
+        self.budget = budget
+        self.buffer = bytearray()
+
+    async def _fill(self, n: int) -> bool:
+        while len(self.buffer) < n:
+            chunk = await self.stream.receive_some(min(max(n - len(self.buffer), 65536), 1 << 20))
+            if not chunk:
+                if self.buffer:
+                    raise codec.DecodeError(
+                        f"connection closed inside a frame ({len(self.buffer)} bytes pending)"
+                    )
+                return False
+            self.buffer += chunk
+        return True
+
+    async def read(self) -> bytes | None:
+        """The next frame's body, or None at a clean end of stream.
+
+        Raises:
+            DecodeError: the frame is over a cap, does not arrive in time, or the peer's
+                receive budget is used up.
+        """
+        if not await self._fill(4):
+            return None
+        (length,) = codec.FRAME_HEADER.unpack_from(self.buffer)
+        cfg = self.cfg
+        if length > cfg.max_frame_bytes:
+            raise codec.DecodeError(
+                f"frame of {length} bytes exceeds the cap of {cfg.max_frame_bytes} "
+                "(net.max_frame_bytes)"
+            )
+        budget = self.budget
+        if budget is not None and not budget.take(length):
+            raise codec.DecodeError(
+                f"frame of {length} bytes while {budget.used} bytes of frames are being "
+                f"received (net.max_receive_bytes {budget.limit})"
+            )
+        try:
+            allowed = cfg.read_timeout_s + length / cfg.min_receive_rate
+            with trio.move_on_after(allowed) as scope:
+                complete = await self._fill(4 + length)
+            if scope.cancelled_caught:
+                raise codec.DecodeError(
+                    f"frame of {length} bytes not complete after {allowed:.0f} s "
+                    f"({len(self.buffer) - 4} bytes came; net.read_timeout_s, "
+                    "net.min_receive_rate)"
+                )
+            if not complete:
+                raise codec.DecodeError("connection closed inside a frame")
+            # One copy out of the buffer (a slice of a bytearray would copy twice).
+            body = bytes(memoryview(self.buffer)[4 : 4 + length])
+            # A new buffer for what follows: the old one, as large as the frame, goes.
+            self.buffer = self.buffer[4 + length :]
+        finally:
+            if budget is not None:
+                budget.give_back(length)
+        return body

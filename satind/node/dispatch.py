@@ -1,0 +1,154 @@
+"""Which handler each message goes to, and what a client may send.
+
+Messages of the protocol go to the core's handlers (their effects applied by the peer), to
+the node's procedures that have to wait (``control.py``, ``status.py``), or to the failure
+detector (``membership/swim.py``). Replies are matched to the requests that wait for them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from satind.core import custody, master, victim
+from satind.core.effects import Effects
+from satind.engine.errors import error_info
+from satind.net import messages as m
+from satind.net.transport import Link
+from satind.node import control, status
+from satind.recovery import orphans
+
+if TYPE_CHECKING:
+    from satind.node.peer import Peer
+
+log = logging.getLogger(__name__)
+
+
+def dispatch(peer: Peer, link: Link, msg: m.Message) -> None:
+    """Hand a message to its handler. A client may send only client requests; a request
+    whose handler fails is answered with an ErrorReply; any other failure closes the
+    connection (transport.handle_frame)."""
+    handler = _HANDLERS.get(type(msg))
+    if handler is None:
+        log.warning("unexpected %s from %s", type(msg).__name__, link.remote_name)
+        return
+    if link.remote is not None and link.remote.role == "client" and type(msg) not in _CLIENT_OK:
+        log.warning("client %s may not send %s", link.remote_name, type(msg).__name__)
+        link.close()
+        return
+    try:
+        handler(peer, link, msg)
+    except Exception as exc:
+        if type(msg) not in m.REQUEST_TYPES:
+            raise  # the transport closes the connection, counts and logs it
+        # A request whose handler failed (a plugin's code raised, or a bug): the asker
+        # hears why now. The connection stays: the fault is ours, not the asker's.
+        log.error("%s from %s failed", type(msg).__name__, link.remote_name, exc_info=exc)
+        link.post(m.ErrorReply(msg.req, error_info(exc)))  # type: ignore[attr-defined]
+
+
+def on_reply(peer: Peer, link: Link, msg: Any) -> None:
+    peer.requests.resolve(msg.req, msg)
+
+
+def on_steal_reply(peer: Peer, link: Link, msg: m.StealReply) -> None:
+    if not peer.requests.resolve(msg.req, msg):
+        sender = link.remote_name
+        member = peer.table.get(sender)
+        wide = member is not None and member.cluster != peer.state.cluster
+        peer.thief.on_late_reply(msg, sender, wide)
+
+
+def _core(fn: Callable[[Peer, Link, Any], Effects]) -> Callable[[Peer, Link, Any], None]:
+    """A handler that hands the message to the core and applies the effects."""
+
+    def handler(peer: Peer, link: Link, msg: Any) -> None:
+        peer.apply(fn(peer, link, msg))
+
+    return handler
+
+
+def _swim(method: str) -> Any:
+    def handler(peer: Peer, link: Link, msg: Any) -> None:
+        getattr(peer.swim, method)(link, msg)
+
+    return handler
+
+
+def _steal_request(peer: Peer, link: Link, msg: m.StealRequest) -> Effects:
+    return victim.on_steal_request(peer.state, link, msg, peer.now())
+
+
+def _job_result(peer: Peer, link: Link, msg: m.JobResult) -> Effects:
+    return custody.on_job_result(peer.state, link.remote_name, msg)
+
+
+def _job_query(peer: Peer, link: Link, msg: m.JobQuery) -> Effects:
+    return custody.on_job_query(peer.state, link, msg)
+
+
+def _job_state(peer: Peer, link: Link, msg: m.JobState) -> Effects:
+    return custody.on_job_state(peer.state, link.remote_name, msg, peer.now())
+
+
+def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
+    return orphans.on_hand_over(peer.state, msg)
+
+
+def _run_share(peer: Peer, link: Link, msg: m.RunShare) -> Effects:
+    return master.on_share(peer.state, msg)
+
+
+def _run_stats(peer: Peer, link: Link, msg: m.RunStatsRequest) -> Effects:
+    return control.run_stats(peer.state, link, msg)
+
+
+_HANDLERS: dict[type, Any] = {
+    m.StealRequest: _core(_steal_request),
+    m.StealReply: on_steal_reply,
+    m.JobResult: _core(_job_result),
+    m.JobQuery: _core(_job_query),
+    m.JobState: _core(_job_state),
+    m.HandOver: _core(_hand_over),
+    m.RunShare: _core(_run_share),
+    m.RunStatsRequest: _core(_run_stats),
+    m.RunStatsReply: on_reply,
+    m.ProgressReply: on_reply,
+    m.StatusReply: on_reply,
+    m.ResultReply: on_reply,
+    m.Submitted: on_reply,
+    m.ControlReply: on_reply,
+    m.ErrorReply: on_reply,
+    m.Submit: control.on_submit,
+    m.ProgressRequest: control.on_progress,
+    m.ResultRequest: control.on_result_request,
+    m.StatusRequest: status.on_status,
+    m.DrainRequest: control.on_drain_request,
+    m.StopRequest: control.on_stop_request,
+    m.Shutdown: control.on_shutdown,
+    m.Drain: control.on_drain,
+    m.ResumeRequest: control.on_resume_request,
+    m.SuspendRequest: control.on_suspend_request,
+    m.Ping: _swim("on_ping"),
+    m.Ack: _swim("on_ack"),
+    m.Nack: _swim("on_nack"),
+    m.PingReq: _swim("on_ping_req"),
+    m.PushPull: _swim("on_push_pull"),
+    m.Gossip: _swim("on_gossip"),
+}
+
+# What a client (not a member) may ask of a peer.
+_CLIENT_OK: frozenset[type] = frozenset(
+    {
+        m.Submit,
+        m.ResumeRequest,
+        m.SuspendRequest,
+        m.ProgressRequest,
+        m.ResultRequest,
+        m.StatusRequest,
+        m.DrainRequest,
+        m.StopRequest,
+        m.Shutdown,
+    }
+)

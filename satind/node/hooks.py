@@ -1,0 +1,57 @@
+"""The compute side's hooks (``engine.frames.WorkerHooks``) for a peer: each hands its event to
+the network side through the compute driver (``soon``), where the core decides.
+
+They are called on the compute side and must not block: the real driver hops to the trio
+thread with ``TrioToken.run_sync_soon``, the simulator's runs them after the compute side's
+turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from satind.core import thief
+from satind.engine.jobs import Job
+from satind.net import messages as m
+from satind.recovery import orphans
+
+if TYPE_CHECKING:
+    from satind.node.peer import Peer
+
+
+class ComputeHooks:
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+
+    def want_work(self, wanted: bool, run_id: str = "") -> None:
+        # The frame count is read here, on the compute side, so that it reaches the network
+        # side in order with the results of the frames that ended before (job_finished).
+        self.peer.compute.soon(self._set_idle, wanted, self.peer.worker.nesting, run_id)
+
+    def _set_idle(self, idle: bool, frames: int, run_id: str) -> None:
+        self.peer.state.worker_idle = idle
+        self.peer.state.worker_frames = frames
+        self.peer.thief.set_wanted(idle, run_id)
+        self.peer.changed()
+
+    def job_finished(self, job: Job) -> None:
+        self.peer.compute.soon(lambda: self.peer.apply(thief.job_finished(self.peer.state, job)))
+
+    def orphan_hit(self, job: Job, holder: str) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(
+                orphans.fetch_orphan(self.peer.state, job, holder, self.peer.now())
+            )
+        )
+
+    def orphan_result(self, job: Job, value: bytes) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(orphans.keep_finished(self.peer.state, job, value))
+        )
+
+    def job_logged(self, job: Job, value: bytes) -> None:
+        result = m.JobResult(job.run.run_id, job.path, value, None)
+        self.peer.compute.soon(self.peer.checkpointer.result, result)
+
+    def snapshot_taken(self) -> None:
+        self.peer.compute.soon(self.peer.checkpointer.snapshot_taken)
