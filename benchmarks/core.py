@@ -27,9 +27,10 @@ from satind_plugins import knapsack, nqueens
 from satind.api import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
+from satind.engine.frames import make_root
 from satind.engine.jobs import RunState, size_of_job
 from satind.engine.stealing import rtt_bucket_names, rtt_median_s
-from satind.engine.worker import Worker, make_root, tune_process
+from satind.engine.worker import Worker, tune_process
 from satind.plugin import find
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +182,7 @@ def idle_peer_rss_mb() -> float:
     import trio
 
     from satind.config import DEFAULT
-    from satind.launcher import ephemeral_keys, local_peers
+    from satind.ops.launcher import ephemeral_keys, local_peers
 
     result: list[float] = []
 

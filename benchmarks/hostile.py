@@ -21,8 +21,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from satind.net import codec
-from satind.net import messages as m
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.procs import peer_pid  # noqa: E402
+from satind.net import codec  # noqa: E402
+from satind.net import messages as m  # noqa: E402
 
 
 def _satind(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,18 +57,7 @@ class Target:
         self.pid = self._peer_pid()
 
     def _peer_pid(self) -> int:
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmd = (entry / "cmdline").read_bytes().split(b"\0")
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-            if parent == self.proc.pid and b"h1/0" in cmd:
-                return int(entry.name)
-        raise SystemExit("no peer process h1/0")
+        return peer_pid(self.proc.pid, "h1/0")
 
     def rss_mb(self, field: str = "VmRSS") -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -4,7 +4,7 @@ round trip over TLS vs plain TCP.
 
     python benchmarks/membership.py [--peers 16] [--kills 3]
 
-Real peer processes on this machine (`satind.launcher`), observed through client connections:
+Real peer processes on this machine (`satind.ops.launcher`), observed through client connections:
 every peer is asked for its own view of the membership (non-deep status) every 50 ms.
 """
 
@@ -21,7 +21,9 @@ from pathlib import Path
 import trio
 
 from satind import config, control
-from satind.launcher import (
+from satind.net import tls
+from satind.net.transport import Address
+from satind.ops.launcher import (
     LOCAL_NODE,
     PeerProcess,
     PeerSpec,
@@ -30,8 +32,6 @@ from satind.launcher import (
     start_peer,
     wait_bound,
 )
-from satind.net import tls
-from satind.net.transport import Address
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import peer_pid  # noqa: E402
 from tests import independent  # noqa: E402
 
 FAST = """
@@ -58,20 +59,7 @@ class Daemon:
         raise SystemExit(f"daemon {name} did not start")
 
     def pid_of(self, peer: str) -> int:
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmd = (entry / "cmdline").read_bytes().split(b"\0")
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if (
-                int(stat[stat.rindex(")") + 2 :].split()[1]) == self.proc.pid
-                and peer.encode() in cmd
-            ):
-                return int(entry.name)
-        raise SystemExit(f"no process for {peer}")
+        return peer_pid(self.proc.pid, peer)
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 StealAlgorithm = Literal["rs", "crs"]
+CheckpointPolicy = Literal["orphans", "tic", "sel"]
+OnSigterm = Literal["leave", "drain"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,12 @@ class EngineConfig:
     # as much as the spawn itself (spawn/sync 2.2 us instead of 1.0 us, docs/benchmarks.md).
     # A peer process raises it; 0 leaves CPython's setting alone.
     gc_young_threshold: int = 50_000
+    # seconds. A compute side waiting for work wakes this often even if nothing was posted
+    # (a guard against a lost wake-up; posts wake it at once).
+    wait_poll_s: float = 1.0
+    # seconds. At shutdown, how long the peer waits for its compute thread (a job deep in a
+    # long leaf reaches no safe point; the thread is a daemon, so the process exits anyway).
+    stop_join_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,9 @@ class NetConfig:
     max_items: int = 262_144
     # seconds. Connect plus handshake must finish within this.
     connect_timeout_s: float = 5.0
+    # seconds. Closing a connection (a TLS goodbye to a peer that may be gone) gives up after
+    # this long.
+    close_timeout_s: float = 1.0
     # seconds. A frame whose length prefix has arrived must arrive whole within this plus its
     # length at min_receive_rate: a sender that stalls inside a frame (deliberately or not)
     # is cut off instead of pinning the half-received frame in memory forever. Idle
@@ -214,7 +225,7 @@ class CheckpointConfig:
     # this peer, the finished children of its open frames (its part of the computation's
     # state); "sel" (systematic event logging), every finished job's result: the most reuse
     # after a total loss, the most bytes.
-    policy: str = "orphans"
+    policy: CheckpointPolicy = "orphans"
     # fsync each batch: a record counts as checkpointed once its batch is on the disk. Off,
     # a machine crash (not a process crash) may lose the last batches.
     fsync: bool = True
@@ -255,6 +266,8 @@ class LauncherConfig:
     start_timeout_s: float = 30.0
     # seconds. After asking peers to stop, wait this long before SIGKILL.
     stop_grace_s: float = 5.0
+    # seconds. Closing a peer's stdin (the stop signal) gives up after this long.
+    stdin_close_s: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -279,9 +292,11 @@ class DaemonConfig:
     restart: bool = True
     # seconds. Wait before restarting a crashed peer (doubles on repeated crashes, up to 60 s).
     restart_delay_s: float = 1.0
+    # seconds. The longest wait before restarting a peer that keeps crashing.
+    restart_max_delay_s: float = 60.0
     # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
     # first, then leave).
-    on_sigterm: str = "leave"
+    on_sigterm: OnSigterm = "leave"
 
 
 @dataclass(frozen=True)
@@ -294,6 +309,14 @@ class ClientConfig:
     name: str = "client"
     # seconds. How long a client command waits for an answer (not for a run: --wait waits).
     timeout_s: float = 30.0
+    # seconds. `satind suspend` waits this long: the master relays it, and every peer
+    # flushes its checkpoint log first.
+    suspend_timeout_s: float = 60.0
+    # seconds. `satind resume` waits this long for the answer: the peer loads every log of
+    # the checkpoint directory first, which takes a while for a big one.
+    resume_timeout_s: float = 300.0
+    # seconds. `satind status --watch` asks for the status this often.
+    watch_interval_s: float = 0.5
     # count. Addresses of other members a peer gives a client with a run it accepted: if
     # that peer is lost, a waiting client (`submit --wait`, `satind run`) asks them instead.
     contacts: int = 8
@@ -301,6 +324,9 @@ class ClientConfig:
     # contact knows it (a daemon restarting the peer, a member still joining); a contact that
     # knows the run holds the wait for as long as the run takes.
     follow_s: float = 120.0
+    # seconds. First and largest pause between rounds of asking the contacts (doubling).
+    follow_retry_min_s: float = 0.25
+    follow_retry_max_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -388,6 +414,21 @@ def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
                 values = {**values, name: float(value)}
         changes[section_name] = dataclasses.replace(section, **values)
     return dataclasses.replace(cfg, **changes)
+
+
+def apply_flags(cfg: Config, flags: dict[str, dict[str, Any]]) -> Config:
+    """Command-line flags over a configuration: ``{"section": {"setting": value}}``, None
+    meaning "not given". The one place where flags meet the configuration, checked as a
+    config file's settings are.
+
+    Raises:
+        ConfigError: a flag's value is of the wrong type or not among the allowed choices.
+    """
+    given = {
+        section: {name: value for name, value in values.items() if value is not None}
+        for section, values in flags.items()
+    }
+    return with_overrides(cfg, {section: values for section, values in given.items() if values})
 
 
 def load(path: Path | None, base: Config = DEFAULT) -> Config:

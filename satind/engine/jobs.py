@@ -184,7 +184,7 @@ class Job:
     def __init__(
         self,
         fn: Callable[..., Any],
-        args: tuple[Any, ...],
+        args: Any,
         parent: Job | None,
         index: int,
         run: RunState,

@@ -44,6 +44,7 @@ from satind.engine.frames import (
     RunAborted,
     Snapshot,
     Stop,
+    Wakeup,
     WorkerHooks,
     WorkerStopped,
     account,
@@ -159,6 +160,13 @@ class Worker:
         """Thread-safe: make the compute side unwind at its next safe point."""
         self._stopped = True
         self.post(Stop())
+
+    def queue_root(self, job: Job) -> None:
+        """Thread-safe: a run's root, into the queue's oldest end at once and not through the
+        mailbox: a compute side stuck in a long leaf drains its mailbox only when the leaf
+        ends, while idle peers can steal the root from the queue now."""
+        self.queue.give_back(job)
+        self.post(Wakeup())
 
     # -- the compute side ------------------------------------------------------------------
 
@@ -334,7 +342,7 @@ class Worker:
             # A sync waits inside a job (not the idle frame): it takes only its own run's jobs.
             self._want(True, self.current.run.run_id)
         self.attention = False
-        event = self.mailbox.get(1.0)
+        event = self.mailbox.get(self.cfg.wait_poll_s)
         if event is None:
             return
         self._handle(event)

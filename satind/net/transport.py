@@ -321,7 +321,7 @@ class TcpTransport:
                 _peer_of(tcp),
                 self._accepted_open,
             )
-            with trio.move_on_after(1):
+            with trio.move_on_after(self.cfg.close_timeout_s):
                 await trio.aclose_forcefully(tcp)
             return
         self._accepted_open += 1
@@ -347,7 +347,7 @@ class TcpTransport:
         ) as exc:
             log.warning("rejected connection from %s: %s", _peer_of(tcp), exc)
             self.counters.bad_frames += 1
-            with trio.move_on_after(1):
+            with trio.move_on_after(self.cfg.close_timeout_s):
                 await trio.aclose_forcefully(stream)
             return
         client = tls.client_base_name(conn.remote.name) if conn.remote.role == "client" else None
@@ -361,9 +361,9 @@ class TcpTransport:
                     self._client_open[client],
                 )
                 bye = m.Bye("too many connections from this client (net.max_client_connections)")
-                with trio.move_on_after(1), contextlib.suppress(Exception):
+                with trio.move_on_after(self.cfg.close_timeout_s), contextlib.suppress(Exception):
                     await stream.send_all(codec.frame(codec.encode_message(bye)))
-                with trio.move_on_after(1):
+                with trio.move_on_after(self.cfg.close_timeout_s):
                     await trio.aclose_forcefully(stream)
                 return
             self._client_open[client] = self._client_open.get(client, 0) + 1
@@ -413,7 +413,7 @@ class TcpTransport:
             conn._drop_outbox()
             if self._conns.get(conn.remote_name) is conn:
                 del self._conns[conn.remote_name]
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
+            with trio.CancelScope(shield=True), trio.move_on_after(self.cfg.close_timeout_s):
                 await trio.aclose_forcefully(stream)
             self.on_closed(conn)
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from satind.engine.frames import MailboxEvent, Wakeup
+from satind.engine.frames import MailboxEvent
 from satind.engine.jobs import Job
 from satind.engine.worker import Worker
 
@@ -54,11 +54,7 @@ class ThreadCompute:
         self.worker.post(event)
 
     def queue_root(self, job: Job) -> None:
-        # Into the queue's oldest end at once, from this thread, not through the mailbox: a
-        # compute thread stuck in a long leaf drains its mailbox only when the leaf ends,
-        # while idle peers can steal the root from the queue now.
-        self.worker.queue.give_back(job)
-        self.worker.post(Wakeup())
+        self.worker.queue_root(job)
 
     def soon(self, fn: Callable[..., Any], *args: Any) -> None:
         assert self._token is not None
@@ -90,4 +86,4 @@ class ThreadCompute:
             self.worker.stop()
             # A job deep in a long leaf reaches no safe point; the thread is a daemon, so the
             # process can still exit. The join is short and happens once, at shutdown.
-            thread.join(timeout=1.0)
+            thread.join(timeout=self.worker.cfg.stop_join_s)

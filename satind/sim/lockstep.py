@@ -27,7 +27,7 @@ import trio
 
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
-from satind.engine.frames import MailboxEvent, Wakeup, WorkerHooks, WorkerStopped
+from satind.engine.frames import MailboxEvent, WorkerHooks, WorkerStopped
 from satind.engine.jobs import Job
 from satind.engine.worker import Worker
 
@@ -106,8 +106,7 @@ class LockstepCompute:
         self.worker.post(event)
 
     def queue_root(self, job: Job) -> None:
-        self.worker.queue.give_back(job)
-        self.worker.post(Wakeup())
+        self.worker.queue_root(job)
 
     def soon(self, fn: Callable[..., Any], *args: Any) -> None:
         self._calls.append((fn, args))

@@ -17,7 +17,6 @@ message (virtual time, sender, receiver, bytes) and every fault.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import random
@@ -30,6 +29,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from satind.config import apply_flags
 from satind.engine.jobs import path_indices
 from satind.membership.swim import suspicion_timeout
 from satind.membership.view import State
@@ -71,10 +71,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.rng = random.Random(self.seed)
-        self.cfg = dataclasses.replace(
-            scenario.config,
-            steal=dataclasses.replace(scenario.config.steal, algorithm=scenario.steal),  # type: ignore[arg-type]
-        )
+        self.cfg = apply_flags(scenario.config, {"steal": {"algorithm": scenario.steal}})
         self.peers: dict[str, Peer] = {}
         self.scopes: dict[str, trio.CancelScope] = {}
         self.workers: dict[str, LockstepCompute] = {}

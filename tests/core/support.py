@@ -77,9 +77,7 @@ def known_run(state: PeerState, run_info: m.RunInfo | None = None) -> PeerRun:
     return run
 
 
-def job_of(
-    run: RunState, args: tuple[object, ...] = (5,), parent: Job | None = None, index: int = 0
-) -> Job:
+def job_of(run: RunState, args: object = (5,), parent: Job | None = None, index: int = 0) -> Job:
     job = Job(FIB.entry.fn, args, parent, index, run, 0.5)
     if parent is None:
         job.set_path(bytes([index]))

@@ -32,9 +32,8 @@ def test_a_submission_starts_a_run_and_tells_the_client_where_else_to_ask() -> N
     reply = fx[0]
     assert isinstance(reply, Reply) and isinstance(reply.msg, m.Submitted)
     assert reply.msg.run_id == "run-0" and reply.msg.error is None
-    assert sorted(reply.msg.contacts) == sorted(
-        str(state.table.get(n).address) for n in ("b/0", "c/0")
-    )  # type: ignore[union-attr]
+    members = [state.table.get(n) for n in ("b/0", "c/0")]
+    assert sorted(reply.msg.contacts) == sorted(str(mem.address) for mem in members if mem)
     run = state.runs.active["run-0"]
     assert run.submitter == "client~1" and run.info.master == "a/0"
     assert Log("run", m.RunAnnounce(run.info, "running")) in fx
@@ -50,7 +49,8 @@ def test_a_refused_submission_says_why() -> None:
     msg = m.Submit(7, "fib", ["x"], FIB.code_hash)
     with pytest.raises(Exception) as caught:
         master.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
-    fx = master.submit(state, link, msg, caught.value, 1.0)  # type: ignore[arg-type]
+    assert isinstance(caught.value, Exception)
+    fx = master.submit(state, link, msg, caught.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
     assert fx[0].msg.error is not None and "usage" in fx[0].msg.error.message
 

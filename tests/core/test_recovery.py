@@ -166,8 +166,9 @@ def test_a_drain_waits_for_jobs_out_with_thieves_then_hands_over() -> None:
     fx = drain.leave(state)
     shares = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.RunShare)]
     assert [s.dest for s in shares] == ["b/0"]
-    handed = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.HandOver)]
-    assert len(handed) == 1 and handed[0].msg.results == [kept]  # type: ignore[union-attr]
+    handed = [f.msg for f in fx if isinstance(f, Send) and isinstance(f.msg, m.HandOver)]
+    assert len(handed) == 1 and isinstance(handed[0], m.HandOver)
+    assert handed[0].results == [kept]
 
 
 def test_a_draining_master_stays_until_its_runs_are_over() -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from satind import config, control
-from satind.launcher import PeerProcess, ephemeral_keys, local_peers
+from satind import config
+from satind.client import client as control
 from satind.net import tls
+from satind.ops.launcher import PeerProcess, ephemeral_keys, local_peers
 
 pytestmark = pytest.mark.slow
 

@@ -49,7 +49,7 @@ def cpu_seconds(pid: int) -> float:
 def _raytracer_sha(width: int, height: int) -> str:
     argv = [str(width), str(height)]
     pixels = raytracer.PLUGIN.entry(*raytracer.PLUGIN.parse_args(argv))
-    return raytracer.report(argv, pixels)
+    return str(raytracer.report(argv, pixels))
 
 
 # (plugin argv, peers, names to kill, whether they compute (wait for CPU) or sleep, answer)

@@ -88,12 +88,14 @@ def test_crs_makes_far_fewer_wide_area_steals_than_rs() -> None:
 def test_a_wrong_answer_is_reported() -> None:
     # The invariant checker itself: feed it a workload whose answer cannot match.
     scenario = load(SCENARIOS / "small.toml")
+    assert scenario.workload is not None
     broken = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, depth=4))
     report = simulate(broken, 1)
     assert report.invariants_ok  # the scenario itself is consistent...
-    answer, leaves, _ = expected(broken.workload)  # type: ignore[arg-type]
+    assert broken.workload is not None
+    answer, leaves, _ = expected(broken.workload)
     assert report.leaves_expected == leaves
-    other_answer, _, _ = expected(scenario.workload)  # type: ignore[arg-type]
+    other_answer, _, _ = expected(scenario.workload)
     assert answer != other_answer  # ...and the answers of different trees differ
 
 

@@ -4,6 +4,7 @@ argument parsing and discovery."""
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import zlib
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_sat_random(variables: int, seed: int) -> None:
     result = _run(sat.PLUGIN, ["random", str(variables), str(seed)])
     assert (result is not None) == independent.satisfiable(list(clauses), variables)
     if result is not None:
-        assert sat.verify(clauses, result)  # type: ignore[arg-type]
+        assert sat.verify(clauses, result)
 
 
 def test_sat_dimacs_file(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_sat_dimacs_file(tmp_path: Path) -> None:
     assert _run(sat.PLUGIN, [str(cnf)]) is None  # 2 is forced true, then 3 and not 3
     cnf.write_text("p cnf 3 2\n1 -2 0\n2 3 0\n")
     model = _run(sat.PLUGIN, [str(cnf)])
-    assert model is not None and sat.verify(((1, -2), (2, 3)), model)  # type: ignore[arg-type]
+    assert model is not None and sat.verify(((1, -2), (2, 3)), model)
 
 
 @pytest.mark.parametrize(
@@ -179,7 +180,7 @@ def test_entry_point_plugins_are_discovered(monkeypatch: pytest.MonkeyPatch) -> 
         assert group == "satind.plugins"
         return [EntryPoint()]
 
-    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
     found = plugins.discover()
     assert found["fib-from-ep"].source.startswith("entry point fake")
 

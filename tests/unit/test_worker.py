@@ -173,11 +173,11 @@ def test_a_snapshot_logs_the_finished_children_of_every_open_frame_once() -> Non
         w.run_job(root)
     finally:
         worker_mod.CURRENT = None
-    events = [(kind, job.value if job else None) for kind, job in hooks.drained()]
+    events = [(kind, job.value if job else 0) for kind, job in hooks.drained()]
     snaps = [i for i, (kind, _) in enumerate(events) if kind == "snapshot"]
     assert len(snaps) == 2
-    first = sorted(v for kind, v in events[: snaps[0]] if kind == "logged")
-    second = sorted(v for kind, v in events[snaps[0] : snaps[1]] if kind == "logged")
+    first = sorted(int(v) for kind, v in events[: snaps[0]] if kind == "logged")
+    second = sorted(int(v) for kind, v in events[snaps[0] : snaps[1]] if kind == "logged")
     assert first == [20]  # outer's leaf 2
     # mid's leaf 11, and down the stack in outer's frame only what is new there: leaf 1.
     assert second == [10, 110]
@@ -537,7 +537,7 @@ def test_a_job_spawning_past_the_queue_limit_fails(worker: Worker) -> None:
 def test_engine_code_failing_on_a_job_fails_that_job_and_loses_nothing(worker: Worker) -> None:
     # A RecursionError at the very bottom of the stack hits engine code, not the plugin's:
     # the job it was running must still finish (with the error), or its parent waits forever.
-    calls = []
+    calls: list[Job] = []
     real = worker.run_job
 
     def flaky(job: Job) -> None:

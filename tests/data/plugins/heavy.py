@@ -4,6 +4,8 @@ for every tuple), which is what a peer's network side must never spend while pro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from satind import Plugin, spawnable, sync
 
 CHUNK = 20_000
@@ -20,7 +22,7 @@ def scan(rows: tuple[tuple[int, int, int], ...]) -> int:
     return left.result() + right.result()
 
 
-def parse(argv: list[str]) -> tuple[tuple[tuple[int, int, int], ...]]:
+def parse(argv: Sequence[str]) -> tuple[tuple[tuple[int, int, int], ...]]:
     n = int(argv[0])
     return (tuple((i, i * 7 % 13, i % 5) for i in range(n)),)
 

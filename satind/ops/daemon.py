@@ -28,7 +28,9 @@ from pathlib import Path
 import trio
 
 from satind.config import Config, default_peer_count
-from satind.launcher import (
+from satind.net import tls
+from satind.net.transport import Address, parse_address
+from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,
     PeerSpec,
@@ -38,8 +40,6 @@ from satind.launcher import (
     stop_peers,
     wait_bound,
 )
-from satind.net import tls
-from satind.net.transport import Address, parse_address
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class Supervisor:
         self._stopping = True
         processes = [s.process for s in self.slots if s.process is not None]
         with trio.CancelScope(shield=True):
-            await stop_peers(processes, self.cfg.launcher.stop_grace_s)
+            await stop_peers(processes, self.cfg.launcher)
         for slot in self.slots:
             slot.stopped = True
         self._all_stopped.set()
@@ -170,7 +170,8 @@ class Supervisor:
                 self._stopped(slot)
                 return
             if code == EXIT_USAGE:
-                why = await _error_line(slot.process) or "see its log above"
+                why = await _error_line(slot.process, self.cfg.launcher.stop_grace_s)
+                why = why or "see its log above"
                 await self._stop_all_because(
                     f"peer {slot.spec.name} cannot run (exit {code}): {why}"
                 )
@@ -180,7 +181,10 @@ class Supervisor:
                 log.error("peer %s died (exit %d); not restarting", slot.spec.name, code)
                 self._stopped(slot)
                 return
-            delay = min(60.0, self.cfg.daemon.restart_delay_s * 2 ** (slot.crashes - 1))
+            delay = min(
+                self.cfg.daemon.restart_max_delay_s,
+                self.cfg.daemon.restart_delay_s * 2 ** (slot.crashes - 1),
+            )
             log.error("peer %s died (exit %d); restarting in %.1f s", slot.spec.name, code, delay)
             await trio.sleep(delay)
             if self._stopping:
@@ -206,18 +210,18 @@ class Supervisor:
                             p.process.send_signal(signal.SIGTERM)  # the child drains, then exits
                     return
                 with trio.CancelScope(shield=True):
-                    await stop_peers(processes, self.cfg.launcher.stop_grace_s)
+                    await stop_peers(processes, self.cfg.launcher)
                 return
 
 
-async def _error_line(peer: PeerProcess) -> str:
+async def _error_line(peer: PeerProcess, within_s: float) -> str:
     """What a peer that exited with a usage error said about it on stdout (launcher's
     ``_usage_error``), or "" if nothing."""
     stdout = peer.process.stdout
     if stdout is None:
         return ""
     data = b""
-    with trio.move_on_after(1):
+    with trio.move_on_after(within_s):
         while len(data) < 65536:
             chunk = await stdout.receive_some(4096)
             if not chunk:

@@ -13,13 +13,10 @@ reaches only the launcher, which then stops them.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
 import logging
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -29,18 +26,15 @@ from pathlib import Path
 
 import trio
 
-from satind._trio import run_flat
-from satind.config import Config
-from satind.engine.worker import tune_process
+from satind.config import Config, LauncherConfig
 from satind.net import tls
-from satind.net.transport import Address, parse_address
+from satind.net.transport import Address
 
 log = logging.getLogger(__name__)
 
-CHILD_MODULE = "satind.launcher"
-EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
-# The child cannot run as configured (bad credentials or configuration, cannot listen): a
-# daemon must not restart it.
+CHILD_MODULE = "satind.ops.child"
+# A child that cannot run as configured (bad credentials or configuration, cannot listen)
+# exits with this: a daemon must not restart it (child.py).
 EXIT_USAGE = 2
 
 
@@ -117,7 +111,7 @@ class PeerProcess:
         return self.spec.name
 
 
-async def _read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes:
+async def read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes:
     data = bytearray()
     while not data.endswith(b"\n"):
         chunk = await stream.receive_some(1)
@@ -144,7 +138,7 @@ async def start_peer(spec: PeerSpec) -> PeerProcess:
 
 async def wait_bound(peer: PeerProcess) -> Address:
     assert peer.process.stdout is not None
-    line = await _read_line(peer.process.stdout)
+    line = await read_line(peer.process.stdout)
     if not line:
         code = await peer.process.wait()
         raise StartupError(f"peer {peer.name} exited with code {code} during start-up")
@@ -158,17 +152,19 @@ async def wait_bound(peer: PeerProcess) -> Address:
 
 async def wait_joined(peer: PeerProcess) -> None:
     assert peer.process.stdout is not None
-    if not await _read_line(peer.process.stdout):
+    if not await read_line(peer.process.stdout):
         code = await peer.process.wait()
         raise StartupError(f"peer {peer.name} exited with code {code} while joining")
 
 
-async def stop_peers(peers: Sequence[PeerProcess], grace: float) -> None:
-    """Close every child's stdin (the stop signal), then kill what is still there."""
+async def stop_peers(peers: Sequence[PeerProcess], cfg: LauncherConfig) -> None:
+    """Close every child's stdin (the stop signal), then kill what is still there after
+    ``cfg.stop_grace_s``."""
+    grace = cfg.stop_grace_s
     for peer in peers:
         if peer.process.stdin is not None:
             with (
-                trio.move_on_after(0.5),
+                trio.move_on_after(cfg.stdin_close_s),
                 contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
             ):
                 await peer.process.stdin.aclose()
@@ -255,136 +251,4 @@ async def local_peers(
         ) from None
     finally:
         with trio.CancelScope(shield=True):
-            await stop_peers(peers, cfg.launcher.stop_grace_s)
-
-
-# -- the child side ----------------------------------------------------------------------------
-
-
-async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
-    from satind.node.peer import Peer, PeerOptions
-
-    options = PeerOptions(
-        name=args.name,
-        cluster=args.cluster,
-        listen=parse_address(args.listen),
-        seeds=[parse_address(s) for s in args.seeds.split(",") if s],
-        credentials=credentials,
-        plugin_paths=args.plugin_path,
-        seed=args.seed,
-    )
-    peer = Peer(cfg, options)
-    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    asked_to_stop = False
-    async with trio.open_nursery() as nursery:
-        address = await nursery.start(peer.run, not args.seeds_from_stdin)
-        _say({"name": args.name, "host": address.host, "port": address.port})
-        if args.seeds_from_stdin:
-            line = json.loads(await _read_line(stdin) or b"{}")
-            peer.join([parse_address(s) for s in line.get("seeds", [])])
-
-        async def report_joined() -> None:
-            await peer.joined.wait()
-            await peer.wait_for_members(args.expect)
-            _say({"name": args.name, "members": len(peer.table.alive())})
-
-        async def watch_stdin() -> None:
-            nonlocal asked_to_stop
-            # End of file on stdin: the launcher is gone or asks us to stop.
-            while await stdin.receive_some(4096):
-                pass
-            asked_to_stop = True
-            peer.leave()
-
-        async def watch_signals() -> None:
-            nonlocal asked_to_stop
-            with trio.open_signal_receiver(signal.SIGTERM) as signals:
-                async for _ in signals:
-                    asked_to_stop = True
-                    if cfg.daemon.on_sigterm == "drain":
-                        peer.drain("SIGTERM")
-                    else:
-                        peer.leave()
-
-        nursery.start_soon(report_joined)
-        nursery.start_soon(watch_stdin)
-        nursery.start_soon(watch_signals)
-        await peer.stopped.wait()
-        nursery.cancel_scope.cancel()
-    return EXIT_STOPPED
-
-
-def _say(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def _read_handover() -> tuple[Config, tls.Credentials | None]:
-    """The first line on stdin (PeerSpec.handover), read unbuffered: what follows on stdin
-    (seeds, then end of file as the stop signal) is read by the peer later.
-
-    Raises:
-        ConfigError: no valid handover.
-    """
-    from satind.config import DEFAULT, ConfigError, with_overrides
-
-    line = bytearray()
-    while not line.endswith(b"\n"):
-        byte = os.read(0, 1)
-        if not byte:
-            raise ConfigError("no configuration on stdin (start peers with satind run/start)")
-        line += byte
-        if len(line) > 1 << 20:
-            raise ConfigError("configuration line on stdin too long")
-    try:
-        data = json.loads(line)
-        cfg = with_overrides(DEFAULT, data["config"])
-        creds = data["credentials"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"bad configuration on stdin: {exc}") from None
-    return cfg, None if creds is None else tls.Credentials.from_json(creds)
-
-
-def child_main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m satind.launcher")
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--cluster", default="c0")
-    parser.add_argument("--listen", default="127.0.0.1:0")
-    parser.add_argument("--seeds", default="")
-    parser.add_argument("--seeds-from-stdin", action="store_true")
-    parser.add_argument("--expect", type=int, default=1)
-    parser.add_argument("--plugin-path", type=Path, action="append", default=[])
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--log-level", default="WARNING")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    from satind.config import ConfigError
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = 1
-    try:
-        cfg, credentials = _read_handover()
-        tune_process(cfg.engine)
-        code = run_flat(_child, args, cfg, credentials)
-    except (tls.KeysError, ConfigError) as exc:
-        code = _usage_error(args.name, str(exc))
-    except OSError as exc:
-        code = _usage_error(args.name, f"cannot listen on {args.listen}: {exc}")
-    sys.exit(code)
-
-
-def _usage_error(name: str, message: str) -> int:
-    """A peer that cannot run as configured: say why on stderr, and on stdout for the
-    launcher (a daemon stops instead of restarting it forever)."""
-    print(f"satind peer {name}: {message}", file=sys.stderr)
-    with contextlib.suppress(OSError):
-        _say({"name": name, "error": message})
-    return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    child_main()
+            await stop_peers(peers, cfg.launcher)

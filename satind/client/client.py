@@ -53,10 +53,11 @@ class _RunWaiter:
 
 
 class Client:
-    def __init__(self, transport: TcpTransport, conn: Connection, peer: str) -> None:
+    def __init__(self, transport: TcpTransport, conn: Connection, peer: str, cfg: Config) -> None:
         self.transport = transport
         self.conn = conn
         self.peer = peer
+        self.cfg = cfg
         self.requests = Requests()
         # Where it is connected, and other members' addresses from the last accepted submit
         # or resume: where to follow a run if this peer is lost.
@@ -96,7 +97,7 @@ class Client:
         """
         req = self.requests.new()
         self.conn.post(m.Submit(req, plugin, argv, code_hash))
-        reply = await self._wait_reply(req, 30.0)
+        reply = await self._wait_reply(req, self.cfg.client.timeout_s)
         assert isinstance(reply, m.Submitted)
         if reply.error is not None:
             if reply.error.type.endswith("UsageError"):
@@ -126,7 +127,7 @@ class Client:
         req = self.requests.new()
         self.conn.post(m.ResumeRequest(req, run_id))
         # Loading the logs takes time on a big checkpoint: wait longer than for a submit.
-        reply = await self._wait_reply(req, 300.0)
+        reply = await self._wait_reply(req, self.cfg.client.resume_timeout_s)
         assert isinstance(reply, m.Submitted)
         if reply.error is not None:
             raise SubmitRefused(reply.error)
@@ -177,7 +178,7 @@ class Client:
         first = [self.address] if self.address is not None else []
         return first + [a for a in self.contacts if a != self.address]
 
-    async def progress(self, run_id: str, within_s: float = 2.0) -> m.ProgressReply | None:
+    async def progress(self, run_id: str, within_s: float) -> m.ProgressReply | None:
         """The run's progress, or None when no answer came in time (or an error)."""
         req = self.requests.new()
         self.conn.post(m.ProgressRequest(req, run_id))
@@ -187,7 +188,7 @@ class Client:
     def shutdown(self, reason: str) -> None:
         self.conn.post(m.Shutdown(reason))
 
-    async def status(self, within_s: float = 10.0, deep: bool = True) -> m.StatusReply:
+    async def status(self, within_s: float | None = None, deep: bool = True) -> m.StatusReply:
         """Every member's status and every run's, as the connected peer gathers them
         (``deep=False``: the connected peer's own line, then its view of the others).
 
@@ -196,7 +197,7 @@ class Client:
         """
         req = self.requests.new()
         self.conn.post(m.StatusRequest(req, deep))
-        reply = await self._wait_reply(req, within_s)
+        reply = await self._wait_reply(req, within_s or self.cfg.client.timeout_s)
         assert isinstance(reply, m.StatusReply)
         return reply
 
@@ -212,10 +213,11 @@ class Client:
         assert isinstance(reply, m.ResultReply)
         return reply
 
-    async def control(self, msg: m.Message, within_s: float = 10.0) -> m.ControlReply:
+    async def control(self, msg: m.Message, within_s: float | None = None) -> m.ControlReply:
         """Send a DrainRequest or StopRequest (built with ``self.requests.new()``)."""
         self.conn.post(msg)
-        reply = await self._wait_reply(msg.req, within_s)  # type: ignore[attr-defined]
+        wait = within_s or self.cfg.client.timeout_s
+        reply = await self._wait_reply(msg.req, wait)  # type: ignore[attr-defined]
         assert isinstance(reply, m.ControlReply)
         return reply
 
@@ -258,7 +260,7 @@ async def connect(
                 raise PeerUnavailable(
                     f"cannot connect to {peer or address} at {address}: {exc}"
                 ) from exc
-            client = Client(transport, conn, conn.remote_name)
+            client = Client(transport, conn, conn.remote_name, cfg)
             client.address = address
             holder.append(client)
             try:
@@ -291,7 +293,7 @@ async def follow_result(
         raise RunLost(f"no other peer to ask for run {run_id}")
     patience = cfg.client.follow_s
     deadline = trio.current_time() + patience
-    delay = 0.25
+    delay = cfg.client.follow_retry_min_s
     why = ""
     while trio.current_time() < deadline:
         for address in contacts:
@@ -312,7 +314,7 @@ async def follow_result(
                 raise RunLost(f"run {run_id}: {reply.error}")
         log.info("no peer knows run %s yet (%s); asking again", run_id, why)
         await trio.sleep(delay)
-        delay = min(2 * delay, 5.0)
+        delay = min(2 * delay, cfg.client.follow_retry_max_s)
     raise RunLost(
         f"no peer knew run {run_id} for {patience:g} s (client.follow_s); last answer: {why}"
     )

@@ -21,8 +21,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from satind.client.client import Client, PeerUnavailable
 from satind.config import Config
-from satind.control import Client, PeerUnavailable
 from satind.net import messages as m
 
 STATE_STYLE = {
@@ -139,7 +139,7 @@ async def watch_status(client: Client, cfg: Config) -> None:
     with Live(console=console, refresh_per_second=4, screen=False) as live:
         while True:
             try:
-                reply = await client.status(within_s=5.0)
+                reply = await client.status()
             except PeerUnavailable as exc:
                 live.update(Text(f"lost the peer: {exc}", style="red"))
                 return
@@ -165,7 +165,7 @@ async def watch_status(client: Client, cfg: Config) -> None:
                     tasks[run.run_id], completed=run.progress if run.state != "done" else 1.0
                 )
             live.update(Group(peers_table(reply), progress, rates))
-            await trio.sleep(0.5)
+            await trio.sleep(cfg.client.watch_interval_s)
 
 
 async def follow_run(

@@ -1,0 +1,106 @@
+"""The ``satind`` command: parse (``parser.py``), run one command (``local.py``, ``daemon.py``,
+``runs.py``, ``system.py``), print (``report.py``, ``console.py``), exit (``exits.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+
+from satind import plugin as plugins
+from satind._trio import run_flat
+from satind.cli import daemon, local, parser, runs, system
+from satind.cli.common import load_config
+from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from satind.client import client as control
+from satind.config import Config
+
+# Commands that need no running system, and commands that talk to one (async, with the
+# configuration of --config).
+LOCAL: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": local.run,
+    "plugins": local.list_plugins,
+    "config": local.config,
+    "simulate": local.simulate,
+    "keys": local.keys,
+    "start": daemon.start,
+}
+CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
+    "submit": runs.submit,
+    "result": runs.result,
+    "resume": runs.resume,
+    "suspend": runs.suspend,
+    "status": system.status,
+    "drain": system.drain,
+    "stop": system.stop,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run_cli(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Output piped into `head` and the like: the reader left, which is not an error of
+        # ours. Point stdout at /dev/null so that the flush at exit does not complain again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    sys.exit(code)
+
+
+def run_cli(argv: list[str]) -> int:
+    top_parser, commands = parser.build()
+    # The top level knows the global options and the command; each command's own parser then
+    # reads its arguments intermixed, so options may follow the plugin's arguments.
+    try:
+        at = _command_index(argv, commands)
+        top = top_parser.parse_args(argv[:at])  # global options only (and --help)
+        if at == len(argv):
+            top_parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        command = argv[at]
+        sub = commands[command]
+        if command in ("run", "submit"):
+            args = sub.parse_intermixed_args(argv[at + 1 :])
+        else:
+            args = sub.parse_args(argv[at + 1 :])
+        args.command = command
+        args.log_level = top.log_level
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
+    logging.basicConfig(
+        level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if command in LOCAL:
+            return LOCAL[command](args)
+        cfg = load_config(args.config)
+        return int(run_flat(CLIENT[command], args, cfg))
+    except CliError as exc:
+        print(f"satind: {exc}", file=sys.stderr)
+        return exc.code
+    except (control.PeerUnavailable, control.RequestFailed) as exc:
+        print(f"satind: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
+    except plugins.PluginFailed as exc:
+        print(f"satind: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("satind: interrupted", file=sys.stderr)
+        return 130
+
+
+def _command_index(argv: list[str], commands: dict[str, argparse.ArgumentParser]) -> int:
+    """Position of the command word (the first argument naming a command), or the end."""
+    for i, word in enumerate(argv):
+        if word in commands:
+            return i
+    return len(argv)
+
+
+if __name__ == "__main__":
+    main()

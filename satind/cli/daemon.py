@@ -1,0 +1,50 @@
+"""`satind start`: run this machine's peers in the foreground (ops/daemon.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from satind._trio import run_flat
+from satind.cli.common import flags_of, load_config
+from satind.cli.exits import EXIT_USAGE, CliError
+from satind.net import tls
+from satind.net.transport import parse_address
+
+
+def start(args: argparse.Namespace) -> int:
+    from satind.ops.daemon import DaemonError, Supervisor
+
+    cfg = load_config(args.config)
+    daemon: dict[str, Any] = {
+        "cluster": args.cluster,
+        "peers": args.peers,
+        "keys": args.keys,
+        "name": args.name,
+    }
+    try:
+        if args.listen:
+            address = parse_address(args.listen)
+            daemon.update(host=address.host, port=address.port)
+        if args.seeds:
+            daemon["seeds"] = [s for s in args.seeds.split(",") if s]
+            for seed in daemon["seeds"]:
+                parse_address(seed)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if args.plugin_path:
+        daemon["plugin_paths"] = [*cfg.daemon.plugin_paths, *map(str, args.plugin_path)]
+    if args.peers is not None and args.peers < 1:
+        raise CliError("--peers must be at least 1", EXIT_USAGE)
+    if args.checkpoint_interval is not None and args.checkpoint_interval <= 0:
+        raise CliError("--checkpoint-interval must be a positive number of seconds", EXIT_USAGE)
+    checkpoint = {
+        "dir": str(args.checkpoint_dir.resolve()) if args.checkpoint_dir is not None else None,
+        "interval_s": args.checkpoint_interval,
+    }
+    cfg = flags_of(cfg, {"daemon": daemon, "checkpoint": checkpoint})
+    try:
+        supervisor = Supervisor(cfg, args.log_level)
+        return int(run_flat(supervisor.run))
+    except (DaemonError, tls.KeysError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None

@@ -1,0 +1,148 @@
+"""Commands that need no running system: `run` (the embedded default), `plugins`, `config`,
+`keys` and `simulate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from satind import config as config_mod
+from satind import plugin as plugins
+from satind._trio import run_flat
+from satind.cli.common import flags_of, load_config
+from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, FOR_FAILURE, CliError
+from satind.cli.report import print_report, run_report
+from satind.net import tls
+
+
+def run(args: argparse.Namespace) -> int:
+    from satind.client.runner import Failure, LocalRun, run_local
+
+    plugin = resolve_plugin(args.plugin, args.args, args.plugin_path)
+    peers = args.peers if args.peers is not None else config_mod.default_peer_count()
+    if peers < 1:
+        raise CliError("--peers must be at least 1", EXIT_USAGE)
+    if not 1 <= args.clusters <= peers:
+        raise CliError(f"--clusters must be between 1 and --peers ({peers})", EXIT_USAGE)
+    cfg = flags_of(load_config(args.config), {"steal": {"algorithm": args.steal}})
+    request = LocalRun(
+        plugin=plugin,
+        argv=args.args,
+        peers=peers,
+        clusters=args.clusters,
+        plugin_paths=args.plugin_path,
+        log_level=args.log_level,
+        seed=args.seed,
+        show_progress=not args.json and sys.stderr.isatty(),
+    )
+    try:
+        outcome = run_flat(run_local, request, cfg)
+    except KeyboardInterrupt:
+        print("satind: interrupted; every peer was stopped", file=sys.stderr)
+        return 130
+    if isinstance(outcome, Failure):
+        raise CliError(outcome.message, FOR_FAILURE[outcome.kind])
+    report = run_report(plugin, args.args, outcome, check=not args.no_check)
+    report.update(clusters=args.clusters, steal=cfg.steal.algorithm)
+    return print_report(report, args.json)
+
+
+def resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugins.Plugin:
+    """The plugin to run, with its arguments checked here, before any peer starts."""
+    try:
+        plugin = plugins.find(name, paths)
+    except (plugins.UnknownPlugin, FileNotFoundError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    try:
+        plugin.parse_args(argv)
+    except plugins.UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except plugins.PluginFailed as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    return plugin
+
+
+def list_plugins(args: argparse.Namespace) -> int:
+    for name, plugin in sorted(plugins.discover(args.plugin_path).items()):
+        print(f"{name:12} {plugin.usage:40} {plugin.description}")
+    return EXIT_OK
+
+
+def config(args: argparse.Namespace) -> int:
+    print(config_mod.to_toml(load_config(args.config)), end="")
+    return EXIT_OK
+
+
+def simulate(args: argparse.Namespace) -> int:
+    from satind.sim.scenario import ScenarioError, load
+    from satind.sim.simulator import simulate
+
+    try:
+        scenario = load(args.scenario)
+    except ScenarioError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if args.log_level.upper() == "WARNING":
+        # Simulated faults make peers log what a real operator should hear about; here they
+        # are the experiment, and the report says what happened.
+        logging.getLogger("satind").setLevel(logging.ERROR)
+    report = simulate(scenario, args.seed)
+    if args.json:
+        print(json.dumps(report.as_dict()))
+    else:
+        verdict = "all invariants held" if report.invariants_ok else "INVARIANTS VIOLATED"
+        makespan = "-" if report.makespan_s is None else f"{report.makespan_s:.3f} s"
+        print(f"{report.scenario} (seed {report.seed}, {report.peers} peers): {verdict}")
+        print(
+            f"  makespan {makespan} virtual · work {report.work_s:.2f} s, redone "
+            f"{report.redone_s:.2f} s · leaves {report.leaves_run:,} run, "
+            f"{report.leaves_unique:,} distinct of {report.leaves_expected:,}"
+        )
+        print(
+            f"  steals local {report.stolen_local:,}/{report.steal_attempts_local:,} · wide "
+            f"{report.stolen_wide:,}/{report.steal_attempts_wide:,} · messages "
+            f"{report.messages:,} ({report.bytes:,} bytes, {report.messages_dropped:,} dropped)"
+        )
+        print(
+            f"  recovery: jobs restarted {report.jobs_restarted:,} · tuples sent "
+            f"{report.tuples_sent:,} · results reused {report.results_reused:,} · drained "
+            f"leaves redone {report.drained_redone:,}"
+        )
+        if report.checkpoint_bytes:
+            covered = report.leaves_checkpointed
+            reused = covered - report.checkpointed_redone
+            share = f" ({reused / covered:.0%})" if covered else ""
+            print(
+                f"  checkpoints: {report.checkpoint_bytes:,} bytes written · leaves covered at "
+                f"the resume {covered:,}, reused {reused:,}{share} · leaves run after the "
+                f"resume {report.leaves_after_resume:,}"
+            )
+        conv = "-" if report.convergence_s is None else f"{report.convergence_s:.2f} s"
+        print(
+            f"  membership converged at {conv} · {report.virtual_s:.1f} virtual s in "
+            f"{report.wall_s:.1f} wall s · trace {report.trace_hash[:16]} "
+            f"({report.trace_events:,} events)"
+        )
+        for violation in report.violations:
+            print(f"  violation: {violation}")
+    return EXIT_OK if report.invariants_ok else EXIT_FAILED
+
+
+def keys(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "init":
+            ca = tls.init_ca(args.directory)
+            tls.issue(args.directory, "client", client=True)
+            print(f"made a cluster CA ({ca}) and a client certificate 'client' in {args.directory}")
+            print(f"next: satind keys issue {args.directory} MACHINE  (once per machine)")
+            return EXIT_OK
+        if not args.name:
+            raise CliError("satind keys issue DIR NAME: give the certificate's NAME", EXIT_USAGE)
+        cert, key = tls.issue(args.directory, args.name, client=args.client)
+        print(f"issued {'client' if args.client else 'node'} certificate {cert} (key {key})")
+        return EXIT_OK
+    except tls.KeysError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None

@@ -1,0 +1,249 @@
+"""The ``satind`` command's arguments: one parser per command, with help that explains."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from satind import config as config_mod
+
+
+def client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--to",
+        metavar="HOST:PORT",
+        help="a peer of the system (default: $SATIND_TO, else [client] to in the config)",
+    )
+    p.add_argument(
+        "--keys",
+        metavar="DIR",
+        help="keys directory with ca.pem and a client certificate "
+        "(default: $SATIND_KEYS, else [client] keys in the config)",
+    )
+    p.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="the client certificate's name (default: [client] name, 'client')",
+    )
+    p.add_argument("--config", type=Path, help="TOML config file")
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {text!r}; use one of {', '.join(LOG_LEVELS)}"
+        )
+    return level
+
+
+def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="satind",
+        description=(
+            "satind runs divide-and-conquer Python programs (plugins) over peers that steal "
+            "work from each other. `satind run PLUGIN ARGS` starts local peers, runs the "
+            "plugin and stops them; `satind start` runs a machine's peers as a daemon that "
+            "`submit`, `status`, `drain` and `stop` talk to."
+        ),
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=_log_level,
+        metavar="LEVEL",
+        help="peer and client log level: DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands: dict[str, argparse.ArgumentParser] = {}
+
+    run = commands["run"] = sub.add_parser(
+        "run",
+        help="run a plugin on local peers and print the result",
+        description=(
+            "Start N local peer processes on 127.0.0.1 (mutual TLS with a throw-away CA), run "
+            "PLUGIN with ARGS on them, print the result and a statistics summary, stop every "
+            "peer. Options may come before or after the plugin's arguments; put plugin "
+            "arguments that start with '-' after '--'."
+        ),
+    )
+    run.add_argument("plugin", metavar="PLUGIN", help="plugin name (see `satind plugins`)")
+    run.add_argument("args", metavar="ARGS", nargs="*", help="the plugin's arguments")
+    run.add_argument(
+        "--peers",
+        type=int,
+        default=None,
+        help="number of peer processes (default: one per core, here "
+        f"{config_mod.default_peer_count()})",
+    )
+    run.add_argument(
+        "--clusters",
+        type=int,
+        default=1,
+        help="spread the peers over this many cluster labels (default 1)",
+    )
+    run.add_argument(
+        "--steal",
+        choices=["rs", "crs"],
+        default=None,
+        help="work stealing: rs = random, crs = cluster-aware random (default: config, crs)",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    run.add_argument(
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also load plugins from every *.py in DIR (repeatable)",
+    )
+    run.add_argument("--config", type=Path, help="TOML config file (see configs/)")
+    run.add_argument("--seed", type=int, help="seed the peers' random choices")
+    run.add_argument(
+        "--no-check", action="store_true", help="skip the plugin's independent result check"
+    )
+
+    plist = commands["plugins"] = sub.add_parser("plugins", help="list the available plugins")
+    plist.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+
+    start = commands["start"] = sub.add_parser(
+        "start",
+        help="run this machine's peers in the foreground (the daemon)",
+        description=(
+            "Start and supervise this machine's peers: NAME/0 ... NAME/N-1 on ports PORT, "
+            "PORT+1, ... They join the system through the seeds. SIGTERM or Ctrl-C stops them "
+            "gracefully. Every option defaults to the [daemon] section of the config."
+        ),
+    )
+    start.add_argument("--config", type=Path, help="TOML config file (see configs/)")
+    start.add_argument("--listen", metavar="HOST:PORT", help="address of peer 0")
+    start.add_argument("--seeds", metavar="HOST:PORT,...", help="peers of other machines")
+    start.add_argument("--cluster", help="this machine's cluster label")
+    start.add_argument("--peers", type=int, help="number of peers (default: one per core)")
+    start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")
+    start.add_argument("--name", help="this machine's name (its certificate's; default: host)")
+    start.add_argument("--plugin-path", action="append", default=[], metavar="DIR")
+    start.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        metavar="DIR",
+        help="write checkpoint logs of finished results here (a local disk, or a mount every "
+        "machine shares), so that runs survive the loss of every peer (`satind resume`)",
+    )
+    start.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
+    )
+
+    submit = commands["submit"] = sub.add_parser(
+        "submit",
+        help="submit a run to a daemon; prints its run id",
+        description="Submit PLUGIN ARGS to the peer at --to, which becomes the run's master.",
+    )
+    submit.add_argument("plugin", metavar="PLUGIN")
+    submit.add_argument("args", metavar="ARGS", nargs="*")
+    submit.add_argument(
+        "--wait", action="store_true", help="wait for the result and print it as `satind run` does"
+    )
+    submit.add_argument("--json", action="store_true", help="JSON output")
+    submit.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    client_options(submit)
+
+    result = commands["result"] = sub.add_parser("result", help="fetch a run's result")
+    result.add_argument("run_id", metavar="RUN_ID")
+    result.add_argument("--wait", action="store_true", help="wait until the run ends")
+    result.add_argument("--json", action="store_true")
+    result.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    client_options(result)
+
+    resume = commands["resume"] = sub.add_parser(
+        "resume",
+        help="resume a run from checkpoint logs (after every peer was lost, or elsewhere)",
+        description="The peer at --to loads every log in its [checkpoint] dir, becomes the "
+        "run's master under a new epoch and respawns the root; checkpointed results are "
+        "reused (stats.results_reused) instead of computed.",
+    )
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--wait", action="store_true", help="wait for the result")
+    resume.add_argument("--json", action="store_true", help="JSON output, as `satind run --json`")
+    resume.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    client_options(resume)
+
+    suspend = commands["suspend"] = sub.add_parser(
+        "suspend",
+        help="checkpoint and stop a run; `satind resume` continues it, here or elsewhere",
+        description="The run's master stops it; every peer writes what it finished for it to "
+        "its checkpoint log. Needs peers started with --checkpoint-dir.",
+    )
+    suspend.add_argument("run_id", metavar="RUN_ID")
+    client_options(suspend)
+
+    status = commands["status"] = sub.add_parser(
+        "status",
+        help="peers and runs of the system",
+        description="One line per peer (state alive/suspect/dead/left/draining) and per run.",
+    )
+    status.add_argument("--watch", action="store_true", help="a live view, until Ctrl-C")
+    status.add_argument("--json", action="store_true")
+    client_options(status)
+
+    drain = commands["drain"] = sub.add_parser(
+        "drain",
+        help="drain peers: stop taking work, finish it, leave",
+    )
+    drain.add_argument("peer", metavar="PEER_ID", nargs="?")
+    drain.add_argument("--cluster", help="drain every peer of this cluster")
+    client_options(drain)
+
+    stop = commands["stop"] = sub.add_parser(
+        "stop",
+        help="stop the daemon's machine (its peers leave and exit)",
+    )
+    stop.add_argument("--all", action="store_true", help="stop every member of the system")
+    stop.add_argument(
+        "--drain",
+        action="store_true",
+        help="drain first: each peer finishes its work and hands its finished results to a "
+        "peer that stays before it leaves (no work is lost; see `satind drain`)",
+    )
+    client_options(stop)
+
+    keys = commands["keys"] = sub.add_parser(
+        "keys",
+        help="make a cluster CA and certificates",
+        description=(
+            "`satind keys init DIR` makes a cluster CA and a client certificate 'client'; "
+            "`satind keys issue DIR NAME` a node certificate for machine NAME; "
+            "`--client` a client certificate. Keys are written 0600."
+        ),
+    )
+    keys.add_argument("action", choices=["init", "issue"])
+    keys.add_argument("directory", type=Path, metavar="DIR")
+    keys.add_argument("name", nargs="?", metavar="NAME")
+    keys.add_argument("--client", action="store_true", help="issue a client certificate")
+
+    sim = commands["simulate"] = sub.add_parser(
+        "simulate",
+        help="run a scenario in the deterministic simulator",
+        description=(
+            "Run SCENARIO.toml (see configs/scenarios/): real peer code on an in-memory network "
+            "in virtual time, with the scenario's faults. Prints the virtual makespan, work done "
+            "and redone, steals, messages, membership convergence and whether every invariant "
+            "held; the same scenario and seed always give the same trace_hash. Exit code 1 when "
+            "an invariant failed."
+        ),
+    )
+    sim.add_argument("scenario", type=Path, metavar="SCENARIO.toml")
+    sim.add_argument("--seed", type=int, help="override the scenario's seed")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+
+    cfg = commands["config"] = sub.add_parser("config", help="show the effective configuration")
+    cfg.add_argument("action", choices=["show"])
+    cfg.add_argument("--config", type=Path, help="TOML config file")
+    return parser, commands

@@ -1,0 +1,119 @@
+"""What the command prints about a run: the run JSON (the same for `satind run`, `submit
+--wait`, `result` and `resume --wait`) or its human summary, and a status reply as JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from satind import plugin as plugins
+from satind import stats
+from satind.cli.exits import EXIT_FAILED, EXIT_OK
+from satind.client.runner import Failure, Outcome, outcome_of
+from satind.config import Config
+from satind.net import messages as m
+
+
+def local_plugin(name: str, paths: Sequence[Path]) -> plugins.Plugin | None:
+    """The plugin, when this machine has it too (for reports and checks); else None."""
+    try:
+        return plugins.find(name, paths)
+    except (plugins.UnknownPlugin, FileNotFoundError):
+        return None
+
+
+def run_report(
+    plugin: plugins.Plugin | None,
+    argv: Sequence[str],
+    outcome: Outcome,
+    check: bool = True,
+) -> dict[str, Any]:
+    """The run JSON."""
+    value = outcome.value
+    report: dict[str, Any] = {
+        "run_id": outcome.run_id,
+        "plugin": plugin.name if plugin else "",
+        "args": list(argv),
+        "result": plugin.make_report(argv, value) if plugin else value,
+        "elapsed_s": round(outcome.elapsed_s, 6),
+        "peers": outcome.peers,
+        "stats": outcome.stats,
+        "check": "skipped",
+    }
+    if plugin is not None and plugin.check is not None and check:
+        try:
+            plugin.check(plugin.parse_args(argv), value)
+            report["check"] = "ok"
+        except Exception as exc:
+            report["check"] = f"failed: {type(exc).__name__}: {exc}"
+    return report
+
+
+def print_report(report: dict[str, Any], as_json: bool) -> int:
+    """Print a run's report; the exit code (1 when the plugin's check rejected the result)."""
+    if as_json:
+        print(json.dumps(report, default=_jsonable))
+    else:
+        counters = report["stats"]
+        print(f"result: {report['result']}")
+        where = f"{report['peers']} peers"
+        if "clusters" in report:
+            where += f" ({report['clusters']} cluster(s), {report['steal']})"
+        print(
+            f"run {report['run_id']}: {report['plugin']} {' '.join(report['args'])} on "
+            f"{where} in {report['elapsed_s']:.3f} s; check {report['check']}"
+        )
+        print("  " + _line(counters, stats.SUMMARY))
+        if any(counters.get(name) for name in stats.RECOVERY):
+            print("  recovery: " + _line(counters, stats.RECOVERY))
+    if report["check"].startswith("failed"):
+        print(
+            f"satind: the result failed the plugin's check: {report['check'][8:]}", file=sys.stderr
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _line(counters: dict[str, Any], names: Sequence[str]) -> str:
+    return " · ".join(f"{n.replace('_', ' ')} {int(counters.get(n, 0)):,}" for n in names)
+
+
+def show_result(
+    result: m.RunResult,
+    plugin_name: str,
+    argv: list[str],
+    paths: Sequence[Path],
+    as_json: bool,
+    cfg: Config,
+) -> int:
+    """Print a run's result as `satind run` does; the exit code."""
+    outcome = outcome_of(result, cfg)
+    if isinstance(outcome, Failure):
+        print(f"satind: {outcome.message}", file=sys.stderr)
+        return EXIT_FAILED
+    plugin = local_plugin(plugin_name, paths)
+    report = run_report(plugin, argv, outcome)
+    if plugin is None:
+        report["plugin"] = plugin_name
+    return print_report(report, as_json)
+
+
+def status_json(reply: m.StatusReply) -> dict[str, Any]:
+    return {
+        "peers": [vars(p) for p in reply.peers],
+        "runs": [
+            {**vars(r), "progress": round(r.progress, 4), "elapsed_s": round(r.elapsed_s, 3)}
+            for r in reply.runs
+        ],
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -1,0 +1,108 @@
+"""Commands about runs on a running system: `submit`, `result`, `resume`, `suspend`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from satind import plugin as plugins
+from satind.cli.common import connected
+from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from satind.cli.report import local_plugin, show_result
+from satind.client import client as control
+from satind.config import Config
+from satind.net import messages as m
+
+
+async def submit(args: argparse.Namespace, cfg: Config) -> int:
+    plugin = local_plugin(args.plugin, args.plugin_path)
+    if plugin is not None:
+        try:
+            plugin.parse_args(args.args)  # report usage errors before bothering the system
+        except plugins.UsageError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+    async with connected(args, cfg) as client:
+        try:
+            run_id = await client.submit(
+                args.plugin, list(args.args), plugin.code_hash if plugin else ""
+            )
+        except (plugins.UsageError, plugins.UnknownPlugin) as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        except control.SubmitRefused as exc:
+            raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
+        if not args.wait:
+            return _print_run_id(run_id, args.json)
+        result = await wait_or_follow(client, run_id, cfg)
+    return show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
+
+
+async def wait_or_follow(client: control.Client, run_id: str, cfg: Config) -> m.RunResult:
+    """The run's result: from the peer it was submitted to, or, when that peer is lost (a
+    crash; the run goes on under an elected master), through the other members."""
+    try:
+        return await client.result(run_id)
+    except control.PeerUnavailable as exc:
+        print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
+    try:
+        return await control.follow_result(
+            run_id, client.follow_addresses(), cfg, client.transport.credentials
+        )
+    except control.RunLost as exc:
+        raise CliError(str(exc), EXIT_RUNTIME) from None
+
+
+async def resume(args: argparse.Namespace, cfg: Config) -> int:
+    async with connected(args, cfg) as client:
+        try:
+            run_id = await client.resume(args.run_id)
+        except control.SubmitRefused as exc:
+            raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
+        if not args.wait:
+            return _print_run_id(run_id, args.json)
+        result = await wait_or_follow(client, run_id, cfg)
+        status = await _status_or_none(client)
+    plugin_name, argv = _plugin_and_argv(status, run_id)
+    return show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)
+
+
+async def suspend(args: argparse.Namespace, cfg: Config) -> int:
+    async with connected(args, cfg) as client:
+        request = m.SuspendRequest(client.requests.new(), args.run_id)
+        reply = await client.control(request, cfg.client.suspend_timeout_s)
+    if not reply.ok:
+        raise CliError(reply.message, EXIT_FAILED)
+    print(reply.message)
+    return EXIT_OK
+
+
+async def result(args: argparse.Namespace, cfg: Config) -> int:
+    async with connected(args, cfg) as client:
+        reply = await client.fetch_result(args.run_id, args.wait, cfg.client.timeout_s)
+        status = await _status_or_none(client) if reply.result is not None else None
+    if reply.result is None:
+        raise CliError(reply.error or f"no result for {args.run_id}", EXIT_FAILED)
+    plugin_name, argv = _plugin_and_argv(status, args.run_id)
+    return show_result(reply.result, plugin_name, argv, args.plugin_path, args.json, cfg)
+
+
+def _print_run_id(run_id: str, as_json: bool) -> int:
+    print(json.dumps({"run_id": run_id}) if as_json else run_id)
+    return EXIT_OK
+
+
+async def _status_or_none(client: control.Client) -> m.StatusReply | None:
+    """The system's status, for a run's plugin and arguments; None if the peer went away
+    (the result is printed anyway)."""
+    try:
+        return await client.status()
+    except (control.PeerUnavailable, control.RequestFailed):
+        return None
+
+
+def _plugin_and_argv(status: m.StatusReply | None, run_id: str) -> tuple[str, list[str]]:
+    """A run's plugin and arguments from a status reply (for printing its result)."""
+    for run in status.runs if status else []:
+        if run.run_id == run_id:
+            return run.plugin, list(run.argv)
+    return "", []

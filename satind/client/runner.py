@@ -1,0 +1,127 @@
+"""``satind run``: start local peers, submit one run, wait for it, stop the peers.
+
+``run_local`` returns what happened as a value — the run's outcome, or a ``Failure`` saying
+whose fault it was — and the command line maps it to an exit code (``cli/exits.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from satind.client import client as control
+from satind.config import Config
+from satind.net import codec
+from satind.net import messages as m
+from satind.ops.launcher import StartupError, ephemeral_keys, local_peers
+from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError
+
+
+@dataclass
+class Outcome:
+    """A run that gave a value."""
+
+    run_id: str
+    value: Any
+    elapsed_s: float
+    peers: int
+    stats: dict[str, int | float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run that gave no value: the arguments were refused ("usage"), the plugin raised
+    ("plugin"), or the runtime failed ("runtime": a peer did not start or answer)."""
+
+    kind: Literal["usage", "plugin", "runtime"]
+    message: str
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """What `satind run` was asked for."""
+
+    plugin: Plugin
+    argv: Sequence[str]
+    peers: int
+    clusters: int = 1
+    plugin_paths: Sequence[Path] = ()
+    log_level: str = "WARNING"
+    seed: int | None = None
+    show_progress: bool = False
+
+
+async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
+    """Run a plugin on fresh local peers (mutual TLS with a throw-away CA held in memory)
+    with the effective configuration ``cfg``."""
+    keys = ephemeral_keys()
+    credentials = keys.client if cfg.net.tls else None
+    plugin = request.plugin
+    try:
+        async with local_peers(
+            request.peers,
+            keys=keys,
+            clusters=request.clusters,
+            plugin_paths=request.plugin_paths,
+            cfg=cfg,
+            log_level=request.log_level,
+            seed=request.seed,
+        ) as started:
+            master = started[0]
+            assert master.address is not None
+            run_id = ""
+            try:
+                async with control.connect(master.address, cfg, credentials, master.name) as client:
+                    try:
+                        run_id = await client.submit(
+                            plugin.name, list(request.argv), plugin.code_hash
+                        )
+                    except (UsageError, UnknownPlugin) as exc:
+                        return Failure("usage", str(exc))
+                    except PluginFailed as exc:
+                        return Failure("plugin", str(exc))
+                    except control.SubmitRefused as exc:
+                        return Failure("runtime", str(exc))
+                    if request.show_progress:
+                        from satind.cli.console import follow_run
+
+                        result = await follow_run(
+                            client, run_id, plugin.name, list(request.argv), cfg
+                        )
+                    else:
+                        result = await client.result(run_id)
+            except (control.PeerUnavailable, control.RequestFailed) as exc:
+                if not run_id:
+                    return Failure("runtime", str(exc))
+                # The master is gone after accepting the run: another peer takes the run over
+                # (master election); follow it through the survivors.
+                survivors = [
+                    p.address
+                    for p in started[1:]
+                    if p.address is not None and p.process.returncode is None
+                ]
+                try:
+                    result = await control.follow_result(run_id, survivors, cfg, credentials)
+                except control.RunLost as lost:
+                    return Failure("runtime", str(lost))
+    except StartupError as exc:
+        return Failure("runtime", f"peers did not start: {exc}")
+    return outcome_of(result, cfg)
+
+
+def outcome_of(result: m.RunResult, cfg: Config) -> Outcome | Failure:
+    """What a run's result means: its value, or the error its plugin raised."""
+    if result.error is not None:
+        err = result.error
+        text = err.traceback.rstrip() or f"{err.type}: {err.message}"
+        return Failure("plugin", f"run {result.run_id} failed: {err.type}: {err.message}\n{text}")
+    assert result.value is not None
+    return Outcome(
+        run_id=result.run_id,
+        value=codec.decode_value(result.value, cfg.net.max_depth),
+        elapsed_s=result.elapsed_s,
+        peers=result.peers,
+        stats=dict(result.stats),
+    )
