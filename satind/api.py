@@ -89,18 +89,18 @@ class Spawnable(Generic[R]):
             except Exception as exc:
                 return _Done(None, exc)
         # The hot path of every spawn: keep it to attribute reads and one allocation.
-        jobs = w.jobs
-        if len(jobs) >= w.max_queued:
-            raise _too_many(w.max_queued)
         cur = w.current
+        pending = cur.pending + 1
+        if pending > w.max_pending:
+            raise _too_many(w.max_pending)
+        cur.pending = pending
         index = cur.nspawn
         cur.nspawn = index + 1
-        cur.pending += 1
         run = cur.run
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
         if run.orphans is not None and w.adopt(job):
             return job  # an orphan's kept result stands in for it (recovery/orphans.py)
-        jobs.append(job)
+        w.jobs.append(job)
         return job
 
     def __repr__(self) -> str:
@@ -109,7 +109,7 @@ class Spawnable(Generic[R]):
 
 def _too_many(limit: int) -> LimitExceeded:
     return LimitExceeded(
-        f"{limit} spawned jobs wait on this peer (engine.max_queued_jobs): does a job spawn "
+        f"a job spawned {limit} jobs without syncing (engine.max_pending_jobs): does it spawn "
         "without bound before it syncs? Spawn fewer, larger jobs, or raise the limit"
     )
 

@@ -36,19 +36,22 @@ class EngineConfig:
     max_steal_nesting: int = 48
     # bytes. Stack of the compute thread: nested jobs and stolen work recurse on it.
     thread_stack_bytes: int = 256 * 1024 * 1024
-    # frames. Python recursion limit of the compute thread (see thread_stack_bytes).
+    # frames. Python recursion limit of the compute thread (see thread_stack_bytes): what bounds
+    # how deep a run may nest on a peer. A level of nesting costs about 4 Python frames (the
+    # job, its sync, the engine's run and sync loops) plus the plugin's own, so trees a few
+    # thousand levels deep fit. A plugin whose spawns recurse without a base case meets it
+    # quickly: the job that meets it fails with LimitExceeded naming this setting, and so does
+    # its run; the engine catches a RecursionError that lands in its own code the same way,
+    # so no job is lost and the peer goes on. (Counting depth explicitly would cost every
+    # sync; the interpreter counts anyway.)
     recursion_limit: int = 20_000
-    # jobs. How deep jobs may nest on the compute thread: a job started deeper fails with
-    # LimitExceeded (and so does its run) instead of a RecursionError that hits engine code
-    # and wedges the peer. A nested job costs about 4 Python frames plus the plugin's own, so
-    # 2,000 stays well inside recursion_limit; a sync stops stealing past half of it, so a
-    # tree up to about 1,000 levels deep never meets the limit. A plugin whose spawns recurse
-    # without a base case meets it at once.
-    max_depth: int = 2_000
-    # jobs. Jobs spawned and not yet started on one peer (its queue). A spawn past it raises
+    # jobs. Jobs one job may have spawned and not yet synced. A spawn past it raises
     # LimitExceeded in the plugin's code: a job that spawns without bound fails instead of
-    # filling the peer's memory (a queued job costs about 200 bytes plus its arguments).
-    max_queued_jobs: int = 1_000_000
+    # filling the peer's memory (a waiting job costs about 200 bytes plus its arguments).
+    # With recursion_limit it bounds the jobs alive on a peer: a bounded number of frames,
+    # each with at most this many children waiting. Checked per frame because a count per
+    # frame is one compare on the spawn path, and the length of the whole queue is a call.
+    max_pending_jobs: int = 1_000_000
     # allocations. CPython's cyclic garbage collector runs a young collection every this many
     # container allocations (its default, 700, suits small programs). Every spawn allocates a
     # job record that lives until its parent's frame ends, so at 700 the collector cost about

@@ -16,8 +16,8 @@ from satind.net.messages import ErrorInfo
 
 
 class LimitExceeded(RuntimeError):
-    """A run went past a bound that protects the peer (engine.max_depth,
-    engine.max_queued_jobs, net.max_frame_bytes): the job fails with this, and so does its
+    """A run went past a bound that protects the peer (engine.recursion_limit,
+    engine.max_pending_jobs, net.max_frame_bytes): the job fails with this, and so does its
     run, unless the plugin catches it. The message names the setting."""
 
 

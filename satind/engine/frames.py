@@ -224,11 +224,12 @@ def snapshot(
     return now
 
 
-def too_deep(job: Job, depth: int, limit: int) -> LimitExceeded:
+def too_deep(job: Job, limit: int) -> LimitExceeded:
     return LimitExceeded(
-        f"a job of run {job.run.run_id} would nest {depth} jobs deep on this peer "
-        f"(engine.max_depth is {limit}): does a spawnable function recurse without a base "
-        "case? For a tree that deep, raise engine.max_depth and engine.recursion_limit"
+        f"a job of run {job.run.run_id} nested deeper than this peer's compute thread allows "
+        f"(engine.recursion_limit is {limit} frames): does a spawnable function recurse "
+        "without a base case? For a tree that deep, raise engine.recursion_limit and "
+        "engine.thread_stack_bytes"
     )
 
 

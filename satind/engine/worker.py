@@ -132,10 +132,8 @@ class Worker:
         self.current: Job = self.idle_frame
         # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
         self.nesting = 0
-        # Jobs on the stack right now (bounded by cfg.max_depth), and the bounds.
-        self.depth = 0
-        self.max_depth = cfg.max_depth
-        self.max_queued = cfg.max_queued_jobs
+        # Jobs one job may spawn before it syncs (cfg.max_pending_jobs).
+        self.max_pending = cfg.max_pending_jobs
         # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
         self.cut: set[Job] = set()
         # Report every finished job (checkpoint policy "sel", systematic event logging).
@@ -188,7 +186,7 @@ class Worker:
                 except (WorkerStopped, RunAborted, SubtreeAborted):
                     raise
                 except Exception as exc:
-                    self._engine_failed(job, exc, self.idle_frame, 0)
+                    self._engine_failed(job, exc, self.idle_frame)
         except WorkerStopped:
             pass
         finally:
@@ -210,24 +208,19 @@ class Worker:
 
         prev = self.current
         self.current = job
-        depth = self.depth + 1
-        self.depth = depth
         try:
             try:
-                if depth > self.max_depth:
-                    raise too_deep(job, depth, self.max_depth)
                 job.value = job.fn(*job.args)
             except (WorkerStopped, RunAborted, SubtreeAborted):
                 raise
             except Exception as exc:
-                job.exc = exc
+                job.exc = self._failed(job, exc)
             if job.pending:
                 # Implicit sync at the end of every job, also when it raised: a child must not
                 # outlive its parent, and the queue must hold no child of a finished frame.
                 self.sync_frame(job)
         except RunAborted as aborted:
             self.current = prev
-            self.depth = depth - 1
             drop_queued_children(job, self.jobs)
             if parent is None:
                 del self.under[job]
@@ -237,7 +230,6 @@ class Worker:
             return
         except SubtreeAborted:
             self.current = prev
-            self.depth = depth - 1
             abandon(job, self.jobs, self._keep_orphan)
             if parent is not None and parent is prev:
                 raise  # unwind the parent's frame too
@@ -250,7 +242,6 @@ class Worker:
             self.attention = True
             return
         self.current = prev
-        self.depth = depth - 1
         account(job)
         if self.log_all:
             self._log(job)
@@ -287,7 +278,13 @@ class Worker:
         return adopt(job, self.hooks)
 
     def sync_frame(self, frame: Job) -> None:
-        """Run or wait for work until ``frame`` has no pending children."""
+        """Run or wait for work until ``frame`` has no pending children.
+
+        Frames nest here (a job runs its children, or stolen work, inside its sync); how deep
+        is bounded by the compute thread's recursion limit (``engine.recursion_limit``). A
+        RecursionError becomes the failure of the job that met it (``_failed``), never a lost
+        job: the frames below go on.
+        """
         jobs = self.jobs
         while frame.pending:
             if self.attention:
@@ -303,11 +300,9 @@ class Worker:
                 # Every child left is out on another peer: help until their results are in.
                 self._wait()
                 continue
-            depth = self.depth
             try:
                 self.run_job(job)
             except RunAborted as aborted:
-                self.depth = depth
                 if aborted.run_id == frame.run.run_id:
                     raise
                 # A job of another run that is over (restarted work runs wherever the queue
@@ -315,7 +310,7 @@ class Worker:
             except (WorkerStopped, SubtreeAborted):
                 raise
             except Exception as exc:
-                self._engine_failed(job, exc, frame, depth)
+                self._engine_failed(job, exc, frame)
         if self._wanting:
             self._want(False)
 
@@ -326,6 +321,13 @@ class Worker:
         while (event := mailbox.get_nowait()) is not None:
             self._handle(event)
 
+    def _failed(self, job: Job, exc: Exception) -> Exception:
+        """What a job that raised failed with: its exception, or, for a recursion past the
+        compute thread's limit, an error that names the limit and the likely cause."""
+        if type(exc) is RecursionError:
+            return too_deep(job, self.cfg.recursion_limit)
+        return exc
+
     def _wait(self) -> None:
         """Nothing local to run: ask for work unless nested too deep, block for one event.
 
@@ -334,11 +336,7 @@ class Worker:
         """
         if self.current.run.aborted:
             raise RunAborted(self.current.run.run_id)
-        if (
-            not self._wanting
-            and self.nesting < self.cfg.max_steal_nesting
-            and self.depth < self.max_depth // 2
-        ):
+        if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
             # A sync waits inside a job (not the idle frame): it takes only its own run's jobs.
             self._want(True, self.current.run.run_id)
         self.attention = False
@@ -384,14 +382,13 @@ class Worker:
         elif isinstance(event, Stop):
             raise WorkerStopped
 
-    def _engine_failed(self, job: Job, exc: Exception, frame: Job, depth: int) -> None:
+    def _engine_failed(self, job: Job, exc: Exception, frame: Job) -> None:
         """Engine code itself raised while running ``job`` (a RecursionError at the very
         bottom of the stack, a bug): the job must not be lost with it, or its parent would
         wait forever. It fails with that error, and the frame below goes on."""
         self.current = frame
-        self.depth = depth
         if job.error is None and job.value is UNSET:
-            job.exc = exc
+            job.exc = self._failed(job, exc)
         if job.parent is not None:
             if not linked(job):  # not linked to its parent yet: it finishes now
                 finish(job, job.parent)

@@ -38,7 +38,7 @@ max_send_bytes = 16777216
 max_client_connections = 4
 
 [engine]
-max_queued_jobs = 20000
+max_pending_jobs = 20000
 
 [client]
 timeout_s = 600.0
@@ -103,7 +103,7 @@ def test_a_runaway_spawn_fails_its_run_and_a_good_run_beside_it_finishes(system:
     good = system.good_run()
     proc = system.run("submit", "runaway", "--wait")
     assert proc.returncode == 1, proc.stderr
-    assert "engine.max_depth" in proc.stderr
+    assert "engine.recursion_limit" in proc.stderr
     _good_result(good)
     _good_result(system.good_run())  # and the peers go on serving runs
 
@@ -112,7 +112,7 @@ def test_a_job_spawning_without_bound_fails_its_run(system: System) -> None:
     good = system.good_run()
     proc = system.run("submit", "flood", "100000", "--wait")
     assert proc.returncode == 1, proc.stderr
-    assert "engine.max_queued_jobs" in proc.stderr
+    assert "engine.max_pending_jobs" in proc.stderr
     _good_result(good)
 
 
