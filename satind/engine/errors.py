@@ -36,9 +36,42 @@ class RemoteJobError(Exception):
         self.remote_traceback = remote_traceback
 
 
+# A failure's traceback travels with it, bounded: the innermost frames (where it was raised)
+# and a cap on its text. A recursion that met the limit would otherwise send thousands of
+# identical frames (megabytes, more than a frame may carry) and the failure would be lost.
+TRACEBACK_FRAMES = 24
+TRACEBACK_CHARS = 16 * 1024
+MESSAGE_CHARS = 4 * 1024
+
+
+def _bounded(text: str, limit: int) -> str:
+    """``text`` with its middle cut if longer than ``limit``: a traceback's frames come
+    first and its exception's message last, and both matter."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+def format_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` as sent: its innermost frames, its text capped."""
+    return _bounded(
+        "".join(traceback.format_exception(exc, limit=-TRACEBACK_FRAMES)), TRACEBACK_CHARS
+    )
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
-    """Describe an exception for the wire."""
-    tb = "".join(traceback.format_exception(exc))
+    """Describe an exception for the wire (traceback and message bounded)."""
+    info = _error_info(exc)
+    return ErrorInfo(
+        info.type[:MESSAGE_CHARS],
+        _bounded(info.message, MESSAGE_CHARS),
+        _bounded(info.traceback, TRACEBACK_CHARS),
+    )
+
+
+def _error_info(exc: BaseException) -> ErrorInfo:
+    tb = format_traceback(exc)
     if isinstance(exc, RemoteJobError):
         return ErrorInfo(exc.type_name, exc.message, exc.remote_traceback or tb)
     remote = getattr(exc, "_satind_remote_traceback", None)

@@ -136,6 +136,9 @@ class Worker:
         self.max_pending = cfg.max_pending_jobs
         # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
         self.cut: set[Job] = set()
+        # Jobs without a local parent that failed in engine code deep in the stack, to be
+        # reported from a shallower point (sync_frame).
+        self.failed: list[Job] = []
         # Report every finished job (checkpoint policy "sel", systematic event logging).
         self.log_all = False
         # Snapshots (checkpoint policy "tic"): the frame each root or stolen job on the stack
@@ -300,17 +303,46 @@ class Worker:
                 # Every child left is out on another peer: help until their results are in.
                 self._wait()
                 continue
+            if job.run is not frame.run and job.run.run_id != frame.run.run_id:
+                # A job of another run (a root queued meanwhile, work taken back from a dead
+                # thief): started on top of this frame, it would hold the frame until it
+                # ended. It stays queued, for a thief or for when this frame is done; this
+                # frame runs its own run's newest job, which may lie beneath it.
+                jobs.append(job)
+                own = self.queue.pop_of(frame.run.run_id)
+                if own is None:
+                    self._wait()
+                    continue
+                job = own
             try:
                 self.run_job(job)
             except RunAborted as aborted:
                 if aborted.run_id == frame.run.run_id:
                     raise
-                # A job of another run that is over (restarted work runs wherever the queue
-                # gives it) unwound up to this frame's sync: it is dropped, this frame goes on.
+                # A job of another run that is over unwound up to this frame's sync (a frame
+                # starts only its own run's jobs, so only by a path not foreseen): it is
+                # dropped, this frame goes on.
             except (WorkerStopped, SubtreeAborted):
                 raise
             except Exception as exc:
-                self._engine_failed(job, exc, frame)
+                # Engine code failed on ``job``: a RecursionError at the very bottom of the
+                # stack (or a bug). The job must not be lost, or ``frame`` (or whoever waits
+                # for it) would wait forever: it fails, and this frame goes on. Attribute
+                # operations and C builtins only, down to the end: a Python call here could
+                # meet the recursion limit again and lose the job after all.
+                self.current = frame
+                if job.value is UNSET and getattr(job, "exc", None) is None:
+                    job.exc = exc
+                parent = job.parent
+                if parent is not None:
+                    if not hasattr(job, "sib"):  # not linked yet: it finishes now
+                        parent.pending -= 1
+                        job.sib = parent.kids
+                        parent.kids = job
+                elif job in self.under:
+                    # Reported from a shallower point (``_wait``, or the top level).
+                    self.failed.append(job)
+                    self.attention = True
         if self._wanting:
             self._want(False)
 
@@ -321,7 +353,7 @@ class Worker:
         while (event := mailbox.get_nowait()) is not None:
             self._handle(event)
 
-    def _failed(self, job: Job, exc: Exception) -> Exception:
+    def _failed(self, job: Job, exc: BaseException) -> BaseException:
         """What a job that raised failed with: its exception, or, for a recursion past the
         compute thread's limit, an error that names the limit and the likely cause."""
         if type(exc) is RecursionError:
@@ -339,6 +371,8 @@ class Worker:
         if not self._wanting and self.nesting < self.cfg.max_steal_nesting:
             # A sync waits inside a job (not the idle frame): it takes only its own run's jobs.
             self._want(True, self.current.run.run_id)
+        if self.failed:
+            self._report_failed()
         self.attention = False
         event = self.mailbox.get(self.cfg.wait_poll_s)
         if event is None:
@@ -383,19 +417,28 @@ class Worker:
             raise WorkerStopped
 
     def _engine_failed(self, job: Job, exc: Exception, frame: Job) -> None:
-        """Engine code itself raised while running ``job`` (a RecursionError at the very
-        bottom of the stack, a bug): the job must not be lost with it, or its parent would
-        wait forever. It fails with that error, and the frame below goes on."""
+        """At the top level: engine code raised while running ``job`` (a bug): the job fails
+        with that error instead of taking the compute side down with it."""
         self.current = frame
         if job.error is None and job.value is UNSET:
             job.exc = self._failed(job, exc)
         if job.parent is not None:
             if not linked(job):  # not linked to its parent yet: it finishes now
                 finish(job, job.parent)
-        elif self.nesting > 0 and job in self.under:
-            self.nesting -= 1
-            del self.under[job]
-            self._report(job)
+        elif job in self.under:
+            self.failed.append(job)
+        self._report_failed()
+
+    def _report_failed(self) -> None:
+        """Report the jobs without a local parent that failed in engine code deep in the
+        stack (see ``sync_frame``), now that the stack is shallower."""
+        while self.failed:
+            job = self.failed.pop()
+            if job in self.under:
+                self.nesting -= 1
+                del self.under[job]
+                job.exc = self._failed(job, job.exc or RuntimeError("failed"))
+                self._report(job)
 
     # -- values leaving the compute side (encoded here, not on the network side) ------------
 

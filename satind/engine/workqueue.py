@@ -66,6 +66,21 @@ class WorkQueue:
                 return candidate
         return None
 
+    def pop_of(self, run_id: str) -> Job | None:
+        """Owner: take the newest job of run ``run_id``, or None. Taken when the newest job
+        is of another run, which a frame of ``run_id`` must not start (it would hold the
+        frame until it ended); the frame's own children may be queued beneath it. O(queue
+        length), on that path only; safe beside thieves as ``steal_of`` is."""
+        jobs = self.jobs
+        for candidate in reversed(list(jobs)):
+            if candidate.run.run_id == run_id:
+                try:
+                    jobs.remove(candidate)
+                except ValueError:
+                    continue  # a thief took it meanwhile
+                return candidate
+        return None
+
     def drop_run(self, run_id: str) -> int:
         """Network side: remove every queued job of a run that is over (nobody waits for
         them); returns how many. Safe beside the owner as ``steal_of`` is."""

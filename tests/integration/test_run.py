@@ -159,7 +159,9 @@ def test_plugin_exception_exits_1_with_the_remote_traceback() -> None:
 def test_jobs_whose_arguments_cannot_travel_run_where_spawned() -> None:
     out = run_json("opaque", "5", "4", "--peers", "3", "--plugin-path", str(DATA / "plugins"))
     assert out["result"] == 5 * 2**4
-    assert out["stats"]["jobs_given"] == out["stats"]["stolen_local"] == 0
+    # The root's arguments (two ints) travel: an idle peer may take it from the master's
+    # queue before the master starts it. Nothing below it can travel: at most that one.
+    assert out["stats"]["jobs_given"] == out["stats"]["stolen_local"] <= 1
 
 
 def test_help_explains_the_run_options() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -395,35 +396,32 @@ def test_stop_unwinds_an_idle_worker() -> None:
     assert worker_mod.CURRENT is None
 
 
-def test_an_aborted_runs_job_in_another_runs_sync_does_not_take_that_frame_down() -> None:
-    # Restarted work runs wherever the queue gives it: here a job of run A runs in the sync
-    # of a stolen job of run B, and run A ends elsewhere while that job waits for a child.
-    # Only run A's frames unwind; B's job finishes and is reported.
+def test_a_restarted_job_of_another_run_is_not_started_in_a_frames_sync() -> None:
+    # Restarted work lands in whatever queue restart gives it: here a job of run A, while a
+    # stolen job of run B waits in its sync for a child out on a thief. Started there, A's
+    # job would hold B's frame until it ended (and an abort of A would unwind through it);
+    # it stays queued, and B's frame runs its own run's work beneath it.
     hooks = Hooks()
     w = Worker(EngineConfig(), hooks)
     run_a = _run()
     a_parent = Job(fib.fn, (9,), None, 0, run_a, 0.5)  # A's frame it belongs to, elsewhere
-
-    b_child: list[Job] = []
+    started: list[str] = []
 
     @spawnable
     def a_job() -> int:
-        h = fib.spawn(3)
-        assert w.queue.steal() is h  # a thief takes its child: it will have to wait
-        w.post(ChildResult(b_child[0], 55, None))  # B's stolen child is done meanwhile
-        run_a.aborted = True  # and run A ends elsewhere
-        sync()
-        return int(h.result())
+        started.append("a")
+        return 1
 
     @spawnable
     def b_job() -> int:
-        h = fib.spawn(10)
-        taken = w.queue.steal()  # a thief takes B's child: B's sync waits and helps
-        assert taken is h
-        b_child.append(taken)
-        w.queue.push(Job(a_job.fn, (), a_parent, 0, run_a, 0.25))  # restarted, queued here
-        sync()  # runs the job of run A while it waits
-        return int(h.result())
+        out = fib.spawn(10)
+        mine = fib.spawn(5)
+        taken = w.queue.steal()  # a thief takes B's first child: B's sync waits for it
+        assert taken is out
+        w.queue.push(Job(a_job.fn, (), a_parent, 0, run_a, 0.25))  # restarted, on top
+        w.post(ChildResult(taken, 55, None))  # the thief's result, in the mailbox
+        sync()
+        return int(out.result()) + int(mine.result())
 
     root = make_root(b_job.fn, (), RunState("r2", "test", 0.5))
     root.origin = "victim"
@@ -432,7 +430,8 @@ def test_an_aborted_runs_job_in_another_runs_sync_does_not_take_that_frame_down(
         w.run_job(root)
     finally:
         worker_mod.CURRENT = None
-    assert value(root) == 55 and w.nesting == 0 and w.under == {}
+    assert value(root) == 60 and w.nesting == 0 and w.under == {}
+    assert started == [] and len(w.queue) == 1  # A's job waits for a thief or the top
     assert [job for kind, job in hooks.drained() if kind == "finished"] == [root]
 
 
@@ -497,6 +496,46 @@ def test_a_sync_waiting_for_stolen_children_asks_only_for_its_runs_work() -> Non
     assert value(root) == 2
 
 
+def test_a_root_queued_while_a_frame_waits_is_not_started_on_top_of_it() -> None:
+    # Roots go into the queue (idle peers steal them from there); a frame waiting for its
+    # stolen children must not run another run's root on top of itself, or it would wait
+    # for that whole run before its own could finish.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    started: list[str] = []
+
+    @spawnable
+    def one() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()
+        assert taken is not None
+        stolen.append(taken)
+        sync()
+        return int(h.result())
+
+    @spawnable
+    def other() -> int:
+        started.append("other")
+        return 7
+
+    stolen: list[Job] = []
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    assert hooks.next("want_run") == ""  # idle
+    root = make_root(one.fn, (), _run())
+    w.post(JobArrived(root))
+    assert hooks.next("want_run") == "r1"
+    second = make_root(other.fn, (), RunState("r2", "test", 0.5))
+    w.queue_root(second)
+    time.sleep(0.3)  # it would have run within microseconds
+    assert started == [] and len(w.queue) == 1
+    w.post(ChildResult(stolen[0], 2, None))
+    assert hooks.next("finished") is root
+    assert hooks.next("finished") is second and value(second) == 7
+    w.stop()
+    t.join(10)
+
+
 @spawnable
 def endless(n: int) -> int:
     child = endless.spawn(n + 1)
@@ -521,6 +560,38 @@ def test_spawns_recursing_without_bound_fail_the_run_at_the_recursion_limit(
     again = make_root(fib.fn, (10,), _run())
     worker.run_job(again)
     assert value(again) == 55
+
+
+def _at_depth(depth: int, call: Any) -> None:
+    """Run ``call`` with ``depth`` more Python frames below it."""
+    if depth:
+        _at_depth(depth - 1, call)
+    else:
+        call()
+
+
+@pytest.mark.parametrize("start", range(16))
+def test_the_recursion_limit_met_at_any_point_of_a_frame_loses_no_job(
+    worker: Worker, start: int
+) -> None:
+    # Where the limit is met depends on how deep the stack already was: in plugin code, in
+    # spawn, in sync, or in the engine's own bookkeeping between two jobs. Every point must
+    # end the same way (the run fails with LimitExceeded, the worker is whole), never with a
+    # popped job lost and its parent waiting forever. A level of ``endless`` is a handful of
+    # frames, so sixteen starting depths meet every point of it.
+    root = make_root(endless.fn, (0,), _run())
+    done = threading.Event()
+
+    def probe() -> None:
+        _at_depth(start, lambda: worker.run_job(root))
+        done.set()
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(30.0)
+    assert done.is_set(), f"the worker hung after meeting the recursion limit (start {start})"
+    assert isinstance(root.error, LimitExceeded)
+    assert worker.current is worker.idle_frame and len(worker.queue) == 0
 
 
 @spawnable
