@@ -32,6 +32,7 @@ CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
     "result": runs.result,
     "resume": runs.resume,
     "suspend": runs.suspend,
+    "cancel": runs.cancel,
     "status": system.status,
     "drain": system.drain,
     "stop": system.stop,

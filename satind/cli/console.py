@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from satind.client.client import Client, PeerUnavailable
+from satind.client.client import Client, PeerUnavailable, RequestFailed
 from satind.config import Config
 from satind.net import messages as m
 
@@ -174,6 +174,7 @@ async def follow_run(
     """Show a progress bar (fraction of the tree done, from job ids) until the run ends."""
     console = Console(stderr=True)
     result: list[m.RunResult] = []
+    lost: list[Exception] = []
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -189,7 +190,10 @@ async def follow_run(
         async with trio.open_nursery() as nursery:
 
             async def wait() -> None:
-                result.append(await client.result(run_id))
+                try:
+                    result.append(await client.result(run_id))
+                except (PeerUnavailable, RequestFailed) as exc:
+                    lost.append(exc)  # raised below, as itself: the caller follows the run
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(wait)
@@ -208,4 +212,6 @@ async def follow_run(
                         rate=f"{jobs / elapsed:,.0f} jobs/s · {steals / elapsed:,.1f} steals/s",
                     )
                 await trio.sleep(cfg.run.progress_poll_s)
+    if lost:
+        raise lost[0]
     return result[0]

@@ -152,6 +152,12 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "--wait", action="store_true", help="wait for the result and print it as `satind run` does"
     )
     submit.add_argument("--json", action="store_true", help="JSON output")
+    submit.add_argument(
+        "--cancel-on-interrupt",
+        action="store_true",
+        help="with --wait: Ctrl-C cancels the run (by default the run goes on, and the "
+        "command that cancels it is printed)",
+    )
     submit.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
     client_options(submit)
 
@@ -183,6 +189,17 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     suspend.add_argument("run_id", metavar="RUN_ID")
     client_options(suspend)
+
+    cancel = commands["cancel"] = sub.add_parser(
+        "cancel",
+        help="stop a run everywhere, for good",
+        description="The run's master (any peer relays the request) drops the run on every "
+        "peer: queued, running and stolen jobs, custody, kept results. Nothing of it is "
+        "restarted, kept or checkpointed; the submitter is told; `satind result` answers "
+        "that it was cancelled. Works on queued runs too, with or without checkpoints.",
+    )
+    cancel.add_argument("run_id", metavar="RUN_ID")
+    client_options(cancel)
 
     status = commands["status"] = sub.add_parser(
         "status",

@@ -1,10 +1,15 @@
-"""Commands about runs on a running system: `submit`, `result`, `resume`, `suspend`."""
+"""Commands about runs on a running system: `submit`, `result`, `resume`, `suspend`,
+`cancel`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from collections.abc import Awaitable
+
+import trio
 
 from satind import plugin as plugins
 from satind.cli.common import connected
@@ -33,14 +38,69 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
             return _print_run_id(run_id, args.json)
-        result = await wait_or_follow(client, run_id, cfg)
+        print(f"satind: run {run_id} submitted", file=sys.stderr)
+        bar = (args.plugin, list(args.args)) if not args.json and sys.stderr.isatty() else None
+        result = await _until_interrupted(wait_or_follow(client, run_id, cfg, bar))
+        if result is None:
+            return await _interrupted(client, args, run_id, cfg)
     return show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
 
 
-async def wait_or_follow(client: control.Client, run_id: str, cfg: Config) -> m.RunResult:
-    """The run's result: from the peer it was submitted to, or, when that peer is lost (a
-    crash; the run goes on under an elected master), through the other members."""
+async def _until_interrupted(waiting: Awaitable[m.RunResult]) -> m.RunResult | None:
+    """Await ``waiting``; None if Ctrl-C (SIGINT) came first."""
+    got: list[m.RunResult] = []
+    async with trio.open_nursery() as nursery:
+
+        async def wait() -> None:
+            got.append(await waiting)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(wait)
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+    return got[0] if got else None
+
+
+async def _interrupted(
+    client: control.Client, args: argparse.Namespace, run_id: str, cfg: Config
+) -> int:
+    """Ctrl-C on `submit --wait`: the run goes on (as with Ray's `job submit`), and we say
+    how to cancel it or fetch its result; with --cancel-on-interrupt, it is cancelled."""
+    options = [f"--to {args.to}" if args.to else "", f"--keys {args.keys}" if args.keys else ""]
+    where = " ".join(o for o in options if o)
+    if args.cancel_on_interrupt:
+        reply = await client.control(
+            m.CancelRequest(client.requests.new(), run_id), cfg.client.timeout_s
+        )
+        if not reply.ok:
+            raise CliError(f"interrupted; cancelling {run_id} failed: {reply.message}", 130)
+        print(f"satind: interrupted; {reply.message}", file=sys.stderr)
+        return 130
+    print(
+        f"satind: interrupted; run {run_id} goes on.\n"
+        f"  cancel it:        satind cancel {run_id} {where}\n"
+        f"  fetch its result: satind result {run_id} --wait {where}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+async def wait_or_follow(
+    client: control.Client,
+    run_id: str,
+    cfg: Config,
+    bar: tuple[str, list[str]] | None = None,
+) -> m.RunResult:
+    """The run's result: from the peer it was submitted to (with a progress bar on stderr if
+    ``bar`` names the plugin and its arguments), or, when that peer is lost (a crash; the run
+    goes on under an elected master), through the other members."""
     try:
+        if bar is not None:
+            from satind.cli.console import follow_run
+
+            return await follow_run(client, run_id, bar[0], bar[1], cfg)
         return await client.result(run_id)
     except control.PeerUnavailable as exc:
         print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
@@ -70,6 +130,16 @@ async def suspend(args: argparse.Namespace, cfg: Config) -> int:
     async with connected(args, cfg) as client:
         request = m.SuspendRequest(client.requests.new(), args.run_id)
         reply = await client.control(request, cfg.client.suspend_timeout_s)
+    if not reply.ok:
+        raise CliError(reply.message, EXIT_FAILED)
+    print(reply.message)
+    return EXIT_OK
+
+
+async def cancel(args: argparse.Namespace, cfg: Config) -> int:
+    async with connected(args, cfg) as client:
+        request = m.CancelRequest(client.requests.new(), args.run_id)
+        reply = await client.control(request, cfg.client.timeout_s)
     if not reply.ok:
         raise CliError(reply.message, EXIT_FAILED)
     print(reply.message)

@@ -27,7 +27,7 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
-from satind.core.runs import ENDED, RUNNING, SUSPENDED, PeerRun, supersedes
+from satind.core.runs import CANCELLED, ENDED, FINAL, RUNNING, SUSPENDED, PeerRun, supersedes
 from satind.engine.frames import Wakeup
 from satind.net import messages as m
 
@@ -80,7 +80,7 @@ def on_announces(state: PeerState, announces: list[m.RunAnnounce], now: float) -
         news += 1
         if announce.state == RUNNING:
             fx.append(Log("run", announce))
-        elif announce.state in ("done", "failed"):
+        elif announce.state in FINAL:
             fx.append(Log("end", announce))
         elif announce.state == SUSPENDED:
             # What this peer did for the run goes to its log now: a resume continues from it.
@@ -170,12 +170,21 @@ def abdicate(state: PeerState, run: PeerRun, end: m.RunAnnounce, now: float) -> 
     fx = drop(state, run_id)
     fx.append(WakeWaiters(run_id))  # they find the run moved and ask its new master
     if submitter is not None:
-        if end.state == SUSPENDED:
-            error = m.ErrorInfo("RunSuspended", f"run {run_id} was suspended")
-            fx.append(Send(submitter, m.RunResult(run_id, None, error, 0.0, 0, {})))
+        if end.state in (SUSPENDED, CANCELLED):
+            fx.append(Send(submitter, stopped_result(run_id, end.state, 0.0, 0)))
         else:
             fx.append(Task("forward_result", run_id, submitter))
     return fx + start_next(state, now) + [Changed()]
+
+
+def stopped_result(run_id: str, how: str, elapsed_s: float, peers: int) -> m.RunResult:
+    """What the submitter of a run that an operator stopped is sent (and `satind result`
+    answers): no value, and why — suspended (a resume continues it) or cancelled."""
+    if how == SUSPENDED:
+        why = f"run {run_id} was suspended; `satind resume {run_id}` continues it"
+        return m.RunResult(run_id, None, m.ErrorInfo("RunSuspended", why), elapsed_s, peers, {})
+    why = f"run {run_id} was cancelled"
+    return m.RunResult(run_id, None, m.ErrorInfo("RunCancelled", why), elapsed_s, peers, {})
 
 
 def drop(state: PeerState, run_id: str) -> Effects:

@@ -36,8 +36,18 @@ from satind.core.effects import (
     StealUpdate,
     WakeWaiters,
 )
-from satind.core.lifecycle import drop
-from satind.core.runs import DONE, FAILED, QUEUED, RUNNING, SUSPENDED, Finished, PeerRun
+from satind.core.lifecycle import drop, stopped_result
+from satind.core.runs import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    FINAL,
+    QUEUED,
+    RUNNING,
+    SUSPENDED,
+    Finished,
+    PeerRun,
+)
 from satind.engine.errors import error_info
 from satind.engine.frames import make_root
 from satind.engine.jobs import RunState
@@ -233,7 +243,7 @@ def announce(state: PeerState, announce: m.RunAnnounce) -> Effects:
     fx: Effects = []
     if announce.state == RUNNING:
         fx.append(Log("run", announce))
-    elif announce.state in (DONE, FAILED):
+    elif announce.state in FINAL:
         fx.append(Log("end", announce))
     fx.append(Spread(announce))
     run = state.runs.active.get(announce.info.run_id)
@@ -315,13 +325,49 @@ def suspend(state: PeerState, run_id: str, now: float) -> Effects:
     runs.remember_ended(suspended)
     runs.suspended[run_id] = run.info.epoch
     fx += announce(state, suspended)
-    why = f"run {run_id} was suspended; `satind resume {run_id}` continues it"
     if run.submitter is not None:
-        error = m.ErrorInfo("RunSuspended", why)
         peers = len(state.members())
-        fx.append(Send(run.submitter, m.RunResult(run_id, None, error, elapsed, peers, {})))
+        fx.append(Send(run.submitter, stopped_result(run_id, SUSPENDED, elapsed, peers)))
     fx.append(WakeWaiters(run_id))
-    log.warning("%s", why)
+    log.info("run %s suspended; `satind resume %s` continues it", run_id, run_id)
+    return fx + start_next(state, now) + [Changed()]
+
+
+def cancel(state: PeerState, run_id: str, now: float) -> Effects:
+    """Cancel a run this peer masters, running or queued: every peer drops it (its queued
+    jobs, the frames that wait for it, custody, orphans; nothing is restarted, kept or
+    logged: a cancelled run's jobs are over, ``RunState.aborted``), its end is final in the
+    checkpoint logs (a resume refuses it), and the submitter and waiters are told.
+
+    Raises:
+        RunRefused: this peer masters no running or queued run of that id.
+    """
+    runs = state.runs
+    queued = next((r for r in runs.queue if r.info.run_id == run_id), None)
+    run = runs.active.get(run_id) if queued is None else queued
+    if run is None or run.info.master != state.name:
+        status = runs.status_of(run_id)
+        if status in (DONE, FAILED, SUSPENDED, CANCELLED):
+            raise RunRefused(f"run {run_id} is over ({status}): nothing to cancel")
+        master = runs.master_of(run_id, state.name)
+        where = f"its master is {master}" if master else "no such run"
+        raise RunRefused(f"peer {state.name} masters no running run {run_id} ({where})")
+    if queued is not None:
+        runs.queue.remove(queued)
+        fx: Effects = []
+        elapsed = 0.0
+    else:
+        fx = drop(state, run_id)
+        elapsed = now - run.started
+    result = stopped_result(run_id, CANCELLED, elapsed, len(state.members()))
+    state.runs.keep(Finished(result, run.info, now), now)  # `satind result` says why
+    cancelled = m.RunAnnounce(run.info, CANCELLED)
+    runs.remember_ended(cancelled)
+    fx += announce(state, cancelled)
+    if run.submitter is not None:
+        fx.append(Send(run.submitter, result))
+    fx.append(WakeWaiters(run_id))
+    log.info("run %s cancelled", run_id)
     return fx + start_next(state, now) + [Changed()]
 
 

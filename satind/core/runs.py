@@ -22,14 +22,18 @@ from satind import plugin as plugins
 from satind.engine.jobs import Job, RunState
 from satind.net import messages as m
 
-RunStatus = Literal["queued", "running", "done", "failed", "suspended"]
+RunStatus = Literal["queued", "running", "done", "failed", "suspended", "cancelled"]
 RUNNING: RunStatus = "running"
 QUEUED: RunStatus = "queued"
 DONE: RunStatus = "done"
 FAILED: RunStatus = "failed"
 # Stopped by `satind suspend` after a checkpoint; `satind resume` continues it (a new epoch).
 SUSPENDED: RunStatus = "suspended"
-ENDED: tuple[str, ...] = (DONE, FAILED, SUSPENDED)
+# Stopped by `satind cancel`: dropped everywhere, never resumed.
+CANCELLED: RunStatus = "cancelled"
+ENDED: tuple[str, ...] = (DONE, FAILED, SUSPENDED, CANCELLED)
+# Ends that are final: logged as such in checkpoints (a resume does not continue them).
+FINAL: tuple[str, ...] = (DONE, FAILED, CANCELLED)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -349,6 +349,17 @@ class SuspendRequest(Message):
 
 
 @dataclass(frozen=True)
+class CancelRequest(Message):
+    """Cancel a run: its master drops it everywhere (queued, running and stolen jobs, custody,
+    orphans; nothing restarted, kept or logged) and tells the submitter. Relayed to the master
+    by any peer. The answer is a ControlReply."""
+
+    TYPE: ClassVar[int] = 73
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
 class ErrorReply(Message):
     """The answer to a request whose handler failed (a plugin's parse that raised, a bug):
     why, at once, instead of silence until the asker's timeout."""
@@ -420,6 +431,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     SuspendRequest,
     ErrorReply,
     RunShare,
+    CancelRequest,
 )
 
 # Requests: messages with a ``req`` that their handler answers with a reply carrying the same
@@ -436,5 +448,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         StopRequest,
         ResumeRequest,
         SuspendRequest,
+        CancelRequest,
     }
 )

@@ -81,7 +81,7 @@ class RunAnnounce:
     """A run's descriptor and where it stands, spread by gossip to every peer."""
 
     info: RunInfo
-    state: str  # "queued", "running", "done", "failed" or "suspended"
+    state: str  # "queued", "running", "done", "failed", "suspended" or "cancelled"
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class RunStatus:
     plugin: str
     argv: list[str]
     master: str
-    state: str  # queued, running, done or failed
+    state: str  # queued, running, done, failed, suspended, cancelled, checkpointed
     progress: float
     elapsed_s: float
     counters: dict[str, int | float] = field(default_factory=dict)

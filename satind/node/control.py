@@ -10,6 +10,7 @@ in a worker thread) — and then hands the decision to the core (``core/master.p
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -187,20 +188,7 @@ def on_resume_request(peer: Peer, link: Link, msg: m.ResumeRequest) -> None:
 
 def on_suspend_request(peer: Peer, link: Link, msg: m.SuspendRequest) -> None:
     async def answer() -> None:
-        owner = peer.state.runs.master_of(msg.run_id, peer.name)
-        if owner is not None and owner != peer.name:
-            reply = await ask(
-                peer,
-                owner,
-                lambda req: m.SuspendRequest(req, msg.run_id),
-                m.ControlReply,
-                peer.cfg.client.timeout_s,
-            )
-            if reply is not None:
-                link.post(m.ControlReply(msg.req, reply.ok, reply.message, reply.affected))
-            else:
-                why = f"the master of {msg.run_id}, {owner}, did not answer"
-                link.post(m.ControlReply(msg.req, False, why))
+        if await _at_master(peer, link, msg, lambda req: m.SuspendRequest(req, msg.run_id)):
             return
         if not peer.checkpointer.enabled:
             why = (
@@ -219,6 +207,40 @@ def on_suspend_request(peer: Peer, link: Link, msg: m.SuspendRequest) -> None:
         link.post(m.ControlReply(msg.req, True, done, [msg.run_id]))
 
     peer.spawn_answer(link, msg.req, answer)
+
+
+def on_cancel_request(peer: Peer, link: Link, msg: m.CancelRequest) -> None:
+    async def answer() -> None:
+        if await _at_master(peer, link, msg, lambda req: m.CancelRequest(req, msg.run_id)):
+            return
+        try:
+            peer.apply(master.cancel(peer.state, msg.run_id, peer.now()))
+        except RunRefused as exc:
+            link.post(m.ControlReply(msg.req, False, str(exc)))
+            return
+        link.post(m.ControlReply(msg.req, True, f"cancelled {msg.run_id}", [msg.run_id]))
+
+    peer.spawn_answer(link, msg.req, answer)
+
+
+async def _at_master(
+    peer: Peer,
+    link: Link,
+    msg: m.SuspendRequest | m.CancelRequest,
+    again: Callable[[int], m.Message],
+) -> bool:
+    """A request about a run that any peer takes: when another peer masters the run, ask it
+    and pass its answer on. True when answered so (nothing more to do here)."""
+    owner = peer.state.runs.master_of(msg.run_id, peer.name)
+    if owner is None or owner == peer.name:
+        return False
+    reply = await ask(peer, owner, again, m.ControlReply, peer.cfg.client.timeout_s)
+    if reply is not None:
+        link.post(m.ControlReply(msg.req, reply.ok, reply.message, reply.affected))
+    else:
+        why = f"the master of {msg.run_id}, {owner}, did not answer"
+        link.post(m.ControlReply(msg.req, False, why))
+    return True
 
 
 async def find_checkpointed_runs(peer: Peer) -> None:

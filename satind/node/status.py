@@ -123,10 +123,11 @@ def local_runs(peer: Peer) -> list[m.RunStatus]:
     out += [_row(run.info, QUEUED) for run in runs.queue]
     for finished in runs.finished.values():
         ok = finished.result.error is None
+        ended = runs.ended.get(finished.info.run_id)  # "cancelled" is kept as a result too
         out.append(
             _row(
                 finished.info,
-                DONE if ok else FAILED,
+                ended.state if ended is not None else DONE if ok else FAILED,
                 1.0 if ok else 0.0,
                 finished.result.elapsed_s,
                 dict(finished.result.stats),

@@ -40,6 +40,7 @@ from typing import Protocol
 import trio
 
 from satind.config import CheckpointConfig
+from satind.core.runs import FINAL
 from satind.net import codec
 from satind.net import messages as m
 
@@ -94,7 +95,7 @@ class LogContents:
                 self.results.setdefault(msg.run_id, {})[msg.path] = msg
         elif isinstance(msg, m.Gossip):
             for announce in msg.gossip.runs:
-                if announce.state in ("done", "failed"):
+                if announce.state in FINAL:
                     self.ended.add(announce.info.run_id)
                     continue
                 known = self.runs.get(announce.info.run_id)
@@ -187,7 +188,7 @@ def _run_of(msg: m.Message) -> tuple[str, bool]:
         return msg.run_id, False
     assert isinstance(msg, m.Gossip) and msg.gossip.runs
     announce = msg.gossip.runs[0]
-    return announce.info.run_id, announce.state in ("done", "failed")
+    return announce.info.run_id, announce.state in FINAL
 
 
 def prune_log(data: bytes) -> bytes:

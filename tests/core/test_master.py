@@ -142,3 +142,47 @@ def test_a_run_that_is_running_or_over_is_not_resumed() -> None:
     fx = master.resume(state, link, 3, info(), [], 5.0)
     assert isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
     assert fx[0].msg.error is not None and "running already" in fx[0].msg.error.message
+
+
+def test_cancel_drops_a_running_run_everywhere_and_tells_the_submitter() -> None:
+    state = make_state()
+    known_run(state, info(master="b/0"))
+    with pytest.raises(RunRefused, match="its master is b/0"):
+        master.cancel(state, "r1", 1.0)
+    _submit(state, FakeLink("client~1", role="client"))
+    run = state.runs.active["run-0"]
+    fx = master.cancel(state, "run-0", 3.0)
+    told = [f for f in fx if isinstance(f, Send) and f.dest == "client~1"]
+    assert len(told) == 1 and isinstance(told[0].msg, m.RunResult)
+    assert told[0].msg.error is not None and told[0].msg.error.type == "RunCancelled"
+    # Dropped here (its frames unwind, nothing kept or logged), announced, final in the log.
+    assert run.state.aborted and "run-0" not in state.runs.active
+    ends = [
+        f.item
+        for f in fx
+        if isinstance(f, Spread)
+        and isinstance(f.item, m.RunAnnounce)
+        and f.item.state == "cancelled"
+    ]
+    assert len(ends) == 1 and Log("end", ends[0]) in fx
+    assert WakeWaiters("run-0") in fx and "run-0" not in state.runs.suspended
+    # `satind result` says why; a second cancel says it is over.
+    result, _why, pending = master.lookup_result(state, "run-0")
+    assert result is not None and result.error is not None and not pending
+    assert result.error.type == "RunCancelled"
+    with pytest.raises(RunRefused, match="is over"):
+        master.cancel(state, "run-0", 4.0)
+
+
+def test_cancel_takes_a_queued_run_out_of_the_masters_queue() -> None:
+    state = make_state()
+    state.cfg = dataclasses.replace(
+        state.cfg, run=dataclasses.replace(state.cfg.run, max_concurrent=1)
+    )
+    link = FakeLink("client~1", role="client")
+    _submit(state, link)
+    _submit(state, link)
+    fx = master.cancel(state, "run-1", 2.0)
+    assert not state.runs.queue and state.runs.status_of("run-1") == "cancelled"
+    assert not any(isinstance(f, QueueRoot) for f in fx)  # the running one goes on
+    assert state.runs.status_of("run-0") == "running"

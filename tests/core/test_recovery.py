@@ -176,3 +176,16 @@ def test_a_draining_master_stays_until_its_runs_are_over() -> None:
     known_run(state)  # mastered here
     drain.start(state, "asked")
     assert not drain.drained(state)
+
+
+def test_a_cancelled_run_is_dropped_by_its_participants_and_final_in_their_logs() -> None:
+    state = make_state()
+    run = known_run(state, info(master="b/0"))
+    job = job_of(run.state)
+    state.queue.push(job_of(run.state))
+    state.custody.give(("r1", job.path), job, "c/0", 0.0)
+    cancelled = m.RunAnnounce(info(master="b/0"), "cancelled")
+    fx = lifecycle.on_announces(state, [cancelled], 1.0)
+    assert Log("end", cancelled) in fx
+    assert run.state.aborted and not state.custody.given and not state.queue.jobs
+    assert state.runs.status_of("r1") == "cancelled"
