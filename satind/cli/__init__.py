@@ -68,7 +68,7 @@ def run_cli(argv: list[str]) -> int:
         else:
             args = sub.parse_args(argv[at + 1 :])
         args.command = command
-        args.log_level = top.log_level
+        args.log_level = top.log_level or ("INFO" if command == "start" else "WARNING")
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
     logging.basicConfig(

@@ -134,10 +134,21 @@ def simulate(args: argparse.Namespace) -> int:
 def keys(args: argparse.Namespace) -> int:
     try:
         if args.action == "init":
+            if args.client:
+                raise CliError(
+                    "satind keys init: --client is for `keys issue` (init always makes the "
+                    "client certificate 'client')",
+                    EXIT_USAGE,
+                )
             ca = tls.init_ca(args.directory)
             tls.issue(args.directory, "client", client=True)
             print(f"made a cluster CA ({ca}) and a client certificate 'client' in {args.directory}")
-            print(f"next: satind keys issue {args.directory} MACHINE  (once per machine)")
+            if args.name:
+                cert, _key = tls.issue(args.directory, args.name)
+                print(f"issued node certificate {cert} for machine {args.name}")
+                print(f"next: satind keys issue {args.directory} MACHINE  (for each other machine)")
+            else:
+                print(f"next: satind keys issue {args.directory} MACHINE  (once per machine)")
             return EXIT_OK
         if not args.name:
             raise CliError("satind keys issue DIR NAME: give the certificate's NAME", EXIT_USAGE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from satind import __version__
 from satind import config as config_mod
 
 
@@ -53,11 +54,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     parser.add_argument(
         "--log-level",
-        default="WARNING",
+        default=None,
         type=_log_level,
         metavar="LEVEL",
-        help="peer and client log level: DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
+        help="peer and client log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (default: "
+        "INFO for `satind start`, whose log says when peers start, stop and take runs; "
+        "WARNING for every other command)",
     )
+    parser.add_argument("--version", action="version", version=f"satind {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
 
@@ -108,7 +112,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
 
     plist = commands["plugins"] = sub.add_parser("plugins", help="list the available plugins")
-    plist.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    plist.add_argument(
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also load plugins from every *.py in DIR (repeatable)",
+    )
 
     start = commands["start"] = sub.add_parser(
         "start",
@@ -126,7 +137,13 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     start.add_argument("--peers", type=int, help="number of peers (default: one per core)")
     start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")
     start.add_argument("--name", help="this machine's name (its certificate's; default: host)")
-    start.add_argument("--plugin-path", action="append", default=[], metavar="DIR")
+    start.add_argument(
+        "--plugin-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also load plugins from every *.py in DIR (repeatable)",
+    )
     start.add_argument(
         "--checkpoint-dir",
         type=Path,
@@ -146,8 +163,8 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="submit a run to a daemon; prints its run id",
         description="Submit PLUGIN ARGS to the peer at --to, which becomes the run's master.",
     )
-    submit.add_argument("plugin", metavar="PLUGIN")
-    submit.add_argument("args", metavar="ARGS", nargs="*")
+    submit.add_argument("plugin", metavar="PLUGIN", help="plugin name (see `satind plugins`)")
+    submit.add_argument("args", metavar="ARGS", nargs="*", help="the plugin's arguments")
     submit.add_argument(
         "--wait", action="store_true", help="wait for the result and print it as `satind run` does"
     )
@@ -158,14 +175,30 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="with --wait: Ctrl-C cancels the run (by default the run goes on, and the "
         "command that cancels it is printed)",
     )
-    submit.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    submit.add_argument(
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="where this client finds the plugin, to check and print the result as the plugin says",
+    )
     client_options(submit)
 
     result = commands["result"] = sub.add_parser("result", help="fetch a run's result")
-    result.add_argument("run_id", metavar="RUN_ID")
+    result.add_argument(
+        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
+    )
     result.add_argument("--wait", action="store_true", help="wait until the run ends")
-    result.add_argument("--json", action="store_true")
-    result.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    result.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    result.add_argument(
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="where this client finds the plugin, to check and print the result as the plugin says",
+    )
     client_options(result)
 
     resume = commands["resume"] = sub.add_parser(
@@ -175,10 +208,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "run's master under a new epoch and respawns the root; checkpointed results are "
         "reused (stats.results_reused) instead of computed.",
     )
-    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument(
+        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
+    )
     resume.add_argument("--wait", action="store_true", help="wait for the result")
     resume.add_argument("--json", action="store_true", help="JSON output, as `satind run --json`")
-    resume.add_argument("--plugin-path", type=Path, action="append", default=[], metavar="DIR")
+    resume.add_argument(
+        "--plugin-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="where this client finds the plugin, to check and print the result as the plugin says",
+    )
     client_options(resume)
 
     suspend = commands["suspend"] = sub.add_parser(
@@ -187,7 +229,9 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         description="The run's master stops it; every peer writes what it finished for it to "
         "its checkpoint log. Needs peers started with --checkpoint-dir.",
     )
-    suspend.add_argument("run_id", metavar="RUN_ID")
+    suspend.add_argument(
+        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
+    )
     client_options(suspend)
 
     cancel = commands["cancel"] = sub.add_parser(
@@ -198,7 +242,9 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "restarted, kept or checkpointed; the submitter is told; `satind result` answers "
         "that it was cancelled. Works on queued runs too, with or without checkpoints.",
     )
-    cancel.add_argument("run_id", metavar="RUN_ID")
+    cancel.add_argument(
+        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
+    )
     client_options(cancel)
 
     status = commands["status"] = sub.add_parser(
@@ -207,14 +253,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         description="One line per peer (state alive/suspect/dead/left/draining) and per run.",
     )
     status.add_argument("--watch", action="store_true", help="a live view, until Ctrl-C")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
     client_options(status)
 
     drain = commands["drain"] = sub.add_parser(
         "drain",
         help="drain peers: stop taking work, finish it, leave",
     )
-    drain.add_argument("peer", metavar="PEER_ID", nargs="?")
+    drain.add_argument(
+        "peer",
+        metavar="PEER_ID",
+        nargs="?",
+        help="the peer to drain (NAME/INDEX); or use --cluster or --all",
+    )
     drain.add_argument("--cluster", help="drain every peer of this cluster")
     client_options(drain)
 
@@ -235,14 +286,17 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "keys",
         help="make a cluster CA and certificates",
         description=(
-            "`satind keys init DIR` makes a cluster CA and a client certificate 'client'; "
+            "`satind keys init DIR [NAME]` makes a cluster CA and a client certificate "
+            "'client' (and, with NAME, a node certificate for machine NAME); "
             "`satind keys issue DIR NAME` a node certificate for machine NAME; "
             "`--client` a client certificate. Keys are written 0600."
         ),
     )
-    keys.add_argument("action", choices=["init", "issue"])
-    keys.add_argument("directory", type=Path, metavar="DIR")
-    keys.add_argument("name", nargs="?", metavar="NAME")
+    keys.add_argument(
+        "action", choices=["init", "issue"], help="init: a new CA; issue: a certificate"
+    )
+    keys.add_argument("directory", type=Path, metavar="DIR", help="the keys directory")
+    keys.add_argument("name", nargs="?", metavar="NAME", help="the certificate's (machine's) name")
     keys.add_argument("--client", action="store_true", help="issue a client certificate")
 
     sim = commands["simulate"] = sub.add_parser(
@@ -256,11 +310,16 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
             "an invariant failed."
         ),
     )
-    sim.add_argument("scenario", type=Path, metavar="SCENARIO.toml")
+    sim.add_argument(
+        "scenario",
+        type=Path,
+        metavar="SCENARIO.toml",
+        help="a scenario file (see configs/scenarios/)",
+    )
     sim.add_argument("--seed", type=int, help="override the scenario's seed")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
 
     cfg = commands["config"] = sub.add_parser("config", help="show the effective configuration")
-    cfg.add_argument("action", choices=["show"])
+    cfg.add_argument("action", choices=["show"], help="show: print the effective configuration")
     cfg.add_argument("--config", type=Path, help="TOML config file")
     return parser, commands

@@ -204,7 +204,7 @@ def resume(
     fx: Effects = [Reply(link, _accepted(state, m.Submitted(req, info.run_id)))]
     for result in results:
         fx += keep_orphan(state, result)
-    log.warning(
+    log.info(
         "run %s: resumed from checkpoints as epoch %d (%d results)",
         info.run_id,
         info.epoch,

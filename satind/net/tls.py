@@ -204,6 +204,29 @@ def issue(
     return cert_path, key_path
 
 
+def _check_role(path: Path, cert_pem: bytes, name: str, role: str, directory: Path) -> None:
+    """A certificate used in the role it was issued for (the other side would refuse it, and
+    the user would only see a connection that closed)."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+    except ValueError:
+        raise KeysError(f"{path} is not a PEM certificate") from None
+    units = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)
+    issued = str(units[0].value) if units else ""
+    if issued == role:
+        return
+    if role == ROLE_CLIENT:
+        raise KeysError(
+            f"the certificate of {name!r} is a peer's (a node certificate), not a client's: "
+            f"use the client certificate 'client' (--as client), or issue one with "
+            f"`satind keys issue {directory} NAME --client`"
+        )
+    raise KeysError(
+        f"the certificate of {name!r} is a {issued or 'unknown role'}'s, not a peer's: a "
+        f"machine needs a node certificate (`satind keys issue {directory} {name}`)"
+    )
+
+
 @dataclass(frozen=True)
 class Credentials:
     """What one party needs for TLS: the CA certificate, and its own certificate and key.
@@ -238,9 +261,12 @@ class Credentials:
                 raise KeysError(f"missing {path}; create it with: {hint}")
         check_key_file(key)
         try:
-            return cls(ca.read_bytes(), cert.read_bytes(), key.read_bytes(), name, role)
+            cert_pem = cert.read_bytes()
+            loaded = cls(ca.read_bytes(), cert_pem, key.read_bytes(), name, role)
         except OSError as exc:
             raise KeysError(f"cannot read {exc.filename}: {exc.strerror}") from None
+        _check_role(cert, cert_pem, name, role, directory)
+        return loaded
 
     def as_json(self) -> dict[str, str]:
         """For handing to a child process over a pipe (``from_json``)."""

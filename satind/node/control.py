@@ -249,7 +249,7 @@ async def find_checkpointed_runs(peer: Peer) -> None:
     contents = await peer.checkpointer.store.load()
     peer.state.checkpointed = dict(contents.unfinished())
     if peer.state.checkpointed:
-        log.warning(
+        log.info(
             "checkpoint directory %s holds %d unfinished run(s): %s (`satind resume RUN_ID`)",
             peer.checkpointer.store.where,
             len(peer.state.checkpointed),

@@ -129,7 +129,7 @@ class Supervisor:
             addresses = ", ".join(
                 f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
             )
-            log.warning("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
+            log.info("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
             for slot in self.slots:
                 nursery.start_soon(self._watch, slot)
             nursery.start_soon(self._signals, nursery.cancel_scope)
@@ -166,7 +166,7 @@ class Supervisor:
             assert slot.process is not None
             code = await slot.process.process.wait()
             if code == 0 or self._stopping:
-                log.warning("peer %s stopped", slot.spec.name)
+                log.info("peer %s stopped", slot.spec.name)
                 self._stopped(slot)
                 return
             if code == EXIT_USAGE:
@@ -201,7 +201,7 @@ class Supervisor:
     async def _signals(self, scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
-                log.warning("%s: stopping every peer", signal.Signals(signum).name)
+                log.info("%s: stopping every peer", signal.Signals(signum).name)
                 self._stopping = True
                 processes = [s.process for s in self.slots if s.process is not None]
                 if self.cfg.daemon.on_sigterm == "drain":

@@ -68,6 +68,9 @@ class PeerSpec:
     def command(self) -> list[str]:
         cmd = [
             sys.executable,
+            # -P: the current directory is not put on sys.path, so a peer started from a
+            # checkout (or any directory with a satind/ in it) runs the satind the client runs.
+            "-P",
             "-m",
             CHILD_MODULE,
             "--name",
