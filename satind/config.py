@@ -255,6 +255,13 @@ class RunConfig:
     keep_results: int = 100
     # seconds. A result is kept at most this long.
     keep_results_s: float = 24 * 3600.0
+    # count. Other members that keep a copy of each finished run's result (within the same
+    # bounds), so that `satind result` from any peer still answers after the master was
+    # drained or crashed. The copies are chosen per run, so they spread over the members.
+    result_copies: int = 2
+    # seconds. A peer asked for a result it does not hold, whose master is gone (or that it
+    # never heard of), asks every member for a copy and waits this long for their answers.
+    copy_lookup_s: float = 2.0
     # count. Every this many custody checks (steal.custody_check_s), a peer asks the master
     # of each run of another master it still tracks whether the run is over: every notice of
     # its end may have been lost (30 s with the defaults).

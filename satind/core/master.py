@@ -283,6 +283,7 @@ def finish(
     fx = drop(state, run_id)
     state.runs.remember_ended(ended)
     fx += announce(state, ended)
+    fx += copies(state, run.info, status, result)
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
     fx.append(WakeWaiters(run_id))
@@ -364,11 +365,36 @@ def cancel(state: PeerState, run_id: str, now: float) -> Effects:
     cancelled = m.RunAnnounce(run.info, CANCELLED)
     runs.remember_ended(cancelled)
     fx += announce(state, cancelled)
+    fx += copies(state, run.info, CANCELLED, result)
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
     fx.append(WakeWaiters(run_id))
     log.info("run %s cancelled", run_id)
     return fx + start_next(state, now) + [Changed()]
+
+
+def copies(state: PeerState, info: m.RunInfo, status: str, result: m.RunResult) -> Effects:
+    """Send a finished run's result to ``run.result_copies`` other members to keep, so that
+    it outlives this master (drained, crashed). Which members depends on the run, so copies
+    spread; the run's arguments stay here (a copy is for `satind result` and `status`)."""
+    others = sorted(state.others())
+    chosen = random.Random(info.run_id).sample(
+        others, min(state.cfg.run.result_copies, len(others))
+    )
+    copy = m.ResultCopy(dataclasses.replace(info, args=b""), status, result)
+    return [Send(name, copy) for name in chosen]
+
+
+def on_result_copy(state: PeerState, msg: m.ResultCopy, now: float) -> Effects:
+    """Keep a copy of a finished run's result. The copy may come before the news of the
+    run's end: it is that news too (the run is dropped here if it was still live)."""
+    from satind.core.lifecycle import on_announces
+
+    if msg.state not in FINAL:
+        return []
+    fx = on_announces(state, [m.RunAnnounce(msg.info, msg.state)], now)
+    state.runs.keep(Finished(msg.result, msg.info, now), now)
+    return [*fx, WakeWaiters(msg.info.run_id)]
 
 
 def lookup_result(state: PeerState, run_id: str) -> tuple[m.RunResult | None, str, bool]:

@@ -280,12 +280,14 @@ class StatusReply(Message):
 
 @dataclass(frozen=True)
 class ResultRequest(Message):
-    """A run's result; with ``wait``, the reply comes when the run ends."""
+    """A run's result; with ``wait``, the reply comes when the run ends. ``here``: only what
+    the asked peer holds (a peer looking for a copy among the members), never relayed."""
 
     TYPE: ClassVar[int] = 62
     req: int
     run_id: str
     wait: bool
+    here: bool = False
 
 
 @dataclass(frozen=True)
@@ -357,6 +359,17 @@ class CancelRequest(Message):
     TYPE: ClassVar[int] = 73
     req: int
     run_id: str
+
+
+@dataclass(frozen=True)
+class ResultCopy(Message):
+    """A finished run's result, sent by its master to ``run.result_copies`` other members to
+    keep: the result outlives its master. ``state``: done, failed or cancelled."""
+
+    TYPE: ClassVar[int] = 74
+    info: RunInfo
+    state: str
+    result: RunResult
 
 
 @dataclass(frozen=True)
@@ -432,6 +445,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     ErrorReply,
     RunShare,
     CancelRequest,
+    ResultCopy,
 )
 
 # Requests: messages with a ``req`` that their handler answers with a reply carrying the same

@@ -76,31 +76,85 @@ async def check_run(peer: Peer, run_id: str) -> None:
 # -- results ------------------------------------------------------------------------------------
 
 
-async def fetch_result(peer: Peer, run_id: str, wait: bool) -> tuple[m.RunResult | None, str]:
-    """A run's result (or why there is none): ours if we master it, else the master's,
-    relayed. When waiting, follow the run to whichever peer masters it."""
+async def fetch_result(
+    peer: Peer, run_id: str, wait: bool, here: bool = False
+) -> tuple[m.RunResult | None, str]:
+    """A run's result (or why there is none): a copy we keep, ours if we master the run, else
+    the master's, relayed; when the master is gone (drained, crashed) or the run unknown here,
+    a copy some member keeps (``run.result_copies``). When waiting, follow the run to
+    whichever peer masters it. ``here``: what this peer holds, nothing asked or awaited."""
     while True:
-        owner = peer.state.runs.master_of(run_id, peer.name)
-        if owner is None or owner == peer.name:
+        runs = peer.state.runs
+        owner = runs.master_of(run_id, peer.name)
+        if here or run_id in runs.finished or owner is None or owner == peer.name:
             result, why, pending = master.lookup_result(peer.state, run_id)
-            if result is None and wait and pending:
+            if here or result is not None:
+                return result, why
+            if wait and pending:
                 event = trio.Event()
                 peer.result_waiters.setdefault(run_id, []).append(event)
                 await event.wait()
                 continue  # done here, or moved to another master: look again
-            return result, why
+            if owner is None or run_id in runs.ended:
+                found = await _copy_from_members(peer, run_id)
+                if found is not None:
+                    return found, ""
+            if owner is None:
+                why = (
+                    f"no member of the system knows run {run_id} (run ids are printed by "
+                    "`satind submit` and listed by `satind status`)"
+                )
+            return None, why
+        if peer.state.is_gone(owner):
+            # The master was drained or crashed: a member keeps a copy of a finished run's
+            # result; a run still going is taken over by an elected master (look again).
+            found = await _copy_from_members(peer, run_id)
+            if found is not None:
+                return found, ""
+            if not wait:
+                if runs.status_of(run_id) in ("running", "queued"):
+                    return None, (
+                        f"run {run_id}: its master {owner} is gone and a survivor takes the run "
+                        "over; ask again with --wait"
+                    )
+                return (
+                    None,
+                    f"run {run_id}: its master {owner} is gone and no member keeps its result",
+                )
+            await trio.sleep(peer.cfg.steal.custody_check_s)
+            continue
         # Ask the master and relay its answer. When waiting, ask again now and then: the
         # master may be lost and another elected meanwhile.
-        within = peer.cfg.steal.custody_check_s if wait else peer.cfg.client.timeout_s
         reply = await ask(
-            peer, owner, lambda req: m.ResultRequest(req, run_id, wait), m.ResultReply, within
+            peer,
+            owner,
+            lambda req: m.ResultRequest(req, run_id, wait),
+            m.ResultReply,
+            peer.cfg.steal.custody_check_s,
         )
-        if reply is not None and (
-            reply.result is not None or not wait or not reply.error.startswith("no run")
-        ):
+        if reply is not None and reply.result is not None:
+            return reply.result, reply.error
+        if reply is None or reply.error.startswith("no run"):
+            # The master is not (yet) known to be gone but did not answer, or restarted and
+            # forgot the run: a member may keep a copy.
+            found = await _copy_from_members(peer, run_id)
+            if found is not None:
+                return found, ""
+        if reply is not None and (not wait or not reply.error.startswith("no run")):
             return reply.result, reply.error
         if not wait:
-            return None, f"master {owner} did not answer"
+            return None, f"master {owner} did not answer, and no member keeps the result"
+
+
+async def _copy_from_members(peer: Peer, run_id: str) -> m.RunResult | None:
+    """A copy of a finished run's result that another member keeps, or None."""
+    answers = await ask_all(
+        peer,
+        lambda req: m.ResultRequest(req, run_id, False, here=True),
+        m.ResultReply,
+        peer.cfg.run.copy_lookup_s,
+    )
+    return next((reply.result for _, reply in answers if reply.result is not None), None)
 
 
 async def forward_result(peer: Peer, run_id: str, dest: str) -> None:
@@ -114,7 +168,7 @@ async def forward_result(peer: Peer, run_id: str, dest: str) -> None:
 
 def on_result_request(peer: Peer, link: Link, msg: m.ResultRequest) -> None:
     async def answer() -> None:
-        result, why = await fetch_result(peer, msg.run_id, msg.wait)
+        result, why = await fetch_result(peer, msg.run_id, msg.wait, msg.here)
         link.post(m.ResultReply(msg.req, result, why))
 
     peer.spawn_answer(link, msg.req, answer)

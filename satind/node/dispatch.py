@@ -100,6 +100,10 @@ def _run_share(peer: Peer, link: Link, msg: m.RunShare) -> Effects:
     return master.on_share(peer.state, msg)
 
 
+def _result_copy(peer: Peer, link: Link, msg: m.ResultCopy) -> Effects:
+    return master.on_result_copy(peer.state, msg, peer.now())
+
+
 def _run_stats(peer: Peer, link: Link, msg: m.RunStatsRequest) -> Effects:
     return control.run_stats(peer.state, link, msg)
 
@@ -112,6 +116,7 @@ _HANDLERS: dict[type, Any] = {
     m.JobState: _core(_job_state),
     m.HandOver: _core(_hand_over),
     m.RunShare: _core(_run_share),
+    m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),
     m.RunStatsReply: on_reply,
     m.ProgressReply: on_reply,

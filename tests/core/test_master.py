@@ -186,3 +186,27 @@ def test_cancel_takes_a_queued_run_out_of_the_masters_queue() -> None:
     assert not state.runs.queue and state.runs.status_of("run-1") == "cancelled"
     assert not any(isinstance(f, QueueRoot) for f in fx)  # the running one goes on
     assert state.runs.status_of("run-0") == "running"
+
+
+def test_a_finished_result_is_copied_to_other_members_who_answer_for_it() -> None:
+    state = make_state(others=("b/0", "c/0", "d/0", "e/0"))
+    _submit(state, FakeLink("client~1", role="client"))
+    run = state.runs.active["run-0"]
+    assert run.root is not None
+    run.root.value = Encoded(codec.encode_value(55))
+    fx = master.finish(state, "run-0", [], 4.0)
+    copies = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.ResultCopy)]
+    assert len(copies) == state.cfg.run.result_copies == 2
+    assert len({f.dest for f in copies}) == 2 and "a/0" not in {f.dest for f in copies}
+    copy = copies[0].msg
+    assert isinstance(copy, m.ResultCopy) and copy.state == "done" and copy.info.args == b""
+    # A member that still tracked the run (the end's news not here yet) takes the copy as
+    # that news: it drops the run, and answers for the result.
+    other = make_state("b/0", ("a/0", "c/0"))
+    live = known_run(other, dataclasses.replace(run.info, run_id="run-0"))
+    got = master.on_result_copy(other, copy, 5.0)
+    assert live.state.aborted and "run-0" not in other.runs.active
+    assert WakeWaiters("run-0") in got
+    result, _why, pending = master.lookup_result(other, "run-0")
+    assert result == copy.result and not pending
+    assert other.runs.status_of("run-0") == "done"

@@ -15,15 +15,12 @@ from tests.integration.test_daemon import (
     Daemon,
     client,
     client_in_background,
-    keys,
     satind,
     status,
     wait_for,
 )
 
 pytestmark = pytest.mark.slow
-
-__all__ = ["keys"]  # the fixture, used by name below
 
 
 @pytest.mark.parametrize("policy", ["orphans", "tic", "sel"])

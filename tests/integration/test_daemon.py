@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,25 +75,6 @@ class Daemon:
         peers = set(self.children) | set(children_of(self.proc.pid))
         self.proc.kill()
         kill_all(sorted(peers))
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> Path:
-    assert satind("keys", "init", str(tmp_path)).returncode == 0
-    for name in ("m1", "m2"):
-        assert satind("keys", "issue", str(tmp_path), name).returncode == 0
-    return tmp_path
-
-
-@pytest.fixture
-def two_machines(keys: Path) -> Iterator[tuple[Daemon, Daemon]]:
-    m1 = Daemon(keys, "m1", "east")
-    m2 = Daemon(keys, "m2", "west", m1.first)
-    try:
-        yield m1, m2
-    finally:
-        m1.kill()
-        m2.kill()
 
 
 def client(

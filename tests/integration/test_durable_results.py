@@ -1,0 +1,60 @@
+"""A finished run's result outlives its master: `satind result` from any peer answers after
+the master was drained, and after its whole machine was SIGKILLed; a run no member knows
+fails at once."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import independent
+from tests.integration.test_daemon import Daemon, client, status, wait_for
+
+pytestmark = pytest.mark.slow
+GOOD = ["tree", "3", "4", "5", "sleep"]  # 81 leaves of 5 ms
+
+
+def _run_on(keys: Path, to: str) -> str:
+    proc = client(keys, to, "submit", *GOOD, "--wait", "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["result"] == independent.tree(3, 4)
+    return str(out["run_id"])
+
+
+def _result(keys: Path, to: str, run_id: str) -> object:
+    proc = client(keys, to, "result", run_id, "--json", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["result"]
+
+
+def _state(keys: Path, to: str, name: str) -> str:
+    return next((p["state"] for p in status(keys, to)["peers"] if p["name"] == name), "unknown")
+
+
+def test_a_result_is_fetched_from_survivors_after_its_master_was_drained_or_killed(
+    keys: Path, two_machines: tuple[Daemon, Daemon]
+) -> None:
+    m1, m2 = two_machines
+    wait_for(lambda: len(status(keys, m1.first)["peers"]) == 4)
+    drained = _run_on(keys, m1.addresses["m1/1"])
+    killed = _run_on(keys, m1.first)
+    # The master m1/1 is drained and leaves: its result stays answerable.
+    assert client(keys, m2.first, "drain", "m1/1").returncode == 0
+    wait_for(lambda: _state(keys, m2.first, "m1/1") == "left")
+    started = time.monotonic()
+    assert _result(keys, m2.first, drained) == independent.tree(3, 4)
+    assert time.monotonic() - started < 15  # not a timeout and a blame
+    # The whole machine of m1/0 is SIGKILLed (no restart): a copy on m2 answers.
+    m1.kill()
+    wait_for(lambda: _state(keys, m2.first, "m1/0") == "dead", limit=60)
+    assert _result(keys, m2.first, killed) == independent.tree(3, 4)
+    assert _result(keys, m2.addresses["m2/1"], drained) == independent.tree(3, 4)
+    # A run that no member knows fails at once, and says so.
+    started = time.monotonic()
+    proc = client(keys, m2.first, "result", "20990101-000000-000000", "--wait")
+    assert proc.returncode == 1 and "no member of the system knows run" in proc.stderr
+    assert time.monotonic() - started < 15
