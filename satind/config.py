@@ -142,6 +142,11 @@ class NetConfig:
     # count. Connections one client certificate may hold at once on one peer (a status
     # --watch, a submit --wait and a few commands need far fewer).
     max_client_connections: int = 16
+    # count. Requests one connection may have in flight at a peer (answered from a task: a
+    # status that asks every member, a result that waits). Past it, a request is answered
+    # at once with an error: a client flooding deep status requests would otherwise hold
+    # a task, and the members' answers, per request.
+    max_requests_in_flight: int = 64
     # Mutual TLS on every connection. Turning it off exists only to measure what TLS costs
     # (docs/benchmarks.md); a system without it lets anyone who can connect run code.
     tls: bool = True

@@ -105,24 +105,18 @@ async def fetch_result(
                     "`satind submit` and listed by `satind status`)"
                 )
             return None, why
-        if peer.state.is_gone(owner):
+        if peer.state.is_gone(owner) and not wait:
             # The master was drained or crashed: a member keeps a copy of a finished run's
-            # result; a run still going is taken over by an elected master (look again).
+            # result; a run still going is taken over by an elected master.
             found = await _copy_from_members(peer, run_id)
             if found is not None:
                 return found, ""
-            if not wait:
-                if runs.status_of(run_id) in ("running", "queued"):
-                    return None, (
-                        f"run {run_id}: its master {owner} is gone and a survivor takes the run "
-                        "over; ask again with --wait"
-                    )
-                return (
-                    None,
-                    f"run {run_id}: its master {owner} is gone and no member keeps its result",
+            if runs.status_of(run_id) in ("running", "queued"):
+                return None, (
+                    f"run {run_id}: its master {owner} is gone and a survivor takes the run "
+                    "over; ask again with --wait"
                 )
-            await trio.sleep(peer.cfg.steal.custody_check_s)
-            continue
+            # This peer's view may be wrong (it was paused, or cut off): ask the master anyway.
         # Ask the master and relay its answer. When waiting, ask again now and then: the
         # master may be lost and another elected meanwhile.
         reply = await ask(

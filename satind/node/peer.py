@@ -180,6 +180,8 @@ class Peer:
         self.joined = trio.Event()
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # Requests answered from tasks, in flight per connection (net.max_requests_in_flight).
+        self._in_flight: dict[int, int] = {}
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
 
     # -- convenience views of the state -----------------------------------------------------
@@ -304,7 +306,26 @@ class Peer:
         """As ``spawn_task``, for a task that answers request ``req``: if it fails, the asker
         gets an ErrorReply at once instead of waiting for its timeout."""
         assert self._nursery is not None
-        self._nursery.start_soon(self._guarded, fn, args, (link, req))
+        key = id(link)
+        if self._in_flight.get(key, 0) >= self.cfg.net.max_requests_in_flight:
+            why = (
+                f"more than {self.cfg.net.max_requests_in_flight} requests in flight on this "
+                "connection (net.max_requests_in_flight): wait for answers before asking more"
+            )
+            link.post(m.ErrorReply(req, m.ErrorInfo("TooManyRequests", why)))
+            return
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        self._nursery.start_soon(self._answering, key, fn, args, (link, req))
+
+    async def _answering(
+        self, key: int, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int]
+    ) -> None:
+        try:
+            await self._guarded(fn, args, asker)
+        finally:
+            left = self._in_flight.pop(key) - 1
+            if left:
+                self._in_flight[key] = left
 
     async def _guarded(
         self, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int] | None
