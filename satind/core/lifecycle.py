@@ -27,7 +27,16 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
-from satind.core.runs import CANCELLED, ENDED, FINAL, RUNNING, SUSPENDED, PeerRun, supersedes
+from satind.core.runs import (
+    CANCELLED,
+    ENDED,
+    FINAL,
+    QUEUED,
+    RUNNING,
+    SUSPENDED,
+    PeerRun,
+    supersedes,
+)
 from satind.engine.frames import Wakeup
 from satind.net import messages as m
 
@@ -101,6 +110,16 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
     ):
         runs.reopen(run_id)  # resumed
     if run_id in runs.ended or run_id in runs.finished:
+        return False, []
+    if announce.state != QUEUED:
+        runs.queued_elsewhere.pop(run_id, None)  # started, or over: no longer waiting
+    elif announce.info.master != state.name and run_id not in runs.active:
+        # Another master queues it: kept (arguments and all), so that the run is not lost
+        # with that master (election starts it). News only the first time.
+        waiting = runs.queued_elsewhere.get(run_id)
+        if waiting is None or supersedes(announce.info, waiting):
+            runs.queued_elsewhere[run_id] = announce.info
+            return waiting is None, []
         return False, []
     if announce.state in ENDED:
         run = runs.active.get(run_id)

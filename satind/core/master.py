@@ -143,13 +143,19 @@ def submit(
     run.submitter = link.remote_name
     run.args = parsed.args
     reply = _accepted(state, m.Submitted(msg.req, info.run_id))
+    return [Reply(link, reply), *queue_or_start(state, run, now)]
+
+
+def queue_or_start(state: PeerState, run: PeerRun, now: float) -> Effects:
+    """Start a run this peer masters now, or queue it (announced as queued, arguments and
+    all, so that it is not lost with this peer) when ``run.max_concurrent`` run here."""
     mastered = len(state.runs.mastered_by(state.name))
     if mastered >= state.cfg.run.max_concurrent:
         run.status = QUEUED
         state.runs.queue.append(run)
-        log.info("run %s queued (%d running here)", info.run_id, mastered)
-        return [Reply(link, reply), *announce(state, m.RunAnnounce(info, QUEUED))]
-    return [Reply(link, reply), *start(state, run, now)]
+        log.info("run %s queued (%d running here)", run.info.run_id, mastered)
+        return announce(state, m.RunAnnounce(run.info, QUEUED))
+    return start(state, run, now)
 
 
 def _accepted(state: PeerState, reply: m.Submitted) -> m.Submitted:

@@ -84,6 +84,9 @@ class RunTable:
         self.active: dict[str, PeerRun] = {}
         # Runs this peer masters that wait for a slot (run.max_concurrent).
         self.queue: deque[PeerRun] = deque()
+        # Runs other masters queue (from their "queued" announcements, arguments included):
+        # if such a master is lost, the elected peer starts them (recovery/election.py).
+        self.queued_elsewhere: dict[str, m.RunInfo] = {}
         self.finished: OrderedDict[str, Finished] = OrderedDict()
         # Runs that ended, as their last announcement (final state, epoch, master): later
         # announcements of them are ignored, `satind result` knows whom to ask, and a peer
@@ -112,6 +115,8 @@ class RunTable:
             return run.info.master
         if any(r.info.run_id == run_id for r in self.queue):
             return me
+        if run_id in self.queued_elsewhere:
+            return self.queued_elsewhere[run_id].master
         end = self.ended.get(run_id)
         return end.info.master if end is not None else None
 
@@ -119,7 +124,7 @@ class RunTable:
         run = self.active.get(run_id)
         if run is not None:
             return run.status
-        if any(r.info.run_id == run_id for r in self.queue):
+        if any(r.info.run_id == run_id for r in self.queue) or run_id in self.queued_elsewhere:
             return QUEUED
         end = self.ended.get(run_id)
         return end.state if end is not None else "unknown"
@@ -129,6 +134,7 @@ class RunTable:
         last few that ended (a peer that missed an end by gossip learns it here)."""
         out = [m.RunAnnounce(r.info, r.status) for r in self.active.values() if r.info.args]
         out += [m.RunAnnounce(r.info, QUEUED) for r in self.queue]
+        out += [m.RunAnnounce(info, QUEUED) for info in self.queued_elsewhere.values()]
         out += list(self.recently_ended)
         return out
 

@@ -15,8 +15,11 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from satind import plugin as plugins
 from satind.core.effects import Effects
 from satind.core.runs import PeerRun
+from satind.engine.jobs import RunState
+from satind.net import messages as m
 from satind.net.codec import Encoded
 
 if TYPE_CHECKING:
@@ -33,7 +36,38 @@ def elect(state: PeerState, now: float) -> Effects:
     fx: Effects = []
     for run in state.runs.orphaned(alive):
         fx += take_over(state, run, now)
+    for info in [i for i in state.runs.queued_elsewhere.values() if i.master not in alive]:
+        fx += take_over_queued(state, info, now)
     return fx
+
+
+def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
+    """A run its lost master had queued (not started): this peer masters it under the next
+    epoch, and starts it when a slot is free, as its own submissions. The submitter follows
+    it through the other members (client.follow_result)."""
+    from satind.core.master import queue_or_start
+
+    del state.runs.queued_elsewhere[info.run_id]
+    try:
+        plugin = state.plugin_named(info.plugin)
+    except plugins.UnknownPlugin as exc:
+        log.error("run %s lost its master but this peer cannot run it: %s", info.run_id, exc)
+        return []
+    if plugin.code_hash != info.code_hash:
+        log.error(
+            "run %s lost its master; this peer has another version of %s", info.run_id, info.plugin
+        )
+        return []
+    new = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
+    log.warning(
+        "queued run %s lost its master %s: taking it over as epoch %d",
+        info.run_id,
+        info.master,
+        new.epoch,
+    )
+    run = PeerRun(new, RunState(new.run_id, plugin.name, 1.0 / max(1, new.branching)), plugin)
+    run.args = Encoded(new.args)  # decoded by the compute side, not here
+    return queue_or_start(state, run, now)
 
 
 def take_over(state: PeerState, run: PeerRun, now: float) -> Effects:

@@ -189,3 +189,34 @@ def test_a_cancelled_run_is_dropped_by_its_participants_and_final_in_their_logs(
     assert Log("end", cancelled) in fx
     assert run.state.aborted and not state.custody.given and not state.queue.jobs
     assert state.runs.status_of("r1") == "cancelled"
+
+
+def test_a_run_queued_by_a_master_that_died_is_started_by_the_elected_peer() -> None:
+    state = make_state("a/0", ("b/0", "c/0"))
+    queued = info(master="c/0", run_id="q1")
+    fx = lifecycle.on_announces(state, [m.RunAnnounce(queued, "queued")], 1.0)
+    assert Spread(m.RunAnnounce(queued, "queued")) in fx  # news: spread on
+    assert state.runs.status_of("q1") == "queued" and state.runs.master_of("q1", "a/0") == "c/0"
+    assert "q1" not in state.runs.active  # nothing to steal for while it waits
+    fx = restart.on_member_change(state, _gone(state, "c/0"), 3.0)
+    run = state.runs.active["q1"]
+    assert run.info.master == "a/0" and run.info.epoch == 1 and run.status == "running"
+    assert any(isinstance(f, QueueRoot) and f.job.run is run.state for f in fx)
+    assert not state.runs.queued_elsewhere
+
+
+def test_a_queued_run_that_started_or_ended_elsewhere_is_forgotten() -> None:
+    state = make_state("a/0", ("b/0", "c/0"))
+    queued = info(master="c/0", run_id="q1")
+    lifecycle.on_announces(state, [m.RunAnnounce(queued, "queued")], 1.0)
+    lifecycle.on_announces(state, [m.RunAnnounce(queued, "running")], 2.0)
+    assert not state.runs.queued_elsewhere and "q1" in state.runs.active
+    other = info(master="c/0", run_id="q2")
+    lifecycle.on_announces(state, [m.RunAnnounce(other, "queued")], 1.0)
+    lifecycle.on_announces(state, [m.RunAnnounce(other, "cancelled")], 2.0)
+    assert not state.runs.queued_elsewhere and state.runs.status_of("q2") == "cancelled"
+    # A peer that is not the one to take over does nothing.
+    late = make_state("b/0", ("a/0", "c/0"))
+    lifecycle.on_announces(late, [m.RunAnnounce(queued, "queued")], 1.0)
+    declare(late, "c/0", State.DEAD)
+    assert election.elect(late, 3.0) == [] and "q1" in late.runs.queued_elsewhere

@@ -5,6 +5,8 @@ fails at once."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,3 +60,37 @@ def test_a_result_is_fetched_from_survivors_after_its_master_was_drained_or_kill
     proc = client(keys, m2.first, "result", "20990101-000000-000000", "--wait")
     assert proc.returncode == 1 and "no member of the system knows run" in proc.stderr
     assert time.monotonic() - started < 15
+
+
+def test_a_run_queued_by_a_master_that_is_killed_is_run_by_a_survivor(keys: Path) -> None:
+    config = keys / "one-at-a-time.toml"
+    config.write_text("[run]\nmax_concurrent = 1\n")
+    m1 = Daemon(keys, "m1", "east", "", "--config", str(config))
+    m2 = Daemon(keys, "m2", "west", m1.first)  # runs up to 4 at once
+    waiting = []
+    try:
+        wait_for(lambda: len(status(keys, m2.first)["peers"]) == 4)
+        # m1/0 runs a long run and queues the next one.
+        args = ["--to", m1.first, "--keys", str(keys)]
+        for argv in (["tree", "3", "8", "100", "sleep"], GOOD):
+            waiting.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "satind", "submit", *argv, "--wait", "--json", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            time.sleep(1.0)
+        wait_for(lambda: "queued" in {r["state"] for r in status(keys, m2.first)["runs"]})
+        m1.kill()  # the master and its machine, SIGKILL: no restart
+        out, err = waiting[1].communicate(timeout=120)
+        assert waiting[1].returncode == 0, err
+        assert json.loads(out)["result"] == independent.tree(3, 4)
+    finally:
+        for proc in waiting:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        m1.kill()
+        m2.kill()
