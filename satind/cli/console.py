@@ -7,6 +7,8 @@ job credits what its children did not take.
 
 from __future__ import annotations
 
+import contextlib
+
 import trio
 from rich.console import Console, Group
 from rich.live import Live
@@ -21,9 +23,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from satind.client.client import Client, PeerUnavailable, RequestFailed
+from satind.client.client import Client, PeerUnavailable, RequestFailed, connect
 from satind.config import Config
 from satind.net import messages as m
+from satind.net.framing import parse_address
 
 STATE_STYLE = {
     "alive": "green",
@@ -34,9 +37,13 @@ STATE_STYLE = {
 }
 
 
-def peers_table(reply: m.StatusReply) -> Table:
+# The columns of the peers table that fit 80 columns (`status --watch` on a narrow terminal).
+NARROW = ("peer", "state", "queue", "jobs run", "stolen local", "stolen wide", "CPU%", "RSS MB")
+
+
+def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
     table = Table(title="peers", title_justify="left", expand=False)
-    for column in (
+    columns = (
         "peer",
         "cluster",
         "state",
@@ -49,32 +56,33 @@ def peers_table(reply: m.StatusReply) -> Table:
         "CPU%",
         "RSS MB",
         "checkpoint",
-    ):
+    )
+    shown = [c for c in columns if not narrow or c in NARROW]
+    for column in shown:
         table.add_column(
             column, justify="left" if column in ("peer", "cluster", "state") else "right"
         )
     for p in reply.peers:
         known = p.state not in ("dead", "left") and p.rss_mb > 0
-        table.add_row(
-            p.name,
-            p.cluster,
-            Text(p.state, style=STATE_STYLE.get(p.state, "")),
-            *(
-                [
-                    str(p.queue),
-                    f"{p.jobs_run:,}",
-                    f"{p.jobs_given:,}",
-                    f"{p.stolen_local:,}",
-                    f"{p.stolen_wide:,}",
-                    f"{p.steal_attempts_local:,}/{p.steal_attempts_wide:,}",
-                    f"{p.cpu_percent:.0f}",
-                    f"{p.rss_mb:.0f}",
-                    _checkpoint_cell(p),
-                ]
-                if known
-                else ["-"] * 9
-            ),
-        )
+        cells: dict[str, str | Text] = {
+            "peer": p.name,
+            "cluster": p.cluster,
+            "state": Text(p.state, style=STATE_STYLE.get(p.state, "")),
+        }
+        values = [
+            str(p.queue),
+            f"{p.jobs_run:,}",
+            f"{p.jobs_given:,}",
+            f"{p.stolen_local:,}",
+            f"{p.stolen_wide:,}",
+            f"{p.steal_attempts_local:,}/{p.steal_attempts_wide:,}",
+            f"{p.cpu_percent:.0f}",
+            f"{p.rss_mb:.0f}",
+            _checkpoint_cell(p),
+        ]
+        for column, value in zip(columns[3:], values, strict=True):
+            cells[column] = value if known else "-"
+        table.add_row(*(cells[c] for c in shown))
     return table
 
 
@@ -122,50 +130,104 @@ def print_status(reply: m.StatusReply) -> None:
 
 
 async def watch_status(client: Client, cfg: Config) -> None:
-    """Refresh the status twice a second until Ctrl-C: peers, a bar per running run, and
-    cluster-wide jobs/s and steals/s."""
+    """Refresh the status until Ctrl-C: peers, a bar per live run with its own jobs/s and
+    steals/s, and the cluster's. It follows the cluster, not one peer: when the peer it talks
+    to leaves or is lost, it moves to another that was alive in the last view."""
     console = Console()
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.percentage:>5.1f}%"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[rate]}"),
         console=console,
     )
     tasks: dict[str, TaskID] = {}
-    last: tuple[float, float, float] | None = None
+    seen: dict[str, tuple[float, float, float]] = {}  # run or "" (cluster): time, jobs, steals
     rates = Text("")
-    with Live(console=console, refresh_per_second=4, screen=False) as live:
-        while True:
-            try:
-                reply = await client.status()
-            except PeerUnavailable as exc:
-                live.update(Text(f"lost the peer: {exc}", style="red"))
-                return
-            now = trio.current_time()
-            jobs = sum(p.jobs_run for p in reply.peers)
-            steals = sum(p.stolen_local + p.stolen_wide for p in reply.peers)
-            if last is not None and now > last[0]:
-                dt = now - last[0]
-                rates = Text(
-                    f"cluster: {max(0.0, (jobs - last[1]) / dt):,.0f} jobs/s · "
-                    f"{max(0.0, (steals - last[2]) / dt):,.1f} steals/s · "
-                    f"{sum(1 for p in reply.peers if p.state in ('alive', 'draining'))} peers up"
-                )
-            last = (now, jobs, steals)
-            for run in reply.runs:
-                if run.state not in ("running", "queued") and run.run_id not in tasks:
+    notice = Text("")
+    addresses: dict[str, str] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        current = client
+        with Live(console=console, refresh_per_second=4, screen=False) as live:
+            while True:
+                try:
+                    reply = await current.status()
+                except PeerUnavailable as exc:
+                    moved = await _another_peer(stack, addresses, current, cfg)
+                    if moved is None:
+                        live.update(Text(f"lost every peer: {exc}", style="red"))
+                        return
+                    current, name = moved
+                    notice = Text(f"lost the peer ({exc}); now watching through {name}", "yellow")
                     continue
-                if run.run_id not in tasks:
-                    tasks[run.run_id] = progress.add_task(
-                        f"{run.run_id} {run.plugin} {' '.join(run.argv)}", total=1.0
+                now = trio.current_time()
+                addresses = {
+                    p.name: p.address
+                    for p in reply.peers
+                    if p.address and p.state in ("alive", "draining")
+                }
+                jobs = sum(p.jobs_run for p in reply.peers)
+                steals = sum(p.stolen_local + p.stolen_wide for p in reply.peers)
+                up = sum(1 for p in reply.peers if p.state in ("alive", "draining"))
+                rates = Text(f"cluster: {_rates(seen, '', now, jobs, steals)} · {up} peers up")
+                live_runs = {r.run_id for r in reply.runs if r.state in ("running", "queued")}
+                for run_id in [r for r in tasks if r not in live_runs]:
+                    progress.remove_task(tasks.pop(run_id))  # finished runs leave the screen
+                    seen.pop(run_id, None)
+                for run in reply.runs:
+                    if run.run_id not in live_runs:
+                        continue
+                    if run.run_id not in tasks:
+                        tasks[run.run_id] = progress.add_task(
+                            f"{run.run_id} {run.plugin} {' '.join(run.argv)}", total=1.0, rate=""
+                        )
+                    counters = run.counters
+                    rate = _rates(
+                        seen,
+                        run.run_id,
+                        now,
+                        float(counters.get("jobs_run", 0)),
+                        float(counters.get("stolen_local", 0))
+                        + float(counters.get("stolen_wide", 0)),
                     )
-                progress.update(
-                    tasks[run.run_id], completed=run.progress if run.state != "done" else 1.0
-                )
-            live.update(Group(peers_table(reply), progress, rates))
-            await trio.sleep(cfg.client.watch_interval_s)
+                    progress.update(tasks[run.run_id], completed=run.progress, rate=rate)
+                narrow = console.width < 120
+                live.update(Group(peers_table(reply, narrow), progress, rates, notice))
+                await trio.sleep(cfg.client.watch_interval_s)
+
+
+def _rates(
+    seen: dict[str, tuple[float, float, float]], key: str, now: float, jobs: float, steals: float
+) -> str:
+    """jobs/s and steals/s since the last refresh (not lifetime totals)."""
+    last = seen.get(key)
+    seen[key] = (now, jobs, steals)
+    if last is None or now <= last[0]:
+        return ""
+    dt = now - last[0]
+    jobs_s, steals_s = max(0.0, (jobs - last[1]) / dt), max(0.0, (steals - last[2]) / dt)
+    return f"{jobs_s:,.0f} jobs/s · {steals_s:,.1f} steals/s"
+
+
+async def _another_peer(
+    stack: contextlib.AsyncExitStack, addresses: dict[str, str], lost: Client, cfg: Config
+) -> tuple[Client, str] | None:
+    """A connection to another peer of the last view, or None if none answers."""
+    credentials = lost.transport.credentials
+    for name, text in sorted(addresses.items()):
+        try:
+            address = parse_address(text)
+        except ValueError:
+            continue
+        if address == lost.address:
+            continue
+        try:
+            client = await stack.enter_async_context(connect(address, cfg, credentials, name))
+        except PeerUnavailable:
+            continue
+        return client, name
+    return None
 
 
 async def follow_run(

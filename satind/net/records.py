@@ -115,6 +115,8 @@ class PeerStatus:
     checkpoint_policy: str = ""
     checkpoint_bytes: int = 0
     checkpoint_age_s: float = -1.0
+    # Where clients reach it (`status --watch` moves to another peer when its own leaves).
+    address: str = ""
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,11 @@ async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
     answered = {p.name for p in peers}
     for member in peer.table.everyone():
         if member.name not in answered:
-            peers.append(m.PeerStatus(member.name, member.cluster, state_label(member)))
+            peers.append(
+                m.PeerStatus(
+                    member.name, member.cluster, state_label(member), address=str(member.address)
+                )
+            )
     link.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
 
@@ -85,6 +89,7 @@ def local_status(peer: Peer) -> m.PeerStatus:
         checkpoint_policy=checkpoint.policy,
         checkpoint_bytes=checkpoint.bytes_written,
         checkpoint_age_s=-1.0 if last is None else round(peer.now() - last, 1),
+        address=str(state.table.me.address),
     )
 
 
