@@ -267,6 +267,16 @@ class RunConfig:
     # seconds. A peer asked for a result it does not hold, whose master is gone (or that it
     # never heard of), asks every member for a copy and waits this long for their answers.
     copy_lookup_s: float = 2.0
+    # count. Lines of a run's output (print, logging inside jobs) a peer keeps until it sends
+    # them, and the master keeps per run (the newest); past it lines are dropped and counted.
+    log_lines: int = 1000
+    # characters. A longer line of output is cut.
+    log_line_chars: int = 1000
+    # seconds. How often a peer sends the output of jobs to their runs' masters.
+    log_flush_s: float = 0.5
+    # seconds. After a run's result, how long ``satind run`` and ``logs --follow`` wait for
+    # the last lines (peers send them as soon as they hear of the end).
+    log_tail_s: float = 0.2
     # count. Every this many custody checks (steal.custody_check_s), a peer asks the master
     # of each run of another master it still tracks whether the run is over: every notice of
     # its end may have been lost (30 s with the defaults).

@@ -33,6 +33,7 @@ CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
     "resume": runs.resume,
     "suspend": runs.suspend,
     "cancel": runs.cancel,
+    "logs": runs.logs,
     "status": system.status,
     "drain": system.drain,
     "stop": system.stop,

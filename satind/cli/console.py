@@ -233,7 +233,8 @@ async def _another_peer(
 async def follow_run(
     client: Client, run_id: str, plugin: str, argv: list[str], cfg: Config
 ) -> m.RunResult:
-    """Show a progress bar (fraction of the tree done, from job ids) until the run ends."""
+    """Show a progress bar (fraction of the tree done, from job ids) until the run ends, and
+    the run's output (what its jobs print or log) above it as it comes."""
     console = Console(stderr=True)
     result: list[m.RunResult] = []
     lost: list[Exception] = []
@@ -249,18 +250,23 @@ async def follow_run(
         refresh_per_second=4,
     ) as progress:
         task = progress.add_task(f"{plugin} {' '.join(argv)}", total=1.0, rate="")
+        done = trio.Event()
         async with trio.open_nursery() as nursery:
 
             async def wait() -> None:
                 try:
-                    result.append(await client.result(run_id))
+                    result.append(await client.result_with_output(run_id, show))
                 except (PeerUnavailable, RequestFailed) as exc:
                     lost.append(exc)  # raised below, as itself: the caller follows the run
-                nursery.cancel_scope.cancel()
+                    nursery.cancel_scope.cancel()
+                done.set()
+
+            def show(line: str) -> None:
+                progress.console.print(line, markup=False, highlight=False)
 
             nursery.start_soon(wait)
             started = trio.current_time()
-            while True:
+            while not done.is_set():
                 reply = await client.progress(run_id, within_s=cfg.run.progress_poll_s * 4)
                 if reply is not None and reply.progress >= 0:
                     elapsed = max(trio.current_time() - started, 1e-9)
@@ -273,7 +279,8 @@ async def follow_run(
                         completed=reply.progress,
                         rate=f"{jobs / elapsed:,.0f} jobs/s · {steals / elapsed:,.1f} steals/s",
                     )
-                await trio.sleep(cfg.run.progress_poll_s)
+                with trio.move_on_after(cfg.run.progress_poll_s):
+                    await done.wait()
     if lost:
         raise lost[0]
     return result[0]

@@ -247,6 +247,17 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     client_options(cancel)
 
+    logs = commands["logs"] = sub.add_parser(
+        "logs",
+        help="what a run's jobs printed or logged",
+        description="Each peer captures what a plugin writes to stdout/stderr or through "
+        "logging inside a job, with the run id and peer name (bounded: run.log_lines per "
+        "run), and sends it to the run's master; any peer relays the request there.",
+    )
+    logs.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+    logs.add_argument("--follow", action="store_true", help="print new lines until the run ends")
+    client_options(logs)
+
     status = commands["status"] = sub.add_parser(
         "status",
         help="peers and runs of the system",

@@ -101,7 +101,7 @@ async def wait_or_follow(
             from satind.cli.console import follow_run
 
             return await follow_run(client, run_id, bar[0], bar[1], cfg)
-        return await client.result(run_id)
+        return await client.result_with_output(run_id, control.to_stderr)
     except control.PeerUnavailable as exc:
         print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
     try:
@@ -133,6 +133,24 @@ async def suspend(args: argparse.Namespace, cfg: Config) -> int:
     if not reply.ok:
         raise CliError(reply.message, EXIT_FAILED)
     print(reply.message)
+    return EXIT_OK
+
+
+async def logs(args: argparse.Namespace, cfg: Config) -> int:
+    async with connected(args, cfg) as client:
+        try:
+            if args.follow:
+                await client.follow_logs(args.run_id, print, cfg)
+                return EXIT_OK
+            reply = await client.logs(args.run_id, 0, cfg.client.timeout_s)
+        except (control.RequestFailed, control.NoOutput) as exc:
+            raise CliError(str(exc), EXIT_FAILED) from None
+    if reply is None:
+        raise CliError(f"no answer about the output of {args.run_id}", EXIT_RUNTIME)
+    if reply.error and not reply.lines:
+        raise CliError(reply.error, EXIT_FAILED)
+    for line in reply.lines:
+        print(line)
     return EXIT_OK
 
 

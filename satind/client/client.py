@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -32,6 +33,15 @@ class RequestFailed(Exception):
     def __init__(self, peer: str, info: m.ErrorInfo) -> None:
         super().__init__(f"peer {peer} failed to answer: {info.type}: {info.message}")
         self.info = info
+
+
+def to_stderr(line: str) -> None:
+    """Where a client shows a run's output when no console does."""
+    print(line, file=sys.stderr, flush=True)
+
+
+class NoOutput(Exception):
+    """No peer has the output of that run (no such run)."""
 
 
 class SubmitRefused(Exception):
@@ -71,16 +81,8 @@ class Client:
             waiter = self._results.setdefault(msg.run_id, _RunWaiter(trio.Event()))
             waiter.result = msg
             waiter.event.set()
-        elif isinstance(
-            msg,
-            m.Submitted
-            | m.ProgressReply
-            | m.StatusReply
-            | m.ResultReply
-            | m.ControlReply
-            | m.ErrorReply,
-        ):
-            self.requests.resolve(msg.req, msg)
+        elif isinstance(msg, m.ANSWER_TYPES):
+            self.requests.resolve(msg.req, msg)  # type: ignore[attr-defined]
 
     def _on_closed(self, conn: Connection) -> None:
         if conn is self.conn:
@@ -184,6 +186,69 @@ class Client:
         self.conn.post(m.ProgressRequest(req, run_id))
         reply = await self.requests.reply_within(req, within_s)
         return reply if isinstance(reply, m.ProgressReply) else None
+
+    async def result_with_output(self, run_id: str, emit: Callable[[str], None]) -> m.RunResult:
+        """The run's result, passing each line of its output (what its jobs print or log) to
+        ``emit`` as it comes."""
+        got: list[m.RunResult] = []
+        failed: list[Exception] = []
+        done = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def output() -> None:
+                with contextlib.suppress(PeerUnavailable, RequestFailed, NoOutput):
+                    await self.follow_logs(run_id, emit, self.cfg, done)
+
+            nursery.start_soon(output)
+            try:
+                got.append(await self.result(run_id))
+            except Exception as exc:  # raised below, as itself (not in an exception group)
+                failed.append(exc)
+                nursery.cancel_scope.cancel()
+            done.set()
+        if failed:
+            raise failed[0]
+        return got[0]
+
+    async def logs(self, run_id: str, start: int, within_s: float) -> m.LogsReply | None:
+        """A run's output from line ``start`` on, or None when no answer came in time."""
+        req = self.requests.new()
+        self.conn.post(m.LogsRequest(req, run_id, start))
+        reply = await self.requests.reply_within(req, within_s)
+        return reply if isinstance(reply, m.LogsReply) else None
+
+    async def follow_logs(
+        self,
+        run_id: str,
+        emit: Callable[[str], None],
+        cfg: Config,
+        done: trio.Event | None = None,
+    ) -> None:
+        """Pass each new line of a run's output to ``emit``: until ``done`` is set and the
+        last lines are in (peers send theirs every ``run.log_flush_s``), or until the run is
+        over when ``done`` is None."""
+        poll_s = cfg.run.log_flush_s
+        start, last = 0, False
+        while True:
+            reply = await self.logs(run_id, start, cfg.client.timeout_s)
+            if reply is not None:
+                for line in reply.lines:
+                    emit(line)
+                start = reply.next
+                if reply.error and not reply.lines:
+                    raise NoOutput(reply.error)
+            if last:
+                return
+            with trio.move_on_after(poll_s):
+                if done is not None:
+                    await done.wait()
+                else:
+                    await trio.sleep_forever()
+            if (done is not None and done.is_set()) or (
+                done is None and reply is not None and reply.over
+            ):
+                await trio.sleep(cfg.run.log_tail_s)  # every peer's last lines reach the master
+                last = True
 
     def shutdown(self, reason: str) -> None:
         self.conn.post(m.Shutdown(reason))

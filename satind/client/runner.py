@@ -91,7 +91,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                             client, run_id, plugin.name, list(request.argv), cfg
                         )
                     else:
-                        result = await client.result(run_id)
+                        result = await client.result_with_output(run_id, control.to_stderr)
             except (control.PeerUnavailable, control.RequestFailed) as exc:
                 if not run_id:
                     return Failure("runtime", str(exc))

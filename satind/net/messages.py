@@ -27,7 +27,7 @@ from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -373,6 +373,38 @@ class ResultCopy(Message):
 
 
 @dataclass(frozen=True)
+class RunLog(Message):
+    """Lines that jobs of a run wrote on ``peer`` (print, logging), for the run's master."""
+
+    TYPE: ClassVar[int] = 75
+    run_id: str
+    peer: str
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class LogsRequest(Message):
+    """A run's output from line number ``start`` on (relayed to the master by any peer)."""
+
+    TYPE: ClassVar[int] = 76
+    req: int
+    run_id: str
+    start: int
+
+
+@dataclass(frozen=True)
+class LogsReply(Message):
+    """``next``: the number to ask from next time; ``over``: the run is no longer live."""
+
+    TYPE: ClassVar[int] = 77
+    req: int
+    lines: list[str]
+    next: int
+    over: bool
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ErrorReply(Message):
     """The answer to a request whose handler failed (a plugin's parse that raised, a bug):
     why, at once, instead of silence until the asker's timeout."""
@@ -446,6 +478,22 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     RunShare,
     CancelRequest,
     ResultCopy,
+    RunLog,
+    LogsRequest,
+    LogsReply,
+)
+
+# Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
+# (a StealReply is not: the thief handles it). Dispatch and the client both use this list.
+ANSWER_TYPES: tuple[type[Message], ...] = (
+    RunStatsReply,
+    ProgressReply,
+    StatusReply,
+    ResultReply,
+    Submitted,
+    ControlReply,
+    LogsReply,
+    ErrorReply,
 )
 
 # Requests: messages with a ``req`` that their handler answers with a reply carrying the same
@@ -463,5 +511,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         ResumeRequest,
         SuspendRequest,
         CancelRequest,
+        LogsRequest,
     }
 )

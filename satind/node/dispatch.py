@@ -16,7 +16,7 @@ from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import control, status
+from satind.node import control, logs, status
 from satind.recovery import orphans
 
 if TYPE_CHECKING:
@@ -118,13 +118,7 @@ _HANDLERS: dict[type, Any] = {
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),
-    m.RunStatsReply: on_reply,
-    m.ProgressReply: on_reply,
-    m.StatusReply: on_reply,
-    m.ResultReply: on_reply,
-    m.Submitted: on_reply,
-    m.ControlReply: on_reply,
-    m.ErrorReply: on_reply,
+    **{answer: on_reply for answer in m.ANSWER_TYPES},
     m.Submit: control.on_submit,
     m.ProgressRequest: control.on_progress,
     m.ResultRequest: control.on_result_request,
@@ -136,6 +130,8 @@ _HANDLERS: dict[type, Any] = {
     m.ResumeRequest: control.on_resume_request,
     m.SuspendRequest: control.on_suspend_request,
     m.CancelRequest: control.on_cancel_request,
+    m.RunLog: logs.on_run_log,
+    m.LogsRequest: logs.on_logs_request,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),
@@ -151,6 +147,7 @@ _CLIENT_OK: frozenset[type] = frozenset(
         m.ResumeRequest,
         m.SuspendRequest,
         m.CancelRequest,
+        m.LogsRequest,
         m.ProgressRequest,
         m.ResultRequest,
         m.StatusRequest,

@@ -57,6 +57,7 @@ from satind.node import control
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
+from satind.node.logs import RunLogs, flush_loop
 from satind.node.thief import Thief
 from satind.recovery import drain, orphans, restart
 from satind.recovery.checkpoint import Checkpointer, LogStore
@@ -180,6 +181,8 @@ class Peer:
         self.joined = trio.Event()
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # What jobs print, per run (node/logs.py; captured on peer processes only).
+        self.logs = RunLogs(cfg.run, options.name)
         # Requests answered from tasks, in flight per connection (net.max_requests_in_flight).
         self._in_flight: dict[int, int] = {}
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
@@ -234,6 +237,7 @@ class Peer:
                 await nursery.start(self.swim.run)
                 await nursery.start(self.compute.serve)
                 nursery.start_soon(self._custody_loop)
+                nursery.start_soon(flush_loop, self)
                 if self.checkpointer.enabled:
                     nursery.start_soon(self.checkpointer.loop)
                     nursery.start_soon(control.find_checkpointed_runs, self)
@@ -391,6 +395,7 @@ class Peer:
         else:
             assert isinstance(record, m.RunAnnounce)
             self.checkpointer.ended(record)
+            self.logs.wake.set()  # the run's last lines go to its master now
 
     def _task(self, fx: Task) -> None:
         if fx.kind == "finish_run":

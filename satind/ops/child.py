@@ -35,6 +35,7 @@ EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
 
 
 async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
+    from satind.node.logs import capture
     from satind.node.peer import Peer, PeerOptions
 
     options = PeerOptions(
@@ -47,6 +48,7 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
         seed=args.seed,
     )
     peer = Peer(cfg, options)
+    capture(peer.logs)  # what plugins print inside jobs goes to their runs (satind logs)
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     asked_to_stop = False
     async with trio.open_nursery() as nursery:

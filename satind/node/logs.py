@@ -1,0 +1,217 @@
+"""Per-run logs: what a plugin prints or logs inside a job, kept with its run.
+
+On a peer process, ``capture`` routes writes to ``sys.stdout``/``sys.stderr`` and records of
+the ``logging`` module made on the compute thread to the run of the job that is running
+(``Worker.current``); everything else (the peer's own log, the launcher's handshake) goes
+where it went. Lines are bounded per run on each peer (``run.log_lines``, longer lines cut at
+``run.log_line_chars``), sent to the run's master every ``run.log_flush_s`` (``RunLog``), and
+kept there, bounded the same way per run, for ``satind logs RUN_ID [--follow]`` and for
+``satind run``, which prints them as they come (``LogsRequest``/``LogsReply``; any peer
+relays to the master).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, TextIO
+
+import trio
+
+from satind.config import RunConfig
+from satind.engine import worker as worker_mod
+from satind.net import messages as m
+from satind.node.rpc import ask
+
+if TYPE_CHECKING:
+    from satind.net.transport import Link
+    from satind.node.peer import Peer
+
+COMPUTE_THREAD = "satind-compute"
+
+
+class RunLogs:
+    """This peer's captured lines, not yet sent, and (as a master) its runs' logs."""
+
+    def __init__(self, cfg: RunConfig, name: str) -> None:
+        self.cfg = cfg
+        self.name = name
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[str]] = {}
+        self._dropped: dict[str, int] = {}
+        # The unfinished last line per run (``print`` writes the text, then the newline), and
+        # those as they were at the last ``take``: one that has not changed since is sent as
+        # it is.
+        self._partial: dict[str, str] = {}
+        self._stale: dict[str, str] = {}
+        # run id -> every line the master has (bounded), numbered from 0.
+        self.kept: OrderedDict[str, deque[str]] = OrderedDict()
+        self.first: dict[str, int] = {}  # number of the oldest line kept, per run
+        # Set when a run ends here: its last lines are sent at once, not at the next tick.
+        self.wake = trio.Event()
+
+    # -- the compute thread --------------------------------------------------------------
+
+    def capture(self, run_id: str, text: str) -> None:
+        """Lines a job of ``run_id`` wrote (any thread; cheap)."""
+        with self._lock:
+            *done, rest = (self._partial.pop(run_id, "") + text).split("\n")
+            for line in done:
+                self._add(run_id, line)
+            if rest:
+                self._partial[run_id] = rest[: self.cfg.log_line_chars]
+
+    def _add(self, run_id: str, line: str) -> None:
+        lines = self._pending.setdefault(run_id, [])
+        if len(lines) >= self.cfg.log_lines:
+            self._dropped[run_id] = self._dropped.get(run_id, 0) + 1
+        else:
+            lines.append(line.rstrip("\r")[: self.cfg.log_line_chars])
+
+    def take(self) -> dict[str, list[str]]:
+        """What was captured since the last call (the trio thread sends it)."""
+        with self._lock:
+            for run_id, line in self._stale.items():
+                if self._partial.get(run_id) == line:
+                    self._add(run_id, self._partial.pop(run_id))
+            self._stale = dict(self._partial)
+            pending, self._pending = self._pending, {}
+            dropped, self._dropped = self._dropped, {}
+        for run_id, count in dropped.items():
+            pending.setdefault(run_id, []).append(
+                f"[{count} lines dropped: run.log_lines is {self.cfg.log_lines} per peer]"
+            )
+        return pending
+
+    # -- the master ----------------------------------------------------------------------
+
+    def keep(self, run_id: str, peer: str, lines: list[str]) -> None:
+        kept = self.kept.get(run_id)
+        if kept is None:
+            kept = self.kept[run_id] = deque(maxlen=self.cfg.log_lines)
+            self.first[run_id] = 0
+            while len(self.kept) > self.cfg.keep_results:
+                old, _ = self.kept.popitem(last=False)
+                self.first.pop(old, None)
+        for line in lines:
+            if len(kept) == kept.maxlen:
+                self.first[run_id] += 1
+            kept.append(f"{peer}: {line[: self.cfg.log_line_chars]}")
+
+    def since(self, run_id: str, start: int) -> tuple[list[str], int]:
+        """Lines from number ``start`` on (or the oldest kept), and the next number."""
+        kept = self.kept.get(run_id)
+        if kept is None:
+            return [], start
+        first = self.first[run_id]
+        lines = list(kept)[max(0, start - first) :]
+        return lines, first + len(kept)
+
+
+class _Router:
+    """``sys.stdout``/``sys.stderr`` on a peer: the compute thread's writes inside a job go
+    to that job's run; the rest to the real stream."""
+
+    def __init__(self, real: TextIO, logs: RunLogs) -> None:
+        self.real = real
+        self.logs = logs
+
+    def write(self, text: str) -> int:
+        run_id = _current_run()
+        if run_id is None:
+            return self.real.write(text)
+        self.logs.capture(run_id, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+
+class _Handler(logging.Handler):
+    """Records made on the compute thread inside a job go to that job's run (and only
+    there: a plugin's logging is the run's, not the peer's)."""
+
+    def __init__(self, logs: RunLogs) -> None:
+        super().__init__()
+        self.logs = logs
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        run_id = _current_run()
+        if run_id is not None:
+            self.logs.capture(run_id, self.format(record) + "\n")
+
+
+class _NotInJob(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _current_run() is None
+
+
+def _current_run() -> str | None:
+    if threading.current_thread().name != COMPUTE_THREAD:
+        return None
+    worker = worker_mod.CURRENT
+    if worker is None or worker.current is worker.idle_frame:
+        return None
+    return worker.current.run.run_id
+
+
+def capture(logs: RunLogs) -> None:
+    """Route this process's job output to ``logs`` (peer processes only)."""
+    sys.stdout = _Router(sys.stdout, logs)
+    sys.stderr = _Router(sys.stderr, logs)
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.addFilter(_NotInJob())
+    root.addHandler(_Handler(logs))
+
+
+async def flush_loop(peer: Peer) -> None:
+    """Send what jobs wrote to their runs' masters (kept here for runs mastered here)."""
+    while True:
+        with trio.move_on_after(peer.cfg.run.log_flush_s):
+            await peer.logs.wake.wait()
+        peer.logs.wake = trio.Event()
+        for run_id, lines in peer.logs.take().items():
+            owner = peer.state.runs.master_of(run_id, peer.name)
+            if owner is None or owner == peer.name:
+                peer.logs.keep(run_id, peer.name, lines)
+            else:
+                peer.post(owner, m.RunLog(run_id, peer.name, lines))
+
+
+def on_run_log(peer: Peer, link: Link, msg: m.RunLog) -> None:
+    # Only for runs mastered here, and cut as the sender should have: what a member sends
+    # costs at most run.log_lines lines of run.log_line_chars per run this peer masters.
+    if peer.state.runs.master_of(msg.run_id, peer.name) == peer.name:
+        peer.logs.keep(msg.run_id, msg.peer[:100], list(msg.lines))
+
+
+def on_logs_request(peer: Peer, link: Link, msg: m.LogsRequest) -> None:
+    async def answer() -> None:
+        owner = peer.state.runs.master_of(msg.run_id, peer.name)
+        if owner is not None and owner != peer.name and not peer.state.is_gone(owner):
+            reply = await ask(
+                peer,
+                owner,
+                lambda req: m.LogsRequest(req, msg.run_id, msg.start),
+                m.LogsReply,
+                peer.cfg.client.timeout_s,
+            )
+            if reply is not None:
+                link.post(m.LogsReply(msg.req, reply.lines, reply.next, reply.over, reply.error))
+                return
+        lines, next_ = peer.logs.since(msg.run_id, msg.start)
+        status = peer.state.runs.status_of(msg.run_id)
+        error = ""
+        if status == "unknown" and msg.run_id not in peer.logs.kept:
+            error = f"no run {msg.run_id} here"
+        over = status not in ("running", "queued")
+        link.post(m.LogsReply(msg.req, lines, next_, over, error))
+
+    peer.spawn_answer(link, msg.req, answer)

@@ -1,0 +1,58 @@
+"""Per-run logs on real processes: what a plugin prints or logs inside its jobs reaches
+`satind run` (stderr, as it happens) and `satind logs RUN_ID [--follow]` from any peer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_daemon import Daemon, client, client_in_background, satind
+
+pytestmark = pytest.mark.slow
+PLUGINS = str(Path(__file__).parent.parent / "data" / "plugins")
+
+
+def hellos(text: str) -> list[str]:
+    return re.findall(r"^(local/\d|m1/\d): leaf (\d) says hello$", text, re.M)
+
+
+def test_satind_run_shows_what_jobs_print_and_log_on_stderr() -> None:
+    done = satind("run", "chatty", "6", "--plugin-path", PLUGINS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "result: 13"  # chatty(6) has 13 leaves
+    assert "says hello" not in done.stdout
+    assert len(hellos(done.stderr)) == 13, done.stderr
+    logged = re.findall(r"^local/\d: WARNING chatty: leaf \d logs$", done.stderr, re.M)
+    assert len(logged) == 13
+
+
+def test_logs_from_any_peer_and_follow_until_the_run_ends(keys: Path) -> None:
+    daemon = Daemon(keys, "m1", "east", "", "--plugin-path", PLUGINS)
+    try:
+        first, second = list(daemon.addresses.values())
+        submitted = client(keys, first, "submit", "chatty", "6", "--wait", "--json")
+        assert submitted.returncode == 0, submitted.stderr
+        run_id = re.search(r'"run_id": "([^"]+)"', submitted.stdout)
+        assert run_id is not None, submitted.stdout
+        # The other peer relays to the run's master.
+        shown = client(keys, second, "logs", run_id.group(1))
+        assert shown.returncode == 0, shown.stderr
+        assert len(hellos(shown.stdout)) == 13, shown.stdout
+
+        # --follow prints lines as they come and returns when the run is over: 89 leaves
+        # of 10 ms each.
+        queued = client(keys, first, "submit", "chatty", "10")
+        assert queued.returncode == 0, queued.stderr
+        rid = queued.stdout.split()[-1]
+        follow = client_in_background(keys, second, "logs", rid, "--follow")
+        out, err = follow.communicate(timeout=60)
+        assert follow.returncode == 0, err
+        assert len(hellos(out)) == 89, out
+
+        unknown = client(keys, second, "logs", "no-such-run")
+        assert unknown.returncode != 0
+        assert "no run no-such-run" in unknown.stderr
+    finally:
+        daemon.kill()
