@@ -151,6 +151,14 @@ def sync() -> None:
         w.sync_frame(cur)
 
 
+def forget_module(module: str) -> None:
+    """Drop the spawnables a module registered (it is about to be loaded again, changed:
+    ``satind plugins reload``). Jobs already made keep the functions they hold."""
+    prefix = f"{module}:"
+    for name in [n for n in _REGISTRY if n.startswith(prefix)]:
+        del _REGISTRY[name]
+
+
 def lookup_spawnable(name: str) -> Spawnable[Any] | None:
     """The spawnable registered under ``name`` ("module:qualname"), if this process has it."""
     return _REGISTRY.get(name)

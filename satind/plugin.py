@@ -11,7 +11,10 @@ Plugins are found in three places, later ones overriding earlier ones by name:
 2. installed distributions' entry points in the group ``satind.plugins``;
 3. each ``--plugin-path DIR``: every ``*.py`` there that defines a ``Plugin``, imported as
    ``satind_path_plugins.<file stem>`` so that every peer, given the same directory, names
-   its spawnable functions the same way.
+   its spawnable functions the same way. DIR is a package root: a plugin imports its sibling
+   modules (``import helper``, or ``from . import helper``), and its code hash covers every
+   ``*.py`` under DIR, so a changed helper is a changed plugin. ``rescan`` loads them again
+   (``satind plugins reload``, SIGHUP).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from satind.api import Spawnable
+from satind.api import Spawnable, forget_module
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +139,12 @@ class Plugin:
 
 
 class UnknownPlugin(LookupError):
-    def __init__(self, name: str, available: Iterable[str]) -> None:
+    def __init__(self, name: str, available: Iterable[str], message: str = "") -> None:
         self.name = name
         self.available = sorted(available)
         super().__init__(
-            f"unknown plugin {name!r}; available: {', '.join(self.available) or '(none)'}"
+            message
+            or f"unknown plugin {name!r}; available: {', '.join(self.available) or '(none)'}"
         )
 
 
@@ -155,9 +159,26 @@ def _module_hash(module: types.ModuleType) -> str:
         return ""
 
 
-def _plugins_in(module: types.ModuleType, source: str) -> list[Plugin]:
+def _directory_hash(directory: Path) -> str:
+    """sha256 over every ``*.py`` under a plugin directory (names and contents, in order)."""
+    digest = hashlib.sha256()
+    for file in _sources_under(directory):
+        digest.update(str(file.relative_to(directory)).encode() + b"\0")
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _sources_under(directory: Path) -> list[Path]:
+    return sorted(
+        f
+        for f in directory.rglob("*.py")
+        if not any(part.startswith(".") or part == "__pycache__" for part in f.parts)
+    )
+
+
+def _plugins_in(module: types.ModuleType, source: str, code_hash: str = "") -> list[Plugin]:
     found = []
-    code_hash = _module_hash(module)
+    code_hash = code_hash or _module_hash(module)
     for value in vars(module).values():
         if isinstance(value, Plugin) and value.entry.fn.__module__ == module.__name__:
             found.append(_stamped(value, source, code_hash))
@@ -208,10 +229,18 @@ def load_path_module(path: Path) -> types.ModuleType:
     module = sys.modules.get(name)
     if module is not None and getattr(module, "__file__", None) == str(path):
         return module
-    if PATH_PACKAGE not in sys.modules:
+    package = sys.modules.get(PATH_PACKAGE)
+    if package is None:
         package = types.ModuleType(PATH_PACKAGE)
         package.__path__ = []
         sys.modules[PATH_PACKAGE] = package
+    # The directory is a package root: `from . import helper` finds the sibling file, and
+    # `import helper` too (appended to sys.path: it cannot shadow an installed module).
+    directory = str(path.parent)
+    if directory not in package.__path__:
+        package.__path__.append(directory)
+    if directory not in sys.path:
+        sys.path.append(directory)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -230,14 +259,30 @@ def _path_plugins(dirs: Sequence[Path]) -> list[Plugin]:
     for directory in dirs:
         if not directory.is_dir():
             raise FileNotFoundError(f"--plugin-path {directory}: no such directory")
+        code_hash = _directory_hash(directory)
         for file in sorted(directory.glob("*.py")):
             try:
                 module = load_path_module(file.resolve())
             except Exception as exc:
                 log.warning("cannot import plugin file %s: %s", file, exc)
                 continue
-            found.extend(_plugins_in(module, f"path {file}"))
+            found.extend(_plugins_in(module, f"path {file}", code_hash))
     return found
+
+
+def rescan(dirs: Sequence[Path]) -> dict[str, Plugin]:
+    """``discover`` again, with every module loaded from the plugin directories forgotten
+    first, so that changed, new and removed files take effect (built-ins and installed
+    packages stay as they are: those need a restart). Functions held by jobs already made
+    stay the old ones."""
+    roots = [str(d.resolve()) for d in dirs]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) or ""
+        if any(file.startswith(root + "/") for root in roots):
+            del sys.modules[name]
+            forget_module(name)
+    importlib.invalidate_caches()
+    return discover(dirs)
 
 
 def discover(plugin_paths: Sequence[Path] = ()) -> dict[str, Plugin]:

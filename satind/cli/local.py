@@ -13,7 +13,7 @@ from pathlib import Path
 from satind import config as config_mod
 from satind import plugin as plugins
 from satind._trio import run_flat
-from satind.cli.common import flags_of, load_config
+from satind.cli.common import env_default, flags_of, load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, FOR_FAILURE, CliError
 from satind.cli.report import print_report, run_report
 from satind.net import tls
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         seed=args.seed,
         show_progress=not args.json and sys.stderr.isatty(),
+        check=not args.no_check,
     )
     try:
         outcome = run_flat(run_local, request, cfg)
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if isinstance(outcome, Failure):
         raise CliError(outcome.message, FOR_FAILURE[outcome.kind])
-    report = run_report(plugin, args.args, outcome, check=not args.no_check)
+    report = run_report(plugin.name, args.args, outcome)
     report.update(clusters=args.clusters, steal=cfg.steal.algorithm)
     return print_report(report, args.json)
 
@@ -67,6 +68,29 @@ def resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugins
 
 
 def list_plugins(args: argparse.Namespace) -> int:
+    """This machine's plugins; with --to (or $SATIND_TO) or `reload`, the system's."""
+    if args.action == "reload" or env_default(args.to, "SATIND_TO", ""):
+        from satind.cli.system import plugins as system_plugins
+
+        cfg = load_config(args.config)
+        return int(run_flat(system_plugins, args, cfg))
+    if args.json:
+        found = plugins.discover(args.plugin_path).values()
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": p.name,
+                        "code_hash": p.code_hash,
+                        "source": p.source,
+                        "usage": p.usage,
+                        "description": p.description,
+                    }
+                    for p in found
+                ]
+            )
+        )
+        return EXIT_OK
     for name, plugin in sorted(plugins.discover(args.plugin_path).items()):
         print(f"{name:12} {plugin.usage:40} {plugin.description}")
     return EXIT_OK

@@ -111,15 +111,32 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "--no-check", action="store_true", help="skip the plugin's independent result check"
     )
 
-    plist = commands["plugins"] = sub.add_parser("plugins", help="list the available plugins")
+    plist = commands["plugins"] = sub.add_parser(
+        "plugins",
+        help="list the plugins here, or each member's (--to); reload the daemons' plugins",
+        description="Without --to (or $SATIND_TO): the plugins this machine has. With it: "
+        "what each member of the system has (name, code hash, usage, where it came from), "
+        "members with the same list together. `satind plugins reload` makes every member "
+        "rescan its --plugin-path directories (as SIGHUP to a daemon does) and says what "
+        "changed; installed packages and built-ins need a restart.",
+    )
+    plist.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "reload"],
+        default="list",
+        help="list (the default) or reload",
+    )
     plist.add_argument(
         "--plugin-path",
         type=Path,
         action="append",
         default=[],
         metavar="DIR",
-        help="also load plugins from every *.py in DIR (repeatable)",
+        help="without --to: also load plugins from every *.py in DIR (repeatable)",
     )
+    plist.add_argument("--json", action="store_true", help="one JSON array on stdout")
+    client_options(plist)
 
     start = commands["start"] = sub.add_parser(
         "start",
@@ -170,18 +187,15 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     submit.add_argument("--json", action="store_true", help="JSON output")
     submit.add_argument(
+        "--no-check",
+        action="store_true",
+        help="the master skips the plugin's independent result check",
+    )
+    submit.add_argument(
         "--cancel-on-interrupt",
         action="store_true",
         help="with --wait: Ctrl-C cancels the run (by default the run goes on, and the "
         "command that cancels it is printed)",
-    )
-    submit.add_argument(
-        "--plugin-path",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="where this client finds the plugin, to check and print the result as the plugin says",
     )
     client_options(submit)
 
@@ -191,14 +205,6 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     result.add_argument("--wait", action="store_true", help="wait until the run ends")
     result.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    result.add_argument(
-        "--plugin-path",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="where this client finds the plugin, to check and print the result as the plugin says",
-    )
     client_options(result)
 
     resume = commands["resume"] = sub.add_parser(
@@ -213,14 +219,6 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     resume.add_argument("--wait", action="store_true", help="wait for the result")
     resume.add_argument("--json", action="store_true", help="JSON output, as `satind run --json`")
-    resume.add_argument(
-        "--plugin-path",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="where this client finds the plugin, to check and print the result as the plugin says",
-    )
     client_options(resume)
 
     suspend = commands["suspend"] = sub.add_parser(

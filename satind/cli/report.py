@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from satind import plugin as plugins
 from satind import stats
 from satind.cli.exits import EXIT_FAILED, EXIT_OK
 from satind.client.runner import Failure, Outcome, outcome_of
@@ -17,39 +15,19 @@ from satind.config import Config
 from satind.net import messages as m
 
 
-def local_plugin(name: str, paths: Sequence[Path]) -> plugins.Plugin | None:
-    """The plugin, when this machine has it too (for reports and checks); else None."""
-    try:
-        return plugins.find(name, paths)
-    except (plugins.UnknownPlugin, FileNotFoundError):
-        return None
-
-
-def run_report(
-    plugin: plugins.Plugin | None,
-    argv: Sequence[str],
-    outcome: Outcome,
-    check: bool = True,
-) -> dict[str, Any]:
-    """The run JSON."""
-    value = outcome.value
-    report: dict[str, Any] = {
+def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, Any]:
+    """The run JSON: the plugin's report and check were made on the run's master, so it is
+    the same whichever machine the user asks from."""
+    return {
         "run_id": outcome.run_id,
-        "plugin": plugin.name if plugin else "",
+        "plugin": plugin,
         "args": list(argv),
-        "result": plugin.make_report(argv, value) if plugin else value,
+        "result": outcome.report,
         "elapsed_s": round(outcome.elapsed_s, 6),
         "peers": outcome.peers,
         "stats": outcome.stats,
-        "check": "skipped",
+        "check": outcome.check,
     }
-    if plugin is not None and plugin.check is not None and check:
-        try:
-            plugin.check(plugin.parse_args(argv), value)
-            report["check"] = "ok"
-        except Exception as exc:
-            report["check"] = f"failed: {type(exc).__name__}: {exc}"
-    return report
 
 
 def print_report(report: dict[str, Any], as_json: bool) -> int:
@@ -85,7 +63,6 @@ def show_result(
     result: m.RunResult,
     plugin_name: str,
     argv: list[str],
-    paths: Sequence[Path],
     as_json: bool,
     cfg: Config,
 ) -> int:
@@ -94,10 +71,7 @@ def show_result(
     if isinstance(outcome, Failure):
         print(f"satind: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
-    plugin = local_plugin(plugin_name, paths)
-    report = run_report(plugin, argv, outcome)
-    if plugin is None:
-        report["plugin"] = plugin_name
+    report = run_report(plugin_name, argv, outcome)
     return print_report(report, as_json)
 
 

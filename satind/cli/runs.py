@@ -14,24 +14,17 @@ import trio
 from satind import plugin as plugins
 from satind.cli.common import connected
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
-from satind.cli.report import local_plugin, show_result
+from satind.cli.report import show_result
 from satind.client import client as control
 from satind.config import Config
 from satind.net import messages as m
 
 
 async def submit(args: argparse.Namespace, cfg: Config) -> int:
-    plugin = local_plugin(args.plugin, args.plugin_path)
-    if plugin is not None:
-        try:
-            plugin.parse_args(args.args)  # report usage errors before bothering the system
-        except plugins.UsageError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
+    # Parsed, checked and reported on the run's master: this machine needs no plugin code.
     async with connected(args, cfg) as client:
         try:
-            run_id = await client.submit(
-                args.plugin, list(args.args), plugin.code_hash if plugin else ""
-            )
+            run_id = await client.submit(args.plugin, list(args.args), check=not args.no_check)
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
         except control.SubmitRefused as exc:
@@ -43,7 +36,7 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
         result = await _until_interrupted(wait_or_follow(client, run_id, cfg, bar))
         if result is None:
             return await _interrupted(client, args, run_id, cfg)
-    return show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
+    return show_result(result, args.plugin, list(args.args), args.json, cfg)
 
 
 async def _until_interrupted(waiting: Awaitable[m.RunResult]) -> m.RunResult | None:
@@ -123,7 +116,7 @@ async def resume(args: argparse.Namespace, cfg: Config) -> int:
         result = await wait_or_follow(client, run_id, cfg)
         status = await _status_or_none(client)
     plugin_name, argv = _plugin_and_argv(status, run_id)
-    return show_result(result, plugin_name, argv, args.plugin_path, args.json, cfg)
+    return show_result(result, plugin_name, argv, args.json, cfg)
 
 
 async def suspend(args: argparse.Namespace, cfg: Config) -> int:
@@ -171,7 +164,7 @@ async def result(args: argparse.Namespace, cfg: Config) -> int:
     if reply.result is None:
         raise CliError(reply.error or f"no result for {args.run_id}", EXIT_FAILED)
     plugin_name, argv = _plugin_and_argv(status, args.run_id)
-    return show_result(reply.result, plugin_name, argv, args.plugin_path, args.json, cfg)
+    return show_result(reply.result, plugin_name, argv, args.json, cfg)
 
 
 def _print_run_id(run_id: str, as_json: bool) -> int:

@@ -1,8 +1,9 @@
-"""Commands about the system itself: `status`, `drain`, `stop`."""
+"""Commands about the system itself: `status`, `drain`, `stop`, `plugins --to`/`reload`."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from satind.cli.common import connected
@@ -48,3 +49,28 @@ async def stop(args: argparse.Namespace, cfg: Config) -> int:
         reply = await client.control(m.StopRequest(client.requests.new(), args.all, args.drain))
     print(f"{reply.message}: {', '.join(reply.affected)}")
     return EXIT_OK if reply.ok else EXIT_FAILED
+
+
+async def plugins(args: argparse.Namespace, cfg: Config) -> int:
+    """Each member's plugins, members with the same list together (a plugin whose code hash
+    differs between members shows as two groups: such a run is refused)."""
+    async with connected(args, cfg) as client:
+        reply = await client.plugins(reload=args.action == "reload")
+    if args.json:
+        print(json.dumps([dataclasses.asdict(p) for p in reply.members]))
+        return EXIT_OK
+    failed = [p for p in reply.members if p.note.startswith("reload failed")]
+    if args.action == "reload":
+        for member in reply.members:
+            print(f"{member.member}: {member.note}")
+        return EXIT_FAILED if failed else EXIT_OK
+    groups: dict[tuple[m.PluginInfo, ...], list[str]] = {}
+    for member in reply.members:
+        groups.setdefault(tuple(member.plugins), []).append(member.member)
+    for listed, members in groups.items():
+        print(f"{', '.join(members)}:")
+        for p in listed or ():
+            print(f"  {p.name:12} {p.code_hash[:12]:12} {p.usage:36} {p.source}")
+        if not listed:
+            print("  (no plugins)")
+    return EXIT_OK

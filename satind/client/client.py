@@ -88,7 +88,9 @@ class Client:
         if conn is self.conn:
             self._closed.set()
 
-    async def submit(self, plugin: str, argv: list[str], code_hash: str = "") -> str:
+    async def submit(
+        self, plugin: str, argv: list[str], code_hash: str = "", check: bool = True
+    ) -> str:
         """Submit a run; returns its id (``contacts`` then holds where else to follow it).
 
         Raises:
@@ -98,14 +100,14 @@ class Client:
             PeerUnavailable: no answer.
         """
         req = self.requests.new()
-        self.conn.post(m.Submit(req, plugin, argv, code_hash))
+        self.conn.post(m.Submit(req, plugin, argv, code_hash, check))
         reply = await self._wait_reply(req, self.cfg.client.timeout_s)
         assert isinstance(reply, m.Submitted)
         if reply.error is not None:
             if reply.error.type.endswith("UsageError"):
                 raise UsageError(reply.error.message)
             if reply.error.type.endswith("UnknownPlugin"):
-                raise UnknownPlugin(plugin, [])
+                raise UnknownPlugin(plugin, [], reply.error.message)
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
@@ -276,6 +278,19 @@ class Client:
         self.conn.post(m.ResultRequest(req, run_id, wait))
         reply = await self._wait_reply(req, float("inf") if wait else within_s)
         assert isinstance(reply, m.ResultReply)
+        return reply
+
+    async def plugins(self, reload: bool = False) -> m.PluginsReply:
+        """Every member's plugins (after each rescanned its plugin paths, with ``reload``).
+
+        Raises:
+            PeerUnavailable: no answer.
+        """
+        req = self.requests.new()
+        self.conn.post(m.PluginsRequest(req, True, reload))
+        # The peer asks every member, each within client.timeout_s: allow for that.
+        reply = await self._wait_reply(req, 2 * self.cfg.client.timeout_s)
+        assert isinstance(reply, m.PluginsReply)
         return reply
 
     async def control(self, msg: m.Message, within_s: float | None = None) -> m.ControlReply:

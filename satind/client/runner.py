@@ -28,6 +28,10 @@ class Outcome:
     elapsed_s: float
     peers: int
     stats: dict[str, int | float] = field(default_factory=dict)
+    # What the user sees (the plugin's report, made on the master; else the value) and the
+    # verdict of the plugin's check there ("ok", "skipped", "failed: ...").
+    report: Any = None
+    check: str = "skipped"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class LocalRun:
     log_level: str = "WARNING"
     seed: int | None = None
     show_progress: bool = False
+    check: bool = True
 
 
 async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
@@ -76,7 +81,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                 async with control.connect(master.address, cfg, credentials, master.name) as client:
                     try:
                         run_id = await client.submit(
-                            plugin.name, list(request.argv), plugin.code_hash
+                            plugin.name, list(request.argv), plugin.code_hash, request.check
                         )
                     except (UsageError, UnknownPlugin) as exc:
                         return Failure("usage", str(exc))
@@ -118,10 +123,14 @@ def outcome_of(result: m.RunResult, cfg: Config) -> Outcome | Failure:
         text = err.traceback.rstrip() or f"{err.type}: {err.message}"
         return Failure("plugin", f"run {result.run_id} failed: {err.type}: {err.message}\n{text}")
     assert result.value is not None
+    value = codec.decode_value(result.value, cfg.net.max_depth)
+    shown = value if result.report is None else codec.decode_value(result.report, cfg.net.max_depth)
     return Outcome(
         run_id=result.run_id,
-        value=codec.decode_value(result.value, cfg.net.max_depth),
+        value=value,
         elapsed_s=result.elapsed_s,
         peers=result.peers,
         stats=dict(result.stats),
+        report=shown,
+        check=result.check,
     )

@@ -87,6 +87,39 @@ def parse_submission(plugin: plugins.Plugin, argv: Sequence[str], max_frame: int
     return Parsed(plugin, args, encoded, plugin.branching(args))
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What the plugin's own code made of a run's value, on its master (RunResult.report,
+    RunResult.check)."""
+
+    report: bytes | None
+    check: str
+
+
+def judge(
+    plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
+) -> Verdict:
+    """Run the plugin's check (unless the submitter said not to) and its report on a run's
+    value. Plugin code: the node runs this in a worker thread. A check or report that raises
+    fails the check, saying which hook raised: the user asked for what the plugin makes of the
+    value, and it could not be made."""
+    result = codec.decode_value(value, max_depth)
+    check = "skipped"
+    if info.check and plugin.check is not None:
+        try:
+            plugin.check(tuple(codec.decode_value(info.args, max_depth)), result)
+            check = "ok"
+        except Exception as exc:
+            check = f"failed: {type(exc).__name__}: {exc}"
+    if plugin.report is None:
+        return Verdict(None, check)
+    try:
+        return Verdict(codec.encode_value(plugin.make_report(info.argv, result), max_frame), check)
+    except Exception as exc:
+        failed = f"failed: its report raised {type(exc).__name__}: {exc}"
+        return Verdict(None, failed if not check.startswith("failed") else check)
+
+
 def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list[str]:
     """Why members cannot run this plugin's version: missing, or another code hash."""
     problems = []
@@ -112,7 +145,7 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
     """
     if state.draining:
         raise RunRefused(f"peer {state.name} is draining; submit to another peer")
-    plugin = state.plugin_named(msg.plugin)
+    plugin = _plugin_or_what_the_system_has(state, msg.plugin)
     if msg.code_hash and msg.code_hash != plugin.code_hash:
         raise plugins.UsageError(
             f"plugin {msg.plugin}: the client has code hash {msg.code_hash[:12]}, "
@@ -122,6 +155,26 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
     if problems:
         raise RunRefused("; ".join(problems))
     return plugin
+
+
+def _plugin_or_what_the_system_has(state: PeerState, name: str) -> plugins.Plugin:
+    """Raises UnknownPlugin listing what every member has (from gossip), and which members
+    have this one if this master does not."""
+    try:
+        return state.plugin_named(name)
+    except plugins.UnknownPlugin:
+        pass
+    system = set(state.plugins)
+    holders = []
+    for member in state.members():
+        system |= member.plugins.keys()
+        if name in member.plugins:
+            holders.append(member.name)
+    message = f"unknown plugin {name!r} on peer {state.name}"
+    if holders:
+        message += f"; members {', '.join(sorted(holders))} have it: submit to one of them"
+    message += f"; the system has: {', '.join(sorted(system)) or '(none)'}"
+    raise plugins.UnknownPlugin(name, system, message)
 
 
 def submit(
@@ -138,6 +191,7 @@ def submit(
         args=parsed.encoded,
         master=state.name,
         branching=parsed.branching,
+        check=msg.check,
     )
     run = PeerRun(info, RunState(info.run_id, info.plugin, 1.0 / info.branching), parsed.plugin)
     run.submitter = link.remote_name
@@ -267,10 +321,15 @@ def announce(state: PeerState, announce: m.RunAnnounce) -> Effects:
 
 
 def finish(
-    state: PeerState, run_id: str, shares: Sequence[dict[str, float]], now: float
+    state: PeerState,
+    run_id: str,
+    shares: Sequence[dict[str, float]],
+    now: float,
+    verdict: Verdict | None = None,
 ) -> Effects:
     """The root finished and the members' shares of the counters are in (those that answered
-    in time): keep the result, tell the submitter and everyone, start the next run."""
+    in time), and the plugin judged the value (``verdict``; None when it raised or there is
+    no plugin here): keep the result, tell the submitter and everyone, start the next run."""
     run = state.runs.active.get(run_id)
     if run is None or run.root is None:
         return []  # superseded or dropped meanwhile
@@ -283,6 +342,8 @@ def finish(
     if answered < peers:
         log.warning("run %s: %d of %d peers sent statistics", run_id, answered, peers)
     result = _result_message(run, elapsed, peers, stats.as_ints(counters))
+    if verdict is not None and result.error is None:
+        result = dataclasses.replace(result, report=verdict.report, check=verdict.check)
     state.runs.keep(Finished(result, run.info, now), now)
     status = DONE if result.error is None else FAILED
     ended = m.RunAnnounce(run.info, status)

@@ -491,6 +491,10 @@ class Swim:
             if member.name != self.me.name:
                 self.host.post(member.name, m.Gossip(m.Broadcasts([update], [])))
 
+    def set_plugins(self, plugins: dict[str, str]) -> None:
+        """Gossip our new plugin list (name -> code hash): masters check it before a run."""
+        self._broadcast(self.table.set_plugins_of_me(plugins))
+
     def set_draining(self) -> None:
         update = self.table.set_state_of_me(State.ALIVE, draining=True)
         self._broadcast(update)

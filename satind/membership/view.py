@@ -249,6 +249,12 @@ class MemberTable:
         self.set_me(me)
         return me.update()
 
+    def set_plugins_of_me(self, plugins: dict[str, str]) -> MemberUpdate:
+        """Our plugins changed (``satind plugins reload``): a new incarnation carries them."""
+        me = replace(self._me, plugins=dict(plugins), incarnation=self._me.incarnation + 1)
+        self.set_me(me)
+        return me.update()
+
     def forget_gone(self, names: Sequence[str]) -> None:
         """Drop tombstones (after they have been gone long enough to stop mattering)."""
         for name in names:

@@ -20,9 +20,11 @@ from satind.net.records import Broadcasts as Broadcasts
 # The records nested in messages (re-exported: codec.py resolves field types here).
 from satind.net.records import ErrorInfo as ErrorInfo
 from satind.net.records import JobSpec as JobSpec
+from satind.net.records import MemberPlugins as MemberPlugins
 from satind.net.records import MemberUpdate as MemberUpdate
 from satind.net.records import OrphanTuple as OrphanTuple
 from satind.net.records import PeerStatus as PeerStatus
+from satind.net.records import PluginInfo as PluginInfo
 from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
@@ -152,6 +154,8 @@ class Submit(Message):
     plugin: str
     argv: list[str]
     code_hash: str = ""
+    # False: the master does not run the plugin's check on the result.
+    check: bool = True
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,11 @@ class RunResult(Message):
     elapsed_s: float
     peers: int
     stats: dict[str, int | float] = field(default_factory=dict)
+    # Made on the master by the plugin's own code (core/master.judge): the CBOR of what its
+    # ``report`` made of the value (None: no report hook, show the value), and the verdict
+    # of its ``check``: "ok", "skipped" or "failed: ...".
+    report: bytes | None = None
+    check: str = "skipped"
 
 
 @dataclass(frozen=True)
@@ -405,6 +414,24 @@ class LogsReply(Message):
 
 
 @dataclass(frozen=True)
+class PluginsRequest(Message):
+    """What plugins a peer has (``everyone``: it asks every member too); ``reload``: rescan
+    the plugin paths first (``satind plugins reload``)."""
+
+    TYPE: ClassVar[int] = 90
+    req: int
+    everyone: bool
+    reload: bool = False
+
+
+@dataclass(frozen=True)
+class PluginsReply(Message):
+    TYPE: ClassVar[int] = 91
+    req: int
+    members: list[MemberPlugins]
+
+
+@dataclass(frozen=True)
 class ErrorReply(Message):
     """The answer to a request whose handler failed (a plugin's parse that raised, a bug):
     why, at once, instead of silence until the asker's timeout."""
@@ -481,6 +508,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     RunLog,
     LogsRequest,
     LogsReply,
+    PluginsRequest,
+    PluginsReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -493,6 +522,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     Submitted,
     ControlReply,
     LogsReply,
+    PluginsReply,
     ErrorReply,
 )
 
@@ -512,5 +542,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         SuspendRequest,
         CancelRequest,
         LogsRequest,
+        PluginsRequest,
     }
 )

@@ -30,6 +30,8 @@ class RunInfo:
     # The plugin's maximum branching factor for these arguments (progress from job ids).
     branching: int = 2
     epoch: int = 0
+    # Whether the master runs the plugin's check on the result (`satind run --no-check`).
+    check: bool = True
 
 
 @dataclass(frozen=True)
@@ -131,3 +133,23 @@ class RunStatus:
     progress: float
     elapsed_s: float
     counters: dict[str, int | float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One plugin a member has (``satind plugins --to``)."""
+
+    name: str
+    code_hash: str
+    source: str
+    usage: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class MemberPlugins:
+    """A member's plugins; ``note``: what a reload changed there, or why it failed."""
+
+    member: str
+    plugins: list[PluginInfo]
+    note: str = ""

@@ -54,7 +54,22 @@ async def finish_run(peer: Peer, run_id: str) -> None:
         peer.cfg.run.stats_timeout_s,
     )
     shares = [dict(reply.counters) for _, reply in answers]
-    peer.apply(master.finish(peer.state, run_id, shares, peer.now()))
+    peer.apply(master.finish(peer.state, run_id, shares, peer.now(), await _judge(peer, run_id)))
+
+
+async def _judge(peer: Peer, run_id: str) -> master.Verdict | None:
+    """The plugin's check and report of a finished run's value, made here, its master (so
+    that what the user sees does not depend on where they submitted from)."""
+    run = peer.state.runs.active.get(run_id)
+    if run is None or run.plugin is None or run.root is None or run.root.error is not None:
+        return None
+    value = run.root.value
+    if not isinstance(value, codec.Encoded):
+        return None
+    net = peer.cfg.net
+    return await peer.compute.offload(
+        master.judge, run.plugin, run.info, value.data, net.max_depth, net.max_frame_bytes
+    )
 
 
 async def check_run(peer: Peer, run_id: str) -> None:

@@ -37,6 +37,7 @@ EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
 async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
     from satind.node.logs import capture
     from satind.node.peer import Peer, PeerOptions
+    from satind.node.plugins import reload as reload_plugins
 
     options = PeerOptions(
         name=args.name,
@@ -73,8 +74,11 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
 
         async def watch_signals() -> None:
             nonlocal asked_to_stop
-            with trio.open_signal_receiver(signal.SIGTERM) as signals:
-                async for _ in signals:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        nursery.start_soon(reload_plugins, peer)
+                        continue
                     asked_to_stop = True
                     if cfg.daemon.on_sigterm == "drain":
                         peer.drain("SIGTERM")

@@ -199,8 +199,15 @@ class Supervisor:
                 log.error("%s", exc)
 
     async def _signals(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
+                if signum == signal.SIGHUP:
+                    # Each peer rescans its plugin paths (`satind plugins reload`).
+                    log.info("SIGHUP: every peer reloads its plugins")
+                    for slot in self.slots:
+                        if slot.process is not None and slot.process.process.returncode is None:
+                            slot.process.process.send_signal(signal.SIGHUP)
+                    continue
                 log.info("%s: stopping every peer", signal.Signals(signum).name)
                 self._stopping = True
                 processes = [s.process for s in self.slots if s.process is not None]

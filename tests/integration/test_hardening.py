@@ -154,10 +154,6 @@ def test_a_plugin_whose_parse_or_branching_raises_gets_an_answer_not_a_timeout(
     assert "Traceback" not in proc.stderr
     proc = system.run("submit", "badbranching", "3", timeout=60)
     assert proc.returncode == 1 and "max_branching" in proc.stderr, proc.stderr
-    # With the plugin at hand, the client finds the bug itself, without a traceback.
-    proc = system.run("submit", "badparse", "x", "--plugin-path", str(PLUGINS), timeout=60)
-    assert proc.returncode == 1 and "KeyError" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
 
 
 def _rss_mb(pid: int) -> float:

@@ -193,3 +193,35 @@ def test_plugin_descriptor_rejects_a_plain_function() -> None:
 def test_results_are_json_reportable() -> None:
     for plugin, argv in [(fib.PLUGIN, ["10"]), (sat.PLUGIN, ["random", "6", "1"])]:
         json.dumps(plugin.make_report(argv, _run(plugin, argv)))
+
+
+def _plugin_file(name: str, body: str) -> str:
+    return (
+        f"import {name}_helper\n"
+        "from satind import Plugin, spawnable\n"
+        "@spawnable\n"
+        f"def {name}_entry(x: int) -> int:\n    return {name}_helper.f(x)\n"
+        f"PLUGIN = Plugin(name={name!r}, entry={name}_entry, usage='{name} X',\n"
+        "                parse=lambda argv: (int(argv[0]),))\n"
+    ) + body
+
+
+def test_a_plugin_directory_is_a_package_root_and_rescan_loads_changes(tmp_path: Path) -> None:
+    (tmp_path / "pkgroot_helper.py").write_text("def f(x):\n    return x + 1\n")
+    (tmp_path / "pkgroot.py").write_text(_plugin_file("pkgroot", ""))
+    first = plugins.discover([tmp_path])["pkgroot"]
+    assert first.entry(1) == 2  # the sibling helper module was imported
+    # The code hash covers the helper too: changing only the helper changes the plugin.
+    (tmp_path / "pkgroot_helper.py").write_text("def f(x):\n    return x + 100\n")
+    again = plugins.rescan([tmp_path])["pkgroot"]
+    assert again.code_hash != first.code_hash
+    assert again.entry(1) == 101
+    assert first.entry(1) == 2  # what was loaded before keeps its code
+    # The spawnable's name now means the new function.
+    from satind.api import lookup_spawnable
+
+    found = lookup_spawnable(again.entry.name)
+    assert found is not None and found(1) == 101
+    # A removed file is gone after a rescan.
+    (tmp_path / "pkgroot.py").unlink()
+    assert "pkgroot" not in plugins.rescan([tmp_path])

@@ -1,0 +1,94 @@
+"""Plugins on a running system: what each member has (``satind plugins --to``), and loading
+the plugin paths again without a restart (``satind plugins reload``, SIGHUP).
+
+A reload rescans this peer's ``--plugin-path`` directories (plugin.rescan) in a worker thread,
+gossips the new name -> code hash list (a master checks it before it starts a run), and makes
+this peer stop taking jobs of live runs whose plugin changed or went away: a stolen job names
+its function, and after the reload that name means the new code. Jobs it already holds run
+to the end with the code they were made with.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from satind import plugin as plugin_mod
+from satind.net import messages as m
+from satind.node.rpc import ask_all
+
+if TYPE_CHECKING:
+    from satind.net.transport import Link
+    from satind.node.peer import Peer
+
+log = logging.getLogger(__name__)
+
+
+def listing(peer: Peer, note: str = "") -> m.MemberPlugins:
+    return m.MemberPlugins(
+        peer.name,
+        [
+            m.PluginInfo(p.name, p.code_hash, p.source, p.usage, p.description)
+            for p in sorted(peer.state.plugins.values(), key=lambda p: p.name)
+        ],
+        note,
+    )
+
+
+async def reload(peer: Peer) -> str:
+    """Rescan the plugin paths; what changed, in words."""
+    paths = list(peer.options.plugin_paths)
+    try:
+        found = await peer.compute.offload(plugin_mod.rescan, paths)
+    except Exception as exc:  # a missing directory; plugin files that fail are only logged
+        log.warning("plugin reload failed: %s", exc)
+        return f"reload failed: {exc}"
+    return adopt(peer, found)
+
+
+def adopt(peer: Peer, found: dict[str, plugin_mod.Plugin]) -> str:
+    old = peer.state.plugins
+    added = sorted(found.keys() - old.keys())
+    removed = sorted(old.keys() - found.keys())
+    changed = sorted(n for n in found.keys() & old.keys() if found[n].code_hash != old[n].code_hash)
+    peer.state.plugins = found
+    for run in peer.state.runs.active.values():
+        name = run.info.plugin
+        if run.refused is None and (name in removed or name in changed):
+            run.refused = (
+                f"peer {peer.name} reloaded its plugins: it has "
+                + (
+                    f"{name} with code hash {found[name].code_hash[:12]}"
+                    if name in found
+                    else "no " + name
+                )
+                + f", the run's master {run.info.master} has {run.info.code_hash[:12]}"
+            )
+            log.warning("run %s: %s", run.info.run_id, run.refused)
+    peer.swim.set_plugins({p.name: p.code_hash for p in found.values()})
+    parts = [
+        f"{what} {', '.join(names)}"
+        for what, names in (("added", added), ("changed", changed), ("removed", removed))
+        if names
+    ]
+    note = "; ".join(parts) or "no change"
+    log.info("plugins reloaded: %s", note)
+    return note
+
+
+def on_plugins_request(peer: Peer, link: Link, msg: m.PluginsRequest) -> None:
+    async def answer() -> None:
+        note = await reload(peer) if msg.reload else ""
+        members = [listing(peer, note)]
+        if msg.everyone:
+            answers = await ask_all(
+                peer,
+                lambda req: m.PluginsRequest(req, False, msg.reload),
+                m.PluginsReply,
+                peer.cfg.client.timeout_s,
+            )
+            for _, reply in answers:
+                members.extend(reply.members[:1])  # each answers for itself
+        link.post(m.PluginsReply(msg.req, sorted(members, key=lambda p: p.member)))
+
+    peer.spawn_answer(link, msg.req, answer)
