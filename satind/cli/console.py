@@ -129,12 +129,9 @@ def print_status(reply: m.StatusReply) -> None:
         console.print("no runs")
 
 
-async def watch_status(client: Client, cfg: Config) -> None:
-    """Refresh the status until Ctrl-C: peers, a bar per live run with its own jobs/s and
-    steals/s, and the cluster's. It follows the cluster, not one peer: when the peer it talks
-    to leaves or is lost, it moves to another that was alive in the last view."""
-    console = Console()
-    progress = Progress(
+def run_bars(console: Console) -> Progress:
+    """The bars of `status --watch`: one per live run, with its rates."""
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.percentage:>5.1f}%"),
@@ -142,6 +139,14 @@ async def watch_status(client: Client, cfg: Config) -> None:
         TextColumn("{task.fields[rate]}"),
         console=console,
     )
+
+
+async def watch_status(client: Client, cfg: Config) -> None:
+    """Refresh the status until Ctrl-C: peers, a bar per live run with its own jobs/s and
+    steals/s, and the cluster's. It follows the cluster, not one peer: when the peer it talks
+    to leaves or is lost, it moves to another that was alive in the last view."""
+    console = Console()
+    progress = run_bars(console)
     tasks: dict[str, TaskID] = {}
     seen: dict[str, tuple[float, float, float]] = {}  # run or "" (cluster): time, jobs, steals
     rates = Text("")
