@@ -367,6 +367,30 @@ class EmulationConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """A Prometheus text endpoint per peer (node/metrics.py): `GET /metrics`."""
+
+    # Serve it. Off by default: an open port is the operator's choice, not ours.
+    enabled: bool = False
+    # The address it binds. Loopback by default: the counters tell who runs what, and the
+    # endpoint has no TLS; a scraper on another machine needs this set (or a local proxy).
+    host: str = "127.0.0.1"
+    # Peer i of a machine serves on port + i, as peers listen on daemon.port + i; 0 gives
+    # each peer any free port (for tests; the daemon logs the addresses). 9420 mirrors
+    # 7420 in the range Prometheus exporters use.
+    port: int = 9420
+    # bytes. A request head (request line and headers) longer than this closes the
+    # connection unanswered; a scraper sends a few hundred.
+    max_request_bytes: int = 8192
+    # seconds. The request must arrive within this, and the answer be taken within this:
+    # a client that stalls costs a task and a socket for this long at most.
+    timeout_s: float = 5.0
+    # count. Connections served at once; past it, new ones are closed at once. A Prometheus
+    # server scrapes with one; a few spare serve a curl beside it.
+    max_connections: int = 8
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     steal: StealConfig = field(default_factory=StealConfig)
@@ -379,6 +403,7 @@ class Config:
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
 DEFAULT = Config()

@@ -157,6 +157,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         metavar="SECONDS",
         help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
     )
+    start.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT+i/metrics for peer i, HOST being "
+        "[metrics] host (127.0.0.1 unless configured); 0: any free ports (the log says "
+        "which). Default: off ([metrics] enabled)",
+    )
 
     submit = commands["submit"] = sub.add_parser(
         "submit",
