@@ -391,6 +391,25 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class TraceConfig:
+    """What each peer records of its runs for `satind run/submit --trace` (satind/trace.py)."""
+
+    # events. A peer keeps the newest this many events per run (jobs without a local parent,
+    # sync waits, steals, recovery). One run's events from one peer travel in one reply: at
+    # about 12 CBOR items per event, 10,000 stay well inside net.max_items (and a few MB).
+    max_events: int = 10_000
+    # runs. Traces of this many runs are kept per peer (the oldest go): a run's trace can be
+    # fetched after it ended, and the memory stays bounded (a few MB per run at most).
+    keep_runs: int = 8
+    # seconds. A blocking wait of a sync shorter than this is not recorded: short waits are
+    # many, and they would push the spans that matter out of the ring.
+    min_wait_s: float = 0.0005
+    # seconds. Failed steals less than this apart make one "N failed steals" span: an idle
+    # peer fails a steal every few milliseconds.
+    streak_gap_s: float = 0.05
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     steal: StealConfig = field(default_factory=StealConfig)
@@ -404,6 +423,7 @@ class Config:
     client: ClientConfig = field(default_factory=ClientConfig)
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
 
 DEFAULT = Config()

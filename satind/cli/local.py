@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         seed=args.seed,
         show_progress=not args.json and sys.stderr.isatty(),
+        trace=args.trace,
     )
     try:
         outcome = run_flat(run_local, request, cfg)

@@ -110,6 +110,13 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     run.add_argument(
         "--no-check", action="store_true", help="skip the plugin's independent result check"
     )
+    run.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the run's trace to FILE (Chrome trace-event JSON: a track per peer with "
+        "its jobs, sync waits, steals and recovery events; open it in https://ui.perfetto.dev)",
+    )
 
     plist = commands["plugins"] = sub.add_parser("plugins", help="list the available plugins")
     plist.add_argument(
@@ -182,6 +189,12 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         action="store_true",
         help="with --wait: Ctrl-C cancels the run (by default the run goes on, and the "
         "command that cancels it is printed)",
+    )
+    submit.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="with --wait: write the run's trace to FILE (as `satind run --trace`)",
     )
     submit.add_argument(
         "--plugin-path",

@@ -21,6 +21,8 @@ from satind.net import messages as m
 
 
 async def submit(args: argparse.Namespace, cfg: Config) -> int:
+    if args.trace is not None and not args.wait:
+        raise CliError("--trace needs --wait (the trace is fetched when the run ends)", EXIT_USAGE)
     plugin = local_plugin(args.plugin, args.plugin_path)
     if plugin is not None:
         try:
@@ -43,6 +45,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
         result = await _until_interrupted(wait_or_follow(client, run_id, cfg, bar))
         if result is None:
             return await _interrupted(client, args, run_id, cfg)
+        if args.trace is not None:
+            await control.save_trace(client, run_id, args.trace)
     return show_result(result, args.plugin, list(args.args), args.plugin_path, args.json, cfg)
 
 

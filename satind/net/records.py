@@ -131,3 +131,16 @@ class RunStatus:
     progress: float
     elapsed_s: float
     counters: dict[str, int | float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One event of a run's trace on one peer (satind/trace.py): a span of ``dur`` seconds
+    from ``at`` (the peer's ``time.time()``), or an instant when ``dur`` is -1."""
+
+    track: str
+    cat: str
+    name: str
+    at: float
+    dur: float
+    detail: str = ""

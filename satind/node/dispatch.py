@@ -16,7 +16,7 @@ from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import control, logs, status
+from satind.node import control, logs, status, tracing
 from satind.recovery import orphans
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ _HANDLERS: dict[type, Any] = {
     m.CancelRequest: control.on_cancel_request,
     m.RunLog: logs.on_run_log,
     m.LogsRequest: logs.on_logs_request,
+    m.TraceRequest: tracing.on_trace_request,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),
@@ -148,6 +149,7 @@ _CLIENT_OK: frozenset[type] = frozenset(
         m.SuspendRequest,
         m.CancelRequest,
         m.LogsRequest,
+        m.TraceRequest,
         m.ProgressRequest,
         m.ResultRequest,
         m.StatusRequest,

@@ -60,8 +60,10 @@ from satind.node.hooks import ComputeHooks
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.metrics import MetricsServer
 from satind.node.thief import Thief
+from satind.node.tracing import RecoveryWatch
 from satind.recovery import drain, orphans, restart
 from satind.recovery.checkpoint import Checkpointer, LogStore
+from satind.trace import Traces
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +190,8 @@ class Peer:
         self._in_flight: dict[int, int] = {}
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
         self.metrics: MetricsServer | None = None  # [metrics] enabled: the endpoint
+        self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
+        self._recovery = RecoveryWatch()  # recovery events for the traces
 
     # -- convenience views of the state -----------------------------------------------------
 
@@ -388,6 +392,8 @@ class Peer:
                 self.thief.update()
             elif isinstance(fx, Changed):
                 self.changed()
+        if effects:
+            self._recovery.check(self)
 
     def _log(self, fx: Log) -> None:
         record = fx.record
