@@ -125,3 +125,35 @@ def test_trace_messages_round_trip_through_the_codec() -> None:
         m.TraceReply(7, "run", "m1/0", events, 2, ["m1/1"]),
     ):
         assert codec.decode_message(codec.encode_message(msg)) == msg
+
+
+def test_recovery_watch_records_restarts_reuse_new_masters_and_drains() -> None:
+    from types import SimpleNamespace
+
+    from satind.node.tracing import RecoveryWatch
+
+    info = SimpleNamespace(master="m1/0", epoch=0)
+    state = SimpleNamespace(
+        runs=SimpleNamespace(active={"r": SimpleNamespace(info=info)}),
+        steal=SimpleNamespace(jobs_restarted=0),
+        orphans=SimpleNamespace(counters=SimpleNamespace(results_reused=0)),
+        draining=False,
+    )
+    peer = SimpleNamespace(state=state, traces=trace.Traces(TraceConfig()))
+    watch = RecoveryWatch()
+    watch.check(peer)  # type: ignore[arg-type]
+    assert peer.traces.get("r") is None  # nothing happened yet
+    state.steal.jobs_restarted = 4
+    state.orphans.counters.results_reused = 2
+    info.master, info.epoch = "m1/1", 1
+    state.draining = True
+    watch.check(peer)  # type: ignore[arg-type]
+    watch.check(peer)  # type: ignore[arg-type]  # nothing new: nothing recorded twice
+    ring = peer.traces.get("r")
+    assert ring is not None
+    assert sorted((e.name, e.detail) for e in ring.events) == [
+        ("drain", ""),
+        ("jobs restarted", "4 put back"),
+        ("new master", "m1/1, epoch 1"),
+        ("orphans reused", "2 results"),
+    ]
