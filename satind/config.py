@@ -367,6 +367,49 @@ class EmulationConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """A Prometheus text endpoint per peer (node/metrics.py): `GET /metrics`."""
+
+    # Serve it. Off by default: an open port is the operator's choice, not ours.
+    enabled: bool = False
+    # The address it binds. Loopback by default: the counters tell who runs what, and the
+    # endpoint has no TLS; a scraper on another machine needs this set (or a local proxy).
+    host: str = "127.0.0.1"
+    # Peer i of a machine serves on port + i, as peers listen on daemon.port + i; 0 gives
+    # each peer any free port (for tests; the daemon logs the addresses). 9420 mirrors
+    # 7420 in the range Prometheus exporters use.
+    port: int = 9420
+    # bytes. A request head (request line and headers) longer than this closes the
+    # connection unanswered; a scraper sends a few hundred.
+    max_request_bytes: int = 8192
+    # seconds. The request must arrive within this, and the answer be taken within this:
+    # a client that stalls costs a task and a socket for this long at most.
+    timeout_s: float = 5.0
+    # count. Connections served at once; past it, new ones are closed at once. A Prometheus
+    # server scrapes with one; a few spare serve a curl beside it.
+    max_connections: int = 8
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    """What each peer records of its runs for `satind run/submit --trace` (satind/trace.py)."""
+
+    # events. A peer keeps the newest this many events per run (jobs without a local parent,
+    # sync waits, steals, recovery). One run's events from one peer travel in one reply: at
+    # about 12 CBOR items per event, 10,000 stay well inside net.max_items (and a few MB).
+    max_events: int = 10_000
+    # runs. Traces of this many runs are kept per peer (the oldest go): a run's trace can be
+    # fetched after it ended, and the memory stays bounded (a few MB per run at most).
+    keep_runs: int = 8
+    # seconds. A blocking wait of a sync shorter than this is not recorded: short waits are
+    # many, and they would push the spans that matter out of the ring.
+    min_wait_s: float = 0.0005
+    # seconds. Failed steals less than this apart make one "N failed steals" span: an idle
+    # peer fails a steal every few milliseconds.
+    streak_gap_s: float = 0.05
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     steal: StealConfig = field(default_factory=StealConfig)
@@ -379,6 +422,8 @@ class Config:
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
 
 DEFAULT = Config()

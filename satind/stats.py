@@ -71,6 +71,8 @@ RECOVERY: tuple[str, ...] = (
     "results_reused",
     "leaves_redone",
 )
+# Levels, not running totals: they go down as well as up (Prometheus gauges, node/metrics.py).
+LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})
 # Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the
 # peer's, and a run's share of them is their growth while the run was known there.
 PER_RUN: frozenset[str] = frozenset(

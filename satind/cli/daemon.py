@@ -42,7 +42,13 @@ def start(args: argparse.Namespace) -> int:
         "dir": str(args.checkpoint_dir.resolve()) if args.checkpoint_dir is not None else None,
         "interval_s": args.checkpoint_interval,
     }
-    cfg = flags_of(cfg, {"daemon": daemon, "checkpoint": checkpoint})
+    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+        raise CliError("--metrics-port must be a port number (0: any free port)", EXIT_USAGE)
+    metrics = {
+        "enabled": True if args.metrics_port is not None else None,
+        "port": args.metrics_port,
+    }
+    cfg = flags_of(cfg, {"daemon": daemon, "checkpoint": checkpoint, "metrics": metrics})
     try:
         supervisor = Supervisor(cfg, args.log_level)
         return int(run_flat(supervisor.run))

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         show_progress=not args.json and sys.stderr.isatty(),
         check=not args.no_check,
+        trace=args.trace,
     )
     try:
         outcome = run_flat(run_local, request, cfg)

@@ -110,6 +110,13 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     run.add_argument(
         "--no-check", action="store_true", help="skip the plugin's independent result check"
     )
+    run.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the run's trace to FILE (Chrome trace-event JSON: a track per peer with "
+        "its jobs, sync waits, steals and recovery events; open it in https://ui.perfetto.dev)",
+    )
 
     plist = commands["plugins"] = sub.add_parser(
         "plugins",
@@ -174,6 +181,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         metavar="SECONDS",
         help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
     )
+    start.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT+i/metrics for peer i, HOST being "
+        "[metrics] host (127.0.0.1 unless configured); 0: any free ports (the log says "
+        "which). Default: off ([metrics] enabled)",
+    )
 
     submit = commands["submit"] = sub.add_parser(
         "submit",
@@ -196,6 +211,12 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         action="store_true",
         help="with --wait: Ctrl-C cancels the run (by default the run goes on, and the "
         "command that cancels it is printed)",
+    )
+    submit.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="with --wait: write the run's trace to FILE (as `satind run --trace`)",
     )
     client_options(submit)
 

@@ -22,6 +22,8 @@ from satind.net import messages as m
 
 async def submit(args: argparse.Namespace, cfg: Config) -> int:
     # Parsed, checked and reported on the run's master: this machine needs no plugin code.
+    if args.trace is not None and not args.wait:
+        raise CliError("--trace needs --wait (the trace is fetched when the run ends)", EXIT_USAGE)
     async with connected(args, cfg) as client:
         try:
             run_id = await client.submit(args.plugin, list(args.args), check=not args.no_check)
@@ -36,6 +38,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
         result = await _until_interrupted(wait_or_follow(client, run_id, cfg, bar))
         if result is None:
             return await _interrupted(client, args, run_id, cfg)
+        if args.trace is not None:
+            await control.save_trace(client, run_id, args.trace)
     return show_result(result, args.plugin, list(args.args), args.json, cfg)
 
 

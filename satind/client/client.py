@@ -13,9 +13,11 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import trio
 
+from satind import trace
 from satind._trio import single_errors
 from satind.config import Config
 from satind.net import messages as m
@@ -252,6 +254,27 @@ class Client:
                 await trio.sleep(cfg.run.log_tail_s)  # every peer's last lines reach the master
                 last = True
 
+    async def trace(self, run_id: str) -> list[m.TraceReply]:
+        """Every member's trace of a run (satind/trace.py): the connected peer's, then each
+        other member's, relayed by it, one reply per peer (a member that did not answer
+        gives a reply with ``error`` set).
+
+        Raises:
+            PeerUnavailable: the connected peer did not answer.
+            RequestFailed: it failed to.
+        """
+        replies = [await self._trace_of(run_id, "")]
+        for name in replies[0].members:
+            replies.append(await self._trace_of(run_id, name))
+        return replies
+
+    async def _trace_of(self, run_id: str, peer: str) -> m.TraceReply:
+        req = self.requests.new()
+        self.conn.post(m.TraceRequest(req, run_id, peer))
+        reply = await self._wait_reply(req, self.cfg.client.timeout_s)
+        assert isinstance(reply, m.TraceReply)
+        return reply
+
     def shutdown(self, reason: str) -> None:
         self.conn.post(m.Shutdown(reason))
 
@@ -347,6 +370,24 @@ async def connect(
                 yield client
             finally:
                 nursery.cancel_scope.cancel()
+
+
+async def save_trace(client: Client, run_id: str, path: Path) -> None:
+    """Fetch a run's trace from every member and write it to ``path`` (Chrome JSON); say on
+    stderr what was written, or why not (the run's result stands either way)."""
+    try:
+        replies = await client.trace(run_id)
+    except (PeerUnavailable, RequestFailed) as exc:
+        to_stderr(f"satind: no trace of run {run_id}: {exc}")
+        return
+    for reply in replies:
+        if reply.error:
+            to_stderr(f"satind: trace of run {run_id}: {reply.error}")
+    peers = [(r.peer, r.events, r.dropped) for r in replies if not r.error]
+    try:
+        to_stderr("satind: " + trace.save(path, peers, run_id))
+    except OSError as exc:
+        to_stderr(f"satind: cannot write the trace to {path}: {exc}")
 
 
 class RunLost(Exception):

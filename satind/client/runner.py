@@ -56,6 +56,8 @@ class LocalRun:
     seed: int | None = None
     show_progress: bool = False
     check: bool = True
+    # Write the run's trace here (Chrome trace-event JSON, satind/trace.py).
+    trace: Path | None = None
 
 
 async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
@@ -97,6 +99,8 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                         )
                     else:
                         result = await client.result_with_output(run_id, control.to_stderr)
+                    if request.trace is not None:
+                        await control.save_trace(client, run_id, request.trace)
             except (control.PeerUnavailable, control.RequestFailed) as exc:
                 if not run_id:
                     return Failure("runtime", str(exc))

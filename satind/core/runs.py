@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from satind import plugin as plugins
+from satind import stats
 from satind.engine.jobs import Job, RunState
 from satind.net import messages as m
 
@@ -95,13 +96,22 @@ class RunTable:
         self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
         # Suspended runs and the epoch they were suspended at: a higher epoch resumes them.
         self.suspended: dict[str, int] = {}
-        # Jobs this peer ran in runs it no longer tracks (for `satind status`).
+        # Jobs this peer ran in runs it no longer tracks (for `satind status`), and every
+        # per-run counter of those runs (for the metrics endpoint's lifetime totals).
         self.jobs_run_before = 0
+        self.counters_before: dict[str, float] = {}
 
     # -- queries -------------------------------------------------------------------------
 
     def jobs_run(self) -> int:
         return self.jobs_run_before + sum(r.state.jobs_run for r in self.active.values())
+
+    def lifetime_counters(self) -> dict[str, float]:
+        """This peer's per-run counters (stats.PER_RUN) summed over every run it took part
+        in, the forgotten ones included (they only grow: Prometheus counters)."""
+        return stats.total(
+            [self.counters_before, *(r.state.counters() for r in self.active.values())]
+        )
 
     def has_work(self) -> bool:
         return any(r.refused is None for r in self.active.values())
@@ -170,6 +180,7 @@ class RunTable:
         run = self.active.pop(run_id, None)
         if run is not None:
             self.jobs_run_before += run.state.jobs_run
+            self.counters_before = stats.total([self.counters_before, run.state.counters()])
         return run
 
     def remember_ended(self, announce: m.RunAnnounce) -> None:

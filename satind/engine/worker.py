@@ -33,7 +33,8 @@ from __future__ import annotations
 import gc
 import queue
 import sys
-from typing import Protocol
+import time
+from typing import TYPE_CHECKING, Protocol
 
 from satind.config import EngineConfig
 from satind.engine.frames import (
@@ -62,6 +63,9 @@ from satind.engine.jobs import UNSET, Job
 from satind.engine.workqueue import WorkQueue
 from satind.net.codec import DecodeError, Encoded, EncodeError, encode_value
 from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
+
+if TYPE_CHECKING:
+    from satind.trace import Traces
 
 # The worker of the compute side running now, else None. A module global, not a
 # thread-local: a peer has exactly one compute side, and a global read is the cheapest lookup
@@ -145,6 +149,9 @@ class Worker:
         # runs under, and each open frame's newest child already reported.
         self.under: dict[Job, Job | None] = {}
         self.reported: dict[Job, Job | None] = {}
+        # The peer's traces (satind/trace.py), or None: recorded only for jobs without a
+        # local parent and for blocking waits, never per spawn or sync (the hot path).
+        self.trace: Traces | None = None
         self._wanting = False
         self._stopped = False
 
@@ -206,6 +213,8 @@ class Worker:
                 return
             self.nesting += 1
             self.under[job] = self.current
+            # Only jobs without a local parent get here: the spawn path pays nothing.
+            started, jobs_before = time.time(), job.run.jobs_run
         elif job.run.orphans is not None and adopt(job, self.hooks):
             return  # a tuple came in while it waited in the queue: its result is kept
 
@@ -256,6 +265,10 @@ class Worker:
         else:
             self.nesting -= 1
             del self.under[job]
+            if self.trace is not None:
+                ran = job.run.jobs_run - jobs_before
+                name = getattr(job.fn, "__name__", "job")
+                self.trace.job(job.run.run_id, name, started, time.time(), ran)
             self._report(job)
             if self.cut:
                 self.attention = True  # the frame below may have been cut meanwhile
@@ -374,7 +387,11 @@ class Worker:
         if self.failed:
             self._report_failed()
         self.attention = False
+        run = self.current.run
+        started = time.time()
         event = self.mailbox.get(self.cfg.wait_poll_s)
+        if self.trace is not None and self.current is not self.idle_frame:
+            self.trace.wait(run.run_id, started, time.time())  # a sync waited
         if event is None:
             return
         self._handle(event)

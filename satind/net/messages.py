@@ -28,8 +28,9 @@ from satind.net.records import PluginInfo as PluginInfo
 from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
+from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -432,6 +433,32 @@ class PluginsReply(Message):
 
 
 @dataclass(frozen=True)
+class TraceRequest(Message):
+    """One peer's trace of a run: ``peer`` "" or the answering peer's name, its own (with
+    "", also the names of the other members, to ask in turn); another name, relayed to that
+    member. One peer per reply keeps every reply within the frame caps."""
+
+    TYPE: ClassVar[int] = 78
+    req: int
+    run_id: str
+    peer: str = ""
+
+
+@dataclass(frozen=True)
+class TraceReply(Message):
+    """``dropped``: older events the peer's ring no longer holds (trace.max_events)."""
+
+    TYPE: ClassVar[int] = 79
+    req: int
+    run_id: str
+    peer: str
+    events: list[TraceEvent]
+    dropped: int = 0
+    members: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ErrorReply(Message):
     """The answer to a request whose handler failed (a plugin's parse that raised, a bug):
     why, at once, instead of silence until the asker's timeout."""
@@ -510,6 +537,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     LogsReply,
     PluginsRequest,
     PluginsReply,
+    TraceRequest,
+    TraceReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -523,6 +552,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     ControlReply,
     LogsReply,
     PluginsReply,
+    TraceReply,
     ErrorReply,
 )
 
@@ -543,5 +573,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         CancelRequest,
         LogsRequest,
         PluginsRequest,
+        TraceRequest,
     }
 )

@@ -153,3 +153,16 @@ class MemberPlugins:
     member: str
     plugins: list[PluginInfo]
     note: str = ""
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One event of a run's trace on one peer (satind/trace.py): a span of ``dur`` seconds
+    from ``at`` (the peer's ``time.time()``), or an instant when ``dur`` is -1."""
+
+    track: str
+    cat: str
+    name: str
+    at: float
+    dur: float
+    detail: str = ""

@@ -16,7 +16,7 @@ from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import control, logs, plugins, status
+from satind.node import control, logs, plugins, status, tracing
 from satind.recovery import orphans
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ _HANDLERS: dict[type, Any] = {
     m.RunLog: logs.on_run_log,
     m.LogsRequest: logs.on_logs_request,
     m.PluginsRequest: plugins.on_plugins_request,
+    m.TraceRequest: tracing.on_trace_request,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),
@@ -150,6 +151,7 @@ _CLIENT_OK: frozenset[type] = frozenset(
         m.CancelRequest,
         m.LogsRequest,
         m.PluginsRequest,
+        m.TraceRequest,
         m.ProgressRequest,
         m.ResultRequest,
         m.StatusRequest,

@@ -58,9 +58,12 @@ from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
 from satind.node.logs import RunLogs, flush_loop
+from satind.node.metrics import MetricsServer
 from satind.node.thief import Thief
+from satind.node.tracing import RecoveryWatch
 from satind.recovery import drain, orphans, restart
 from satind.recovery.checkpoint import Checkpointer, LogStore
+from satind.trace import Traces
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,9 @@ class Peer:
         # Requests answered from tasks, in flight per connection (net.max_requests_in_flight).
         self._in_flight: dict[int, int] = {}
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
+        self.metrics: MetricsServer | None = None  # [metrics] enabled: the endpoint
+        self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
+        self._recovery = RecoveryWatch()  # recovery events for the traces
 
     # -- convenience views of the state -----------------------------------------------------
 
@@ -238,6 +244,9 @@ class Peer:
                 await nursery.start(self.compute.serve)
                 nursery.start_soon(self._custody_loop)
                 nursery.start_soon(flush_loop, self)
+                if self.cfg.metrics.enabled:
+                    self.metrics = MetricsServer(self, self.cfg.metrics)
+                    await nursery.start(self.metrics.run)
                 if self.checkpointer.enabled:
                     nursery.start_soon(self.checkpointer.loop)
                     nursery.start_soon(control.find_checkpointed_runs, self)
@@ -383,6 +392,8 @@ class Peer:
                 self.thief.update()
             elif isinstance(fx, Changed):
                 self.changed()
+        if effects:
+            self._recovery.check(self)
 
     def _log(self, fx: Log) -> None:
         record = fx.record

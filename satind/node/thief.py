@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import Protocol
 
 import trio
@@ -22,6 +23,7 @@ from satind.core.state import PeerState
 from satind.engine.stealing import backoff_delay, plan_round
 from satind.net import messages as m
 from satind.net.requests import Requests
+from satind.trace import Traces
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ class ThiefHost(Protocol):
 
     state: PeerState
     requests: Requests
+    traces: Traces
 
     def post(self, dest: str, msg: m.Message) -> bool: ...
 
@@ -121,9 +124,14 @@ class Thief:
             counters.steal_attempts_local += 1
         requests = self.host.requests
         req = requests.new()
-        started = trio.current_time()
-        self.host.post(victim, m.StealRequest(req, wide, self.host.state.needs_orphans, self._run))
+        started, wall = trio.current_time(), time.time()
+        for_run = self._run
+        self.host.post(victim, m.StealRequest(req, wide, self.host.state.needs_orphans, for_run))
         reply = await requests.reply_within(req, within_s)
+        job = reply.job if isinstance(reply, m.StealReply) else None
+        # For the run's trace: what the thief stole for (a waiting sync's run, else any).
+        runs = [for_run] if for_run else list(self.host.state.runs.active)
+        self.host.traces.steal(runs, victim, wide, wall, job.run_id if job else None)
         if not isinstance(reply, m.StealReply):
             return False  # no answer in time, or the victim failed to answer (ErrorReply)
         counters.record_rtt(trio.current_time() - started)

@@ -54,7 +54,10 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
     asked_to_stop = False
     async with trio.open_nursery() as nursery:
         address = await nursery.start(peer.run, not args.seeds_from_stdin)
-        _say({"name": args.name, "host": address.host, "port": address.port})
+        bound = {"name": args.name, "host": address.host, "port": address.port}
+        if peer.metrics is not None and peer.metrics.address is not None:
+            bound["metrics"] = f"http://{peer.metrics.address}/metrics"
+        _say(bound)
         if args.seeds_from_stdin:
             line = json.loads(await read_line(stdin) or b"{}")
             peer.join([parse_address(s) for s in line.get("seeds", [])])

@@ -30,6 +30,7 @@ import trio
 from satind.config import Config, default_peer_count
 from satind.net import tls
 from satind.net.transport import Address, parse_address
+from satind.node.metrics import for_peer
 from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,
@@ -98,7 +99,7 @@ class Supervisor:
                     name=f"{self.node}/{i}",
                     cluster=d.cluster,
                     listen=Address(d.host, d.port + i if d.port else 0),
-                    cfg=cfg,
+                    cfg=for_peer(cfg, i),
                     credentials=credentials if cfg.net.tls else None,
                     seeds=list(seeds),
                     plugin_paths=[Path(p) for p in d.plugin_paths],
@@ -130,6 +131,13 @@ class Supervisor:
                 f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
             )
             log.info("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
+            if self.cfg.metrics.enabled:
+                urls = ", ".join(
+                    f"{s.spec.name}={s.process.metrics}"
+                    for s in self.slots
+                    if s.process is not None
+                )
+                log.info("satind %s metrics: %s", self.node, urls)
             for slot in self.slots:
                 nursery.start_soon(self._watch, slot)
             nursery.start_soon(self._signals, nursery.cancel_scope)

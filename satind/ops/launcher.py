@@ -29,6 +29,7 @@ import trio
 from satind.config import Config, LauncherConfig
 from satind.net import tls
 from satind.net.transport import Address
+from satind.node.metrics import for_peer
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class PeerProcess:
     spec: PeerSpec
     process: trio.Process
     address: Address | None = None
+    # The peer's metrics endpoint (URL), when [metrics] is enabled.
+    metrics: str = ""
 
     @property
     def name(self) -> str:
@@ -150,6 +153,7 @@ async def wait_bound(peer: PeerProcess) -> Address:
         await peer.process.wait()
         raise PeerUsageError(f"peer {peer.name}: {ready['error']}")
     peer.address = Address(ready["host"], int(ready["port"]))
+    peer.metrics = str(ready.get("metrics", ""))
     return peer.address
 
 
@@ -223,7 +227,7 @@ async def local_peers(
             name=f"{LOCAL_NODE}/{i}",
             cluster=cluster_label(i, count, clusters),
             listen=Address("127.0.0.1", 0),
-            cfg=cfg,
+            cfg=for_peer(cfg, i),
             credentials=keys.node if cfg.net.tls else None,
             seeds_from_stdin=True,
             expect=count,

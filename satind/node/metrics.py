@@ -1,0 +1,260 @@
+"""A Prometheus text endpoint per peer: ``GET /metrics`` (``[metrics]``, off by default).
+
+The exposition format is ``prometheus_client``'s: a collector turns the peer's counters into
+metric families and ``choose_encoder`` picks the format the scraper asked for (its Accept
+header; the text format 0.0.4 by default). What is satind's own is small: which numbers
+(``families``: every counter of ``stats.STATS`` as ``satind_NAME_total``, levels as gauges,
+a few gauges of the peer), and a minimal HTTP/1.0 responder on trio, because
+``prometheus_client``'s own servers run in a thread and would read the peer's state from it
+while the trio thread changes it. Here the collector runs on the trio thread, between two
+messages, like ``satind status``.
+
+One connection costs at most ``max_request_bytes`` of request, ``timeout_s`` of waiting and
+one answer (a few kilobytes); at most ``max_connections`` are served at once, more are closed
+at accept. Anything that is not a whole request head within those bounds is closed without an
+answer; a request for another path gets 404.
+
+Peer ``i`` of a machine serves on ``metrics.port + i`` (as peers listen on ``daemon.port + i``);
+``port`` 0 gives each peer any free port. The peer reports the address it bound (the daemon
+logs it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import trio
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from satind import stats
+from satind.config import Config, MetricsConfig
+from satind.engine.stealing import RTT_BUCKETS_S
+from satind.net.transport import Address
+
+if TYPE_CHECKING:
+    from satind.node.peer import Peer
+
+log = logging.getLogger(__name__)
+
+PREFIX = "satind_"
+# Counters of stats.STATS that a peer does not expose: a run's progress is a fraction of one
+# run's tree, meaningless summed over a peer's runs.
+NOT_PER_PEER: frozenset[str] = frozenset({"progress"})
+# The peer's gauges besides stats.LEVELS: name (without the prefix), help.
+GAUGES: tuple[tuple[str, str], ...] = (
+    ("members_alive", "members this peer sees alive (itself included)"),
+    ("runs_active", "runs this peer takes part in now"),
+    ("runs_mastered", "runs this peer is the master of now (running)"),
+    ("runs_queued", "runs this peer masters that wait for a slot (run.max_concurrent)"),
+    ("queue_length", "jobs in this peer's work queue"),
+    ("draining", "1 while this peer drains"),
+)
+HISTOGRAM = "steal_rtt_seconds"
+
+
+def for_peer(cfg: Config, index: int) -> Config:
+    """The configuration of a machine's peer ``index``: it serves metrics on port + index
+    (port 0: any free port, for each peer)."""
+    port = cfg.metrics.port
+    if not cfg.metrics.enabled or port == 0:
+        return cfg
+    return dataclasses.replace(cfg, metrics=dataclasses.replace(cfg.metrics, port=port + index))
+
+
+def documented() -> list[tuple[str, str, str, str]]:
+    """Every satind metric a peer exposes: (name as scraped, type, unit, help). The table in
+    docs/operations.md lists the same (a test compares them)."""
+    out = []
+    for stat in stats.STATS:
+        if stat.name in NOT_PER_PEER:
+            continue
+        if stat.name in stats.LEVELS:
+            out.append((PREFIX + stat.name, "gauge", stat.unit, stat.what))
+        else:
+            out.append((PREFIX + stat.name + "_total", "counter", stat.unit, stat.what))
+    out += [(PREFIX + name, "gauge", "", what) for name, what in GAUGES]
+    out.append((PREFIX + HISTOGRAM, "histogram", "seconds", "steal round trips (thief side)"))
+    return out
+
+
+def families(
+    peer_counters: dict[str, float], gauges: dict[str, float], labels: dict[str, str]
+) -> Iterator[Metric]:
+    """The metric families of one peer from its counters (``PeerState.peer_counters`` plus
+    its runs' counters, by stats.STATS names) and gauges (``GAUGES`` names), each with
+    ``labels``: a pure function (tests/unit/test_metrics.py)."""
+    names, values = list(labels), list(labels.values())
+    for stat in stats.STATS:
+        if stat.name in NOT_PER_PEER:
+            continue
+        value = float(peer_counters.get(stat.name, 0))
+        metric: Metric
+        if stat.name in stats.LEVELS:
+            metric = GaugeMetricFamily(
+                PREFIX + stat.name, f"{stat.what} ({stat.unit})", labels=names
+            )
+        else:
+            metric = CounterMetricFamily(
+                PREFIX + stat.name, f"{stat.what} ({stat.unit})", labels=names
+            )
+        metric.add_metric(values, value)
+        yield metric
+    for name, what in GAUGES:
+        gauge = GaugeMetricFamily(PREFIX + name, what, labels=names)
+        gauge.add_metric(values, float(gauges.get(name, 0)))
+        yield gauge
+    # The steal round-trip histogram: StealCounters keeps counts per bucket (not cumulative)
+    # and no sum, so the family has cumulative buckets and no _sum.
+    hist = [float(v) for k, v in peer_counters.items() if k.startswith("steal_rtt_")]
+    if len(hist) == len(RTT_BUCKETS_S) + 1:
+        buckets, seen = [], 0.0
+        for bound, count in zip([*map(str, RTT_BUCKETS_S), "+Inf"], hist, strict=True):
+            seen += count
+            buckets.append((bound, seen))
+        family = HistogramMetricFamily(
+            PREFIX + HISTOGRAM, "steal round trips (thief side)", labels=names
+        )
+        family.add_metric(values, buckets, None)
+        yield family
+
+
+class PeerCollector(Collector):
+    """Reads the peer's state when scraped (on the trio thread)."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+
+    def collect(self) -> Iterator[Metric]:
+        peer = self.peer
+        state = peer.state
+        counters = state.peer_counters()
+        counters.update(state.runs.lifetime_counters())
+        gauges = {
+            "members_alive": len(state.table.alive()),
+            "runs_active": len(state.runs.active),
+            "runs_mastered": len(state.runs.mastered_by(peer.name)),
+            "runs_queued": len(state.runs.queue),
+            "queue_length": len(state.queue),
+            "draining": 1.0 if state.draining else 0.0,
+        }
+        yield from families(counters, gauges, {"peer": peer.name, "cluster": state.cluster})
+
+
+def registry_of(peer: Peer) -> CollectorRegistry:
+    """The peer's metrics, and the process's own (CPU, RSS, open files: prometheus_client's
+    ProcessCollector, Linux only; one peer is one process)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PeerCollector(peer))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def respond(head: bytes) -> tuple[int, str]:
+    """What to answer a request head (request line and headers, without the blank line):
+    (status, Accept header). A pure function (tests/unit/test_metrics.py)."""
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/"):
+        return 400, ""
+    method, target, _ = parts
+    accept = ""
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"accept":
+            accept = value.strip().decode("latin-1")
+    if method not in (b"GET", b"HEAD") or target.split(b"?")[0] != b"/metrics":
+        return 404, ""
+    return 200, accept
+
+
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
+
+
+def answer(status: int, content_type: str, body: bytes, head_only: bool = False) -> bytes:
+    header = (
+        f"HTTP/1.0 {status} {REASONS[status]}\r\n"
+        f"Content-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("latin-1")
+    return header if head_only else header + body
+
+
+async def read_head(stream: trio.abc.ReceiveStream, limit: int) -> bytes | None:
+    """The request head up to the blank line; None if the client closes first or sends
+    ``limit`` bytes without one. Holds at most ``limit`` + 4 bytes."""
+    data = bytearray()
+    while (end := data.find(b"\r\n\r\n")) < 0:
+        if len(data) >= limit + 4:
+            return None
+        chunk = await stream.receive_some(limit + 4 - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data[:end]) if end <= limit else None
+
+
+class MetricsServer:
+    """The endpoint of one peer: ``run`` is a service of the peer's nursery."""
+
+    def __init__(self, peer: Peer, cfg: MetricsConfig) -> None:
+        self.peer = peer
+        self.cfg = cfg
+        self.registry = registry_of(peer)
+        self.open = 0
+        self.address: Address | None = None
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        cfg = self.cfg
+        try:
+            listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot serve metrics on {cfg.host}:{cfg.port}: {exc}"
+            ) from None
+        host, port = listeners[0].socket.getsockname()[:2]
+        self.address = Address(host, port)
+        log.info("%s serves metrics on http://%s/metrics", self.peer.name, self.address)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.serve_listeners, self._serve, listeners)
+            task_status.started(self.address)
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            if self.open >= self.cfg.max_connections:
+                return  # closed at once: a scraper needs one connection, not many
+            self.open += 1
+            try:
+                await self._one(stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # the scraper went away: nothing of the peer's is at stake
+            finally:
+                self.open -= 1
+
+    async def _one(self, stream: trio.SocketStream) -> None:
+        head = None
+        with trio.move_on_after(self.cfg.timeout_s):
+            head = await read_head(stream, self.cfg.max_request_bytes)
+        if head is None:
+            return  # garbage, too long or too slow: closed without an answer
+        status, accept = respond(head)
+        if status == 200:
+            encoder, content_type = choose_encoder(accept)
+            body = encoder(self.registry)
+        else:
+            content_type, body = "text/plain; charset=utf-8", f"{REASONS[status]}\n".encode()
+        with trio.move_on_after(self.cfg.timeout_s):
+            await stream.send_all(answer(status, content_type, body, head.startswith(b"HEAD ")))
