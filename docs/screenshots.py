@@ -1,15 +1,22 @@
-"""Make the console screenshot in the docs from a real system: two daemons of two peers each
-on this machine (clusters east and west), two runs in progress, rendered by the same code as
-`satind status --watch` (its peers table and run bars) into an SVG.
+"""Make the screenshots in the docs from a real system.
 
-    python docs/screenshots.py          # writes docs/console.svg (about 20 s)
+- docs/console.svg: two daemons of two peers each on this machine (clusters east and west),
+  two runs in progress, rendered by the same code as `satind status --watch` (its peers table
+  and run bars).
+- docs/trace.svg: the trace file of `satind run tree 3 7 5 sleep --peers 3 --trace FILE`
+  drawn as its tracks (a row per peer and thread, a box per span), the way ui.perfetto.dev
+  lays it out (no browser here: this draws the same file).
+
+    python docs/screenshots.py          # about 30 s
 
 Every process it starts is stopped by it (by pid).
 """
 
 from __future__ import annotations
 
+import html
 import io
+import json
 import re
 import subprocess
 import sys
@@ -80,7 +87,52 @@ async def render(keys: Path, address: str, out: Path) -> None:
     console.save_svg(str(out), title="satind status --watch")
 
 
+def trace_svg(trace: Path, out: Path, width: int = 1100) -> None:
+    """Draw a Chrome trace-event file: a row per (peer, thread), a box per complete event."""
+    events = json.loads(trace.read_text())["traceEvents"]
+    peers = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    threads = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"
+    }
+    spans = [e for e in events if e["ph"] in ("X", "i")]
+    rows = sorted({(e["pid"], e["tid"]) for e in spans})
+    end = max(e["ts"] + e.get("dur", 0) for e in spans) or 1.0
+    left, row_h = 230, 22
+    scale = (width - left - 10) / end
+    colors = {"job": "#4e79a7", "steal": "#59a14f", "sync": "#f28e2b", "recovery": "#e15759"}
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{row_h * len(rows) + 40}" font-family="monospace" font-size="12">',
+        '<rect width="100%" height="100%" fill="white"/>',
+        f'<text x="{left}" y="14">0 ms</text>'
+        f'<text x="{width - 90}" y="14">{end / 1000:,.0f} ms</text>',
+    ]
+    for i, (pid, tid) in enumerate(rows):
+        y = 24 + i * row_h
+        label = f"{peers.get(pid, pid)} {threads.get((pid, tid), tid)}"
+        parts.append(f'<text x="4" y="{y + 14}">{html.escape(label)}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{width - 10}" y1="{y + 19}" y2="{y + 19}" stroke="#ddd"/>'
+        )
+        for e in (e for e in spans if (e["pid"], e["tid"]) == (pid, tid)):
+            x = left + e["ts"] * scale
+            w = max(2.0, e.get("dur", 0) * scale)
+            color = colors.get(e.get("cat", ""), "#999")
+            title = html.escape(f"{e['name']} ({e.get('dur', 0) / 1000:.1f} ms)")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="{row_h - 6}" '
+                f'fill="{color}"><title>{title}</title></rect>'
+            )
+    parts.append("</svg>")
+    out.write_text("\n".join(parts))
+
+
 def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        satind("run", "tree", "3", "7", "5", "sleep", "--peers", "3", "--trace", str(trace))
+        trace_svg(trace, HERE / "trace.svg")
+        print(f"wrote {HERE / 'trace.svg'}")
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp)
         satind("keys", "init", str(keys))
