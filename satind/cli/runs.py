@@ -124,9 +124,18 @@ async def resume(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def suspend(args: argparse.Namespace, cfg: Config) -> int:
+    return await _run_control(args, cfg, m.SuspendRequest, cfg.client.suspend_timeout_s)
+
+
+async def _run_control(
+    args: argparse.Namespace,
+    cfg: Config,
+    kind: type[m.SuspendRequest] | type[m.CancelRequest],
+    within_s: float,
+) -> int:
+    """Ask for something done to a run (any peer relays it to the run's master)."""
     async with connected(args, cfg) as client:
-        request = m.SuspendRequest(client.requests.new(), args.run_id)
-        reply = await client.control(request, cfg.client.suspend_timeout_s)
+        reply = await client.control(kind(client.requests.new(), args.run_id), within_s)
     if not reply.ok:
         raise CliError(reply.message, EXIT_FAILED)
     print(reply.message)
@@ -152,13 +161,7 @@ async def logs(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cancel(args: argparse.Namespace, cfg: Config) -> int:
-    async with connected(args, cfg) as client:
-        request = m.CancelRequest(client.requests.new(), args.run_id)
-        reply = await client.control(request, cfg.client.timeout_s)
-    if not reply.ok:
-        raise CliError(reply.message, EXIT_FAILED)
-    print(reply.message)
-    return EXIT_OK
+    return await _run_control(args, cfg, m.CancelRequest, cfg.client.timeout_s)
 
 
 async def result(args: argparse.Namespace, cfg: Config) -> int:
