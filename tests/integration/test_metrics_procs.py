@@ -53,10 +53,10 @@ def test_metrics_parse_grow_with_a_run_and_survive_garbage(keys: Path) -> None:
         done = client(keys, daemon.first, "submit", "fib", "20", "--wait", "--json")
         assert done.returncode == 0, done.stderr
         after = [scrape(u) for u in urls.values()]
-        first = after[0]
-        assert first["satind_jobs_run_total"] > before["satind_jobs_run_total"]
-        # Every job of the run was run on one of the two peers, and counted there.
+        # Every job of the run was run on one of the two peers (which one is placement's
+        # and stealing's choice: the run may be placed on either), and counted there.
         jobs = json.loads(done.stdout)["stats"]["jobs_run"]
+        assert jobs > 0
         grown = sum(a["satind_jobs_run_total"] for a in after) - sum(
             b["satind_jobs_run_total"] for b in befores
         )
