@@ -147,10 +147,15 @@ class Custody:
             return result
         return m.JobState(msg.run_id, msg.path, "unknown")
 
-    def orphaned_by(self, victim: str) -> list[Job]:
-        """``victim`` is gone: the jobs we took from it and still run are orphans. They are
+    def orphaned_by(self, victim: str, run_id: str | None = None) -> list[Job]:
+        """``victim`` is gone (or, with ``run_id``, handed that run over as its master: see
+        recovery/drain.py): the jobs we took from it and still run are orphans. They are
         forgotten here (asked about, they are "unknown"), and returned to be aborted."""
-        keys = [key for key in self.taken if key[1] == victim]
+        keys = [
+            key
+            for key in self.taken
+            if key[1] == victim and (run_id is None or key[0][0] == run_id)
+        ]
         return [job for key in keys for job in self.taken.pop(key)]
 
     def sent_to(self, victim: str) -> list[m.JobResult]:
@@ -220,12 +225,16 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
     peer missed: it applies it first (the run stops here too)."""
     from satind.core.lifecycle import on_announces
     from satind.engine.frames import JobArrived
+    from satind.recovery.orphans import Orphans
 
     fx: Effects = []
     if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:
         fx += on_announces(state, [msg.end], now)
     for job in state.custody.on_state(msg, thief, now):
         log.info("taking back %s%s: %s does not have it", msg.run_id, msg.path.hex(), thief)
+        # If its result was looked up in the orphan table, that tuple led nowhere: the job
+        # is computed, not looked up again (forever).
+        Orphans.forget(job.run, msg.path, thief)
         fx.append(ToCompute(JobArrived(job)))
     return fx
 

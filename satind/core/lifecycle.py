@@ -37,7 +37,7 @@ from satind.core.runs import (
     PeerRun,
     supersedes,
 )
-from satind.engine.frames import Wakeup
+from satind.engine.frames import Orphaned, Wakeup
 from satind.net import messages as m
 
 if TYPE_CHECKING:
@@ -157,9 +157,19 @@ def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
         old.info.master,
     )
     fx: Effects = []
+    before = state.table.get(old.info.master)
+    if before is not None and before.alive and before.draining and state.cfg.ft.orphans:
+        # A draining master handed the run over (recovery/drain.py): the jobs we took from
+        # its old root subtree are orphans now, as if it were gone. Aborted at once, what
+        # they finished is kept and announced while the new epoch is young.
+        fx += [
+            ToCompute(Orphaned(job))
+            for job in state.custody.orphaned_by(before.name, old.info.run_id)
+        ]
     if old.info.master == state.name:
         old.root = None
         fx.append(WakeWaiters(info.run_id))
+        fx.append(Changed())  # a draining master that handed the run over may leave now
         if old.submitter is not None:
             fx.append(Task("forward_result", info.run_id, old.submitter))
             old.submitter = None

@@ -56,6 +56,11 @@ class PeerRun:
     args: Any = ()
     # Counters of members that drained and left while the run went on (their share).
     departed: dict[str, float] = field(default_factory=dict)
+    # A draining master hands the run over (recovery/drain.py): its root subtree is being
+    # cut; then to whom it went, and the paths of the results it sent along.
+    cutting: bool = False
+    handed_to: str | None = None
+    handed: set[bytes] = field(default_factory=set)
 
 
 @dataclass

@@ -90,10 +90,10 @@ def job_finished(state: PeerState, job: Job) -> Effects:
             return fx
         return [*fx, Task("finish_run", job.run.run_id)]
     msg = result_message(job)
+    state.custody.finished((job.run.run_id, job.path), job.origin, msg)
     if state.is_gone(job.origin) and state.cfg.ft.orphans:
         # Its owner is gone: an orphan. Keep the result for whoever recomputes (§3.2).
         return fx + keep_orphan(state, msg)
-    state.custody.finished((job.run.run_id, job.path), job.origin, msg)
     log.debug("sending result of %s%s to %s", job.run.run_id, job.path.hex(), job.origin)
     # The log gets what a resume after a total loss would need.
     return [*fx, Log("result", msg), Send(job.origin, msg)]

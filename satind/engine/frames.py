@@ -41,6 +41,10 @@ class WorkerHooks(Protocol):
     def orphan_result(self, job: Job, value: bytes) -> None:
         """A finished job below an aborted orphan frame: keep its (encoded) result."""
 
+    def subtree_dropped(self, job: Job) -> None:
+        """``job``, the root of a cut subtree (``Orphaned``), is dropped: every result kept on
+        the way (``orphan_result``) was reported before this call."""
+
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
 

@@ -206,8 +206,11 @@ class Worker:
         """Run one job to completion, children included, and report it."""
         parent = job.parent
         if parent is None:
-            if job.run.aborted or (self.cut and job in self.cut):
-                return  # a job of a run that is over, or an orphan not started: drop it
+            if job.run.aborted:
+                return  # a job of a run that is over: drop it
+            if self.cut and job in self.cut:
+                self.hooks.subtree_dropped(job)  # an orphan not started: drop it
+                return
             if type(job.args) is Encoded and not self._decode_args(job):
                 self._report(job)  # arguments that cannot be decoded: the job fails
                 return
@@ -251,6 +254,7 @@ class Worker:
             if parent is None:
                 self.nesting -= 1
                 del self.under[job]
+                self.hooks.subtree_dropped(job)
             self.attention = True
             return
         self.current = prev

@@ -30,7 +30,7 @@ from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -481,10 +481,14 @@ class RunShare(Message):
 @dataclass(frozen=True)
 class HandOver(Message):
     """A leaving peer's finished results, given to a peer that keeps them and announces them
-    under its own name (fault tolerance §3.3)."""
+    under its own name (fault tolerance §3.3); and, from a draining master, the runs it
+    masters, which the receiver takes over under the next epoch once it has filed the results
+    (``runs``: started, their root respawned; ``queued``: not started yet)."""
 
     TYPE: ClassVar[int] = 68
     results: list[JobResult]
+    runs: list[RunInfo] = field(default_factory=list)
+    queued: list[RunInfo] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

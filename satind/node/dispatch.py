@@ -93,7 +93,7 @@ def _job_state(peer: Peer, link: Link, msg: m.JobState) -> Effects:
 
 
 def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
-    return orphans.on_hand_over(peer.state, msg)
+    return orphans.on_hand_over(peer.state, msg, peer.now())
 
 
 def _run_share(peer: Peer, link: Link, msg: m.RunShare) -> Effects:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from satind.core import thief
 from satind.engine.jobs import Job
 from satind.net import messages as m
-from satind.recovery import orphans
+from satind.recovery import drain, orphans
 
 if TYPE_CHECKING:
     from satind.node.peer import Peer
@@ -47,6 +47,11 @@ class ComputeHooks:
     def orphan_result(self, job: Job, value: bytes) -> None:
         self.peer.compute.soon(
             lambda: self.peer.apply(orphans.keep_finished(self.peer.state, job, value))
+        )
+
+    def subtree_dropped(self, job: Job) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(drain.root_dropped(self.peer.state, job, self.peer.now()))
         )
 
     def job_logged(self, job: Job, value: bytes) -> None:

@@ -290,7 +290,11 @@ class Peer:
         self.swim.set_draining()
 
         async def finish() -> None:
-            while not drain.drained(self.state):
+            while True:
+                # The runs it masters go to a peer that stays (once there is one).
+                self.apply(drain.hand_over_runs(self.state))
+                if drain.drained(self.state):
+                    break
                 await self._changed.wait()
             self.apply(drain.leave(self.state))
             self.leave()

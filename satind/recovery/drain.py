@@ -3,22 +3,49 @@
 A draining peer stops stealing and taking runs, tells everyone it is draining (others may
 still steal from it), and finishes what it holds: every frame, including ones that wait in a
 sync for children other peers compute, so that its results reach their owners; and every job
-it took and passed on to a thief, whose result comes back through it. A draining master stays
-until the runs it masters are over. Then it sends each run's master its share of the run's
-counters (it will not be there to be asked when the run ends), hands the results it keeps to a
-peer that stays — which announces them under its own name — and leaves; everyone then treats
-it as gone. Migration is: add the new peers, then drain the old ones.
+it took and passed on to a thief, whose result comes back through it. Then it sends each run's
+master its share of the run's counters (it will not be there to be asked when the run ends),
+hands the results it keeps to a peer that stays — which announces them under its own name —
+and leaves; everyone then treats it as gone. Migration is: add the new peers, then drain the
+old ones.
+
+A draining **master** does not stay until its runs are over: it hands them over (§3.3 and
+§3.4 together). For each run it masters, it picks an heir (``heir``: the smallest name among
+the members that stay and have the run's plugin, as the election would) and cuts its own root
+subtree (``Orphaned``, abort.py): each frame's finished children are kept as orphans on the
+way up. When the root is dropped (``root_dropped``), it sends the heir those results and then
+the run (``HandOver``); the heir files the results in its orphan table *before* it respawns
+the root under the next epoch (election.take_over), so the new epoch reuses them at once
+instead of racing their tuples. The members abort the jobs they took from the old root
+subtree as soon as they hear of the new epoch (lifecycle.new_epoch), keeping and announcing
+what those finished; results that still come back here are kept and handed over when this
+peer leaves. It leaves once the heir's announcement reached it: leaving earlier, the members
+would elect a master of their own as well. The submitter, which waits here, gets the result
+through this peer while it lives, then through the others (client.follow_result). Queued runs
+are handed over at once. Without an heir (every other member drains, or none has the plugin)
+the master stays until its runs are over.
+
+Not done: the new epoch could adopt the jobs in flight instead of computing them again (their
+thieves would send the result to it as well). It is not, because a thief that waits in an
+old-epoch frame may steal a new-epoch ancestor of that frame and run it on top: the new job
+would then wait for the frame beneath it, a deadlock that one epoch cannot have (an ancestor
+runs before its descendants exist). See docs/benchmarks.md, "Master drain", for the cost.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
 from satind import stats
-from satind.core.effects import Effects, Send, StealUpdate
+from satind.core.effects import Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
+from satind.core.runs import RUNNING
+from satind.engine.frames import Orphaned
+from satind.engine.jobs import Job
 from satind.net import messages as m
-from satind.recovery.orphans import hand_over
+from satind.recovery.election import successor, take_over
+from satind.recovery.orphans import hand_over, send_results
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -37,12 +64,16 @@ def start(state: PeerState, reason: str) -> Effects:
 
 def drained(state: PeerState) -> bool:
     """Nothing here any more that another peer waits for. "Idle" (wanting work) is not
-    enough: a frame may wait in a sync for children that thieves still compute."""
+    enough: a frame may wait in a sync for children that thieves still compute. Jobs given
+    out of a run handed over are not waited for: nobody here needs their results."""
+    handed = {r.info.run_id for r in state.runs.active.values() if r.handed_to is not None}
     return (
         state.worker_idle
         and state.worker_frames == 0
-        and not state.custody.given
+        and not any(key[0] not in handed for key in state.custody.given)
         and not state.queue.jobs
+        # A run handed over counts until its heir announced the new epoch: leaving before,
+        # the members would elect a master of their own for it as well.
         and not state.runs.mastered_by(state.name)
         and not state.runs.queue
     )
@@ -54,7 +85,79 @@ def leave(state: PeerState) -> Effects:
     log.info("drained; leaving")
     fx: Effects = []
     for run in state.runs.active.values():
-        if run.info.master != state.name:
+        master = run.info.master if run.info.master != state.name else run.handed_to
+        if master is not None:
             share = stats.as_ints(state.run_counters(run.info.run_id))
-            fx.append(Send(run.info.master, m.RunShare(run.info.run_id, share)))
+            fx.append(Send(master, m.RunShare(run.info.run_id, share)))
     return fx + hand_over(state)
+
+
+# -- a draining master hands its runs over -----------------------------------------------------
+
+
+def heir(state: PeerState, info: m.RunInfo) -> str | None:
+    """Who takes a run over from this draining master: the election's choice among the
+    members that stay and have the run's plugin (same code), or None."""
+
+    def can_run(member_plugins: dict[str, str]) -> bool:
+        return member_plugins.get(info.plugin) == info.code_hash
+
+    capable = {mem.name for mem in state.table.alive() if can_run(mem.plugins)}
+    name = successor(state, but=state.name, among=capable)
+    member = state.table.get(name) if name is not None else None
+    return name if member is not None and not member.draining else None
+
+
+def hand_over_runs(state: PeerState) -> Effects:
+    """Draining: start handing over every run this peer masters that has an heir (again
+    after each change: a member that stays may join later). A started run's root subtree is
+    cut here first (``root_dropped`` sends it on); a queued run goes at once."""
+    if not state.draining:
+        return []
+    fx: Effects = []
+    for run in state.runs.mastered_by(state.name):
+        root = run.root
+        if run.cutting or run.handed_to is not None or run.status != RUNNING:
+            continue
+        if root is None or root.done or heir(state, run.info) is None:
+            continue
+        log.info("run %s: handing it over (this master drains)", run.info.run_id)
+        run.cutting = True
+        fx.append(ToCompute(Orphaned(root)))
+    for queued in list(state.runs.queue):
+        to = heir(state, queued.info)
+        if to is None:
+            continue
+        state.runs.queue.remove(queued)
+        info = queued.info
+        log.info("queued run %s: handing it over to %s", info.run_id, to)
+        fx += send_results(state, to, [], queued=[info])
+        # Whoever waits here for it asks the heir from now on.
+        state.runs.queued_elsewhere[info.run_id] = dataclasses.replace(
+            info, master=to, epoch=info.epoch + 1
+        )
+        fx.append(WakeWaiters(info.run_id))
+        if queued.submitter is not None:
+            fx.append(Task("forward_result", info.run_id, queued.submitter))
+    return fx
+
+
+def root_dropped(state: PeerState, job: Job, now: float) -> Effects:
+    """The compute side dropped the root of a cut subtree, after reporting what it kept. If
+    it is the root of a run this master hands over, the heir gets the run's kept results,
+    then the run. Without an heir any more, this peer respawns the root itself (next epoch,
+    reusing what it keeps) and stays until the run is over."""
+    run = state.runs.active.get(job.run.run_id)
+    if run is None or run.root is not job or not run.cutting:
+        return []  # an ordinary orphan subtree (restart.py)
+    run.cutting = False
+    run.root = None
+    to = heir(state, run.info)
+    if to is None:
+        return take_over(state, run, now, "no member to hand it over to")
+    run_id = run.info.run_id
+    results = [r for key, r in state.orphans.kept.items() if key[0] == run_id]
+    run.handed_to = to
+    run.handed = {r.path for r in results}
+    log.info("run %s: handed over to %s with %d result(s)", run_id, to, len(results))
+    return send_results(state, to, results, runs=[run.info])

@@ -1,10 +1,12 @@
 """Election: a run whose master is lost gets a new one (satin-fault-tolerance §3.4).
 
 The rule is deterministic over the membership view: the alive member with the smallest name
-takes over every run whose master is no longer alive, under the next **epoch**, and respawns
-the root. Views converge, so the members agree; if they differ for a moment and two take
-over, the higher epoch — then the smaller master name — wins (``runs.supersedes``), and the
-loser follows the winner. The run's arguments travel with its descriptor, so any peer that
+(``successor``: among those not draining, if any are not) takes over every run whose master is
+no longer alive, under the next **epoch**, and respawns the root. Views converge, so the
+members agree; if they differ for a moment and two take over, the higher epoch — then the
+smaller master name — wins (``runs.supersedes``), and the loser follows the winner. A
+draining master hands its runs over to the same choice of peer itself (recovery/drain.py,
+``take_over_handed``). The run's arguments travel with its descriptor, so any peer that
 knows the run can respawn it; the same run state goes on, so whatever the old epoch finished
 — here, or kept as orphans anywhere — is reused by the new one (orphans.py).
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from satind import plugin as plugins
-from satind.core.effects import Effects
+from satind.core.effects import Effects, ToCompute
 from satind.core.runs import PeerRun
+from satind.engine.frames import Orphaned
 from satind.engine.jobs import RunState
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -28,10 +32,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def successor(state: PeerState, but: str = "", among: Collection[str] | None = None) -> str | None:
+    """Who takes over runs: the alive member with the smallest name (other than ``but``, and
+    one of ``among`` if given), among those that do not drain if any do not (a draining one
+    would have to hand the runs on again). Views converge, so the members agree."""
+    alive = [
+        mem
+        for mem in state.table.alive()
+        if mem.name != but and (among is None or mem.name in among)
+    ]
+    staying = [
+        mem.name
+        for mem in alive
+        if not (mem.draining or (mem.name == state.name and state.draining))
+    ]
+    return min(staying or [mem.name for mem in alive], default=None)
+
+
 def elect(state: PeerState, now: float) -> Effects:
     """Take over the runs whose master is gone, if this peer is the one to."""
     alive = {mem.name for mem in state.table.alive()}
-    if not alive or min(alive) != state.name:
+    if successor(state) != state.name:
         return []
     fx: Effects = []
     for run in state.runs.orphaned(alive):
@@ -47,7 +68,7 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     it through the other members (client.follow_result)."""
     from satind.core.master import queue_or_start
 
-    del state.runs.queued_elsewhere[info.run_id]
+    state.runs.queued_elsewhere.pop(info.run_id, None)
     try:
         plugin = state.plugin_named(info.plugin)
     except plugins.UnknownPlugin as exc:
@@ -70,22 +91,32 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     return queue_or_start(state, run, now)
 
 
-def take_over(state: PeerState, run: PeerRun, now: float) -> Effects:
+def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
+    """A draining master handed this run over (recovery/drain.py): take it over as the
+    election would, unless it moved on meanwhile (another peer took it over, or it ended)."""
+    run = state.runs.active.get(info.run_id)
+    if run is None or run.info.epoch != info.epoch or run.info.master != info.master:
+        log.info("run %s was handed over, but it moved on meanwhile", info.run_id)
+        return []
+    # What this peer took from the old root subtree is orphaned, as on every member
+    # (lifecycle.new_epoch); here the announcement comes from this peer itself.
+    orphaned = state.custody.orphaned_by(info.master, info.run_id)
+    fx: Effects = [ToCompute(Orphaned(job)) for job in orphaned]
+    return fx + take_over(state, run, now, f"its master {info.master} drains")
+
+
+def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effects:
     """Become the run's master under the next epoch and respawn its root."""
     from satind.core.master import start
 
+    why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
-        log.error(
-            "run %s lost its master but this peer cannot run it: %s", run.info.run_id, run.refused
-        )
+        log.error("run %s: %s, but this peer cannot run it: %s", run.info.run_id, why, run.refused)
         return []
     info = dataclasses.replace(run.info, master=state.name, epoch=run.info.epoch + 1)
-    log.warning(
-        "run %s lost its master %s: taking over as epoch %d",
-        info.run_id,
-        run.info.master,
-        info.epoch,
-    )
+    # A master lost is news for the operator; a hand-over is routine.
+    level = logging.INFO if why.endswith("drains") else logging.WARNING
+    log.log(level, "run %s: %s; taking it over as epoch %d", info.run_id, why, info.epoch)
     run.info = info
     run.args = Encoded(info.args)  # decoded by the compute side, not here
     run.submitter = None

@@ -83,6 +83,7 @@ class Simulation:
         # Who ran each leaf, in order: for drained_redone.
         self.leaf_runners: dict[tuple[str, tuple[int, ...]], list[str]] = {}
         self.drained: set[str] = set()
+        self.left_at: dict[str, float] = {}  # when each drained peer left
         self.work_s = 0.0
         self.result: m.RunResult | None = None
         self.submitted_at = 0.0
@@ -93,6 +94,7 @@ class Simulation:
         self._next_index: Counter[str] = Counter()
         self._done = trio.Event()
         self.master = ""
+        self.client: Any = None
         self.run_id = ""
         self._faults_done = trio.Event()
         self._faults_left = 0
@@ -178,9 +180,19 @@ class Simulation:
                 await peer.run()
             if not scope.cancelled_caught:
                 self.gone.add(name)  # it stopped by itself: drained and left
+                self.left_at[name] = trio.current_time()
+                if name == self.master and self.client is not None:
+                    self._follow(self.client)
 
         nursery.start_soon(run)
         return peer
+
+    def _follow(self, client: Any) -> None:
+        """As a real client does when the master it waits on is gone (crashed, or drained and
+        left): ask a survivor to wait for the result (it relays to the run's new master)."""
+        if self.run_id and self.result is None and self.live():
+            survivor = sorted(self.live())[0]
+            client.post(survivor, m.ResultRequest(2, self.run_id, True))
 
     def live(self) -> list[str]:
         return [n for n in self.peers if n not in self.gone]
@@ -214,11 +226,8 @@ class Simulation:
                     network.detach(name)
                     self.scopes[name].cancel()
                     self.gone.add(name)
-            if self.master in names and self.run_id and self.result is None and self.live():
-                # As a real client does: the master is gone, ask a survivor to wait for the
-                # result (it relays to whoever is elected).
-                survivor = sorted(self.live())[0]
-                client.post(survivor, m.ResultRequest(2, self.run_id, True))
+            if self.master in names:
+                self._follow(client)
         elif fault.kind == "drain":
             for name in fault.peers:
                 self.drained.add(name)
@@ -328,6 +337,7 @@ class Simulation:
             client = network.attach(
                 Identity(CLIENT, "", "client"), Address("10.255.255.1", 1), self._client_message
             )
+            self.client = client
             self._faults_left = len(sc.faults)
             if not sc.faults:
                 self._faults_done.set()

@@ -3,18 +3,21 @@ election and epochs, the stale master, drain. Event in, effects out: no sockets,
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from satind.core import lifecycle
 from satind.core.effects import Log, QueueRoot, Send, Spread, Task, ToCompute, WakeWaiters
 from satind.core.runs import supersedes
+from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change, State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.recovery import drain, election, orphans, restart
-from tests.core.support import declare, info, job_of, known_run, make_state
+from tests.core.support import FIB, declare, info, job_of, known_run, make_state
 
 
 def _gone(state: object, name: str, new: State = State.DEAD) -> Change:
@@ -220,3 +223,106 @@ def test_a_queued_run_that_started_or_ended_elsewhere_is_forgotten() -> None:
     lifecycle.on_announces(late, [m.RunAnnounce(queued, "queued")], 1.0)
     declare(late, "c/0", State.DEAD)
     assert election.elect(late, 3.0) == [] and "q1" in late.runs.queued_elsewhere
+
+
+# -- a draining master hands its runs over (drain.py) ------------------------------------------
+
+
+def _change(state: PeerState, name: str, **changes: object) -> None:
+    """A member as its gossip would describe it (its plugins, whether it drains)."""
+    known = state.table.get(name)
+    assert known is not None
+    state.table._put(dataclasses.replace(known, **changes))  # type: ignore[arg-type]
+
+
+def _with_plugins(state: PeerState, *names: str) -> None:
+    for name in names:
+        _change(state, name, plugins={"fib": FIB.code_hash})
+
+
+def test_a_draining_master_hands_its_run_over_and_leaves_once_the_heir_has_it() -> None:
+    state = make_state("a/0", ("b/0", "c/0"))
+    _with_plugins(state, "b/0", "c/0")
+    run = known_run(state)  # mastered here
+    run.root = root = job_of(run.state)
+    kept = m.JobResult("r1", b"\x02", codec.encode_value(8), None)
+    state.orphans.keep(kept)  # finished below the root: kept when its frames were cut
+    lent = job_of(run.state, parent=root, index=1)
+    state.custody.give(("r1", lent.path), lent, "c/0", 0.0)  # a thief still has it
+    drain.start(state, "asked")
+    # The root subtree is cut first (once), and the run is not handed over yet.
+    assert drain.hand_over_runs(state) == [ToCompute(Orphaned(root))]
+    assert drain.hand_over_runs(state) == []
+    assert run.cutting and run.handed_to is None
+    # The root is dropped: the heir — the smallest name that stays and has the plugin —
+    # gets the results, then the run, in that order (one message here).
+    fx = drain.root_dropped(state, root, 2.0)
+    assert fx == [Send("b/0", m.HandOver([kept], [info()], []))]
+    assert run.handed_to == "b/0" and run.root is None
+    state.worker_idle, state.worker_frames = True, 0
+    # Not before the heir announced the new epoch (else the members would elect their own).
+    assert not drain.drained(state)
+    new = dataclasses.replace(info(), master="b/0", epoch=1)
+    lifecycle.on_announces(state, [m.RunAnnounce(new, "running")], 3.0)
+    assert run.info.master == "b/0"
+    # The job out with c/0 is not waited for; the heir gets our share, and no result twice.
+    assert drain.drained(state)
+    left = drain.leave(state)
+    assert [f.dest for f in left if isinstance(f, Send) and isinstance(f.msg, m.RunShare)] == [
+        "b/0"
+    ]
+    assert not [f for f in left if isinstance(f, Send) and isinstance(f.msg, m.HandOver)]
+
+
+def test_the_heir_is_a_member_that_stays_and_has_the_plugin_else_the_master_stays() -> None:
+    state = make_state("a/0", ("b/0", "c/0", "d/0"))
+    _with_plugins(state, "c/0", "d/0")  # b/0 does not have fib
+    _change(state, "c/0", draining=True)  # c/0 drains too
+    assert drain.heir(state, info()) == "d/0"
+    _change(state, "d/0", draining=True)
+    assert drain.heir(state, info()) is None
+    run = known_run(state)
+    run.root = job_of(run.state)
+    drain.start(state, "asked")
+    assert drain.hand_over_runs(state) == []  # nobody to take it: it stays here
+    assert not drain.drained(state)
+
+
+def test_a_master_whose_heir_left_meanwhile_respawns_the_run_itself() -> None:
+    state = make_state("a/0", ("b/0",))
+    _with_plugins(state, "b/0")
+    run = known_run(state)
+    run.root = root = job_of(run.state)
+    drain.start(state, "asked")
+    drain.hand_over_runs(state)
+    declare(state, "b/0", State.LEFT)
+    fx = drain.root_dropped(state, root, 2.0)
+    assert run.info.master == "a/0" and run.info.epoch == 1  # taken over here, next epoch
+    assert any(isinstance(f, QueueRoot) for f in fx) and run.handed_to is None
+
+
+def test_the_heir_files_the_results_then_takes_the_run_over() -> None:
+    state = make_state("b/0", ("a/0", "c/0"))
+    run = known_run(state)  # mastered by a/0, which drains
+    kept = m.JobResult("r1", b"\x02", codec.encode_value(8), None)
+    fx = orphans.on_hand_over(state, m.HandOver([kept], [info()], []), 1.0)
+    assert run.info.master == "b/0" and run.info.epoch == 1
+    assert run.state.orphans == {b"\x02": "b/0"}  # filed before the root was respawned
+    assert run.root is not None and QueueRoot(run.root) in fx
+    # A hand-over of a run that moved on meanwhile (an election got there first) is ignored.
+    again = orphans.on_hand_over(state, m.HandOver([], [info()], []), 2.0)
+    assert not [f for f in again if isinstance(f, QueueRoot)] and run.info.epoch == 1
+
+
+def test_a_draining_master_hands_its_queued_runs_over_at_once() -> None:
+    state = make_state("a/0", ("b/0",))
+    _with_plugins(state, "b/0")
+    queued = known_run(state, info("r2"))
+    state.runs.remove("r2")
+    queued.submitter = "client-1"
+    state.runs.queue.append(queued)
+    drain.start(state, "asked")
+    fx = drain.hand_over_runs(state)
+    assert Send("b/0", m.HandOver([], [], [info("r2")])) in fx
+    assert Task("forward_result", "r2", "client-1") in fx and WakeWaiters("r2") in fx
+    assert not state.runs.queue and state.runs.master_of("r2", "a/0") == "b/0"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from satind.sim.scenario import load
-from satind.sim.simulator import SimReport, simulate
+from satind.sim.simulator import SimReport, Simulation, simulate
 
 SCENARIOS = Path(__file__).parent.parent.parent / "configs" / "scenarios"
 SEEDS = range(1, 1 + int(os.environ.get("SATIND_SIM_SEEDS", "8")))
@@ -28,6 +28,7 @@ FAULTS = [
     "cluster-crash-mid-run",  # 1 of 2 clusters: the other; a join during recovery; a crash
     "two-crashes",  # the second while the first is being recovered
     "drain-and-crash",  # a crash during a drain, then the master, under 2% loss
+    "master-drain",  # the master drains mid-run and hands its run over
     "crash-under-loss",  # 10% loss and 5% duplicates
 ]
 
@@ -60,6 +61,20 @@ def test_a_graceful_drain_loses_no_work(seed: int) -> None:
     assert report.drained_redone == 0
     assert report.jobs_restarted == 0
     assert report.leaves_run == report.leaves_expected
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_a_draining_master_hands_its_run_over_and_leaves_long_before_it_ends(seed: int) -> None:
+    sim = Simulation(load(SCENARIOS / "master-drain.toml"), seed)
+    report = sim.run()
+    assert report.violations == [] and report.result_ok
+    # The master (c0/0) was asked to drain at 8 s of a run that ends past 20 s: it handed
+    # the run over and left once the work it had stolen from others was done (at 8.5 s on
+    # most seeds, 13.5 s on one), instead of staying to the end.
+    assert sim.result_at is not None
+    assert sim.left_at["c0/0"] < 15.0 < sim.result_at - 5.0
+    # What it finished itself was handed over and reused, not computed again.
+    assert report.drained_redone <= report.leaves_expected // 20
 
 
 def test_orphan_saving_redoes_less_than_naive_recomputation_on_the_same_seeds() -> None:

@@ -62,6 +62,9 @@ class Hooks:
     def orphan_result(self, job: Job, value: bytes) -> None:
         pass
 
+    def subtree_dropped(self, job: Job) -> None:
+        pass
+
     def job_logged(self, job: Job, value: bytes) -> None:
         pass
 

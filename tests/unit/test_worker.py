@@ -45,6 +45,9 @@ class Hooks:
     def orphan_result(self, job: Job, value: bytes) -> None:
         self.events.put(("orphan", job))
 
+    def subtree_dropped(self, job: Job) -> None:
+        self.events.put(("dropped", job))
+
     def job_logged(self, job: Job, value: bytes) -> None:
         self.events.put(("logged", job))
 

@@ -1,0 +1,70 @@
+"""A draining master hands its runs over instead of staying until they end (issue 13, point
+2; recovery/drain.py): with real daemons, the master of a long run and of a queued one is
+drained mid-run; it leaves while the runs go on under its heir, and both submitters, which
+waited on it, get the exact results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import independent
+from tests.integration.test_daemon import Daemon, client, status, wait_for
+
+pytestmark = pytest.mark.slow
+LONG = ["tree", "3", "8", "100", "sleep"]  # 512 leaves of 100 ms: ~13 s on 4 peers
+SHORT = ["tree", "3", "4", "5", "sleep"]  # 81 leaves of 5 ms
+
+
+def _state_of(keys: Path, to: str, name: str) -> str:
+    return next((p["state"] for p in status(keys, to)["peers"] if p["name"] == name), "gone")
+
+
+def test_a_draining_master_hands_its_running_and_queued_runs_over(keys: Path) -> None:
+    config = keys / "one-at-a-time.toml"
+    config.write_text("[run]\nmax_concurrent = 1\n")
+    m1 = Daemon(keys, "m1", "east", "", "--config", str(config))
+    m2 = Daemon(keys, "m2", "west", m1.first)
+    waiting: list[subprocess.Popen[str]] = []
+    try:
+        wait_for(lambda: len(status(keys, m2.first)["peers"]) == 4)
+        args = ["--to", m1.first, "--keys", str(keys)]
+        for argv in (LONG, SHORT):  # the second waits in m1/0's queue
+            waiting.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "satind", "submit", *argv, "--wait", "--json", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            time.sleep(1.0)
+        wait_for(lambda: "queued" in {r["state"] for r in status(keys, m2.first)["runs"]})
+        started = time.monotonic()
+        drain = client(keys, m2.first, "drain", "m1/0")
+        assert drain.returncode == 0, drain.stderr
+        # The master leaves within seconds, while its long run is still going elsewhere.
+        wait_for(lambda: _state_of(keys, m2.first, "m1/0") in ("left", "gone"), limit=20)
+        left_after = time.monotonic() - started
+        runs = status(keys, m2.first)["runs"]
+        assert waiting[0].poll() is None, "the long run ended before its master left"
+        live = {r["master"] for r in runs if r["state"] in ("running", "queued")}
+        assert live and live <= {"m1/1", "m2/0", "m2/1"}, runs
+        assert left_after < 8.0
+        for proc, argv in zip(waiting, (LONG, SHORT), strict=True):
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            depth, branching = int(argv[1]), int(argv[2])
+            assert json.loads(out)["result"] == independent.tree(depth, branching)
+    finally:
+        for proc in waiting:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        m1.kill()
+        m2.kill()
