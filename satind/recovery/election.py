@@ -116,7 +116,7 @@ def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effe
     info = dataclasses.replace(run.info, master=state.name, epoch=run.info.epoch + 1)
     # A master lost is news for the operator; a hand-over is routine.
     level = logging.INFO if why.endswith("drains") else logging.WARNING
-    log.log(level, "run %s: %s; taking it over as epoch %d", info.run_id, why, info.epoch)
+    log.log(level, "run %s: %s; taking over as epoch %d", info.run_id, why, info.epoch)
     run.info = info
     run.args = Encoded(info.args)  # decoded by the compute side, not here
     run.submitter = None
