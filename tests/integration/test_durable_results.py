@@ -5,15 +5,13 @@ fails at once."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests import independent
-from tests.integration.test_daemon import Daemon, client, status, wait_for
+from tests.integration.test_daemon import Daemon, client, client_in_background, status, wait_for
 
 pytestmark = pytest.mark.slow
 GOOD = ["tree", "3", "4", "5", "sleep"]  # 81 leaves of 5 ms
@@ -71,15 +69,9 @@ def test_a_run_queued_by_a_master_that_is_killed_is_run_by_a_survivor(keys: Path
     try:
         wait_for(lambda: len(status(keys, m2.first)["peers"]) == 4)
         # m1/0 runs a long run and queues the next one.
-        args = ["--to", m1.first, "--keys", str(keys)]
         for argv in (["tree", "3", "8", "100", "sleep"], GOOD):
             waiting.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "satind", "submit", *argv, "--wait", "--json", *args],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                client_in_background(keys, m1.first, "submit", *argv, "--wait", "--json")
             )
             time.sleep(1.0)
         wait_for(lambda: "queued" in {r["state"] for r in status(keys, m2.first)["runs"]})

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests import independent
-from tests.integration.test_daemon import Daemon, client, status, wait_for
+from tests.integration.test_daemon import Daemon, client, client_in_background, status, wait_for
 
 pytestmark = pytest.mark.slow
 LONG = ["tree", "3", "8", "100", "sleep"]  # 512 leaves of 100 ms: ~13 s on 4 peers
@@ -33,15 +32,9 @@ def test_a_draining_master_hands_its_running_and_queued_runs_over(keys: Path) ->
     waiting: list[subprocess.Popen[str]] = []
     try:
         wait_for(lambda: len(status(keys, m2.first)["peers"]) == 4)
-        args = ["--to", m1.first, "--keys", str(keys)]
         for argv in (LONG, SHORT):  # the second waits in m1/0's queue
             waiting.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "satind", "submit", *argv, "--wait", "--json", *args],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                client_in_background(keys, m1.first, "submit", *argv, "--wait", "--json")
             )
             time.sleep(1.0)
         wait_for(lambda: "queued" in {r["state"] for r in status(keys, m2.first)["runs"]})
