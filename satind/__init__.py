@@ -2,13 +2,15 @@
 
 Plugin authors import from here only::
 
-    from satind import Plugin, UsageError, spawnable, sync
+    from satind import Plugin, UsageError, abort, spawnable, sync
 """
 
 from satind.api import Handle as Handle
 from satind.api import Spawnable as Spawnable
+from satind.api import abort as abort
 from satind.api import spawnable as spawnable
 from satind.api import sync as sync
+from satind.engine.errors import JobAborted as JobAborted
 from satind.engine.errors import LimitExceeded as LimitExceeded
 from satind.engine.errors import RemoteJobError as RemoteJobError
 from satind.engine.jobs import ResultNotReady as ResultNotReady

@@ -17,6 +17,12 @@ does nothing, so the program gives its sequential answer.
 
 As in Satin, assume neither call-by-value nor call-by-reference: a local spawn passes
 references, a stolen one copies its arguments through CBOR. Do not mutate arguments.
+
+Speculative parallelism (satin-grid-programming-model §3.3): ``fn.spawn_inlet(handler, ...)``
+spawns a job whose exception, if it raises one, is handed to ``handler`` — the *inlet* — in
+the spawner's frame, and ``abort()`` cancels every child of the running job that has not
+finished. Sequentially, ``spawn_inlet`` calls the handler at once and ``abort`` does nothing,
+which is still a correct program (only a slower one). See engine/speculation.py.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from satind.engine import worker as _worker
-from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import Job
 
 R = TypeVar("R")
@@ -92,7 +97,10 @@ class Spawnable(Generic[R]):
         cur = w.current
         pending = cur.pending + 1
         if pending > w.max_pending:
-            raise _too_many(w.max_pending)
+            # Too many, or a cancelled job runs here and this frame may be in it. Events
+            # handled there may finish children of this frame: count again.
+            w.spawn_check(cur, pending)
+            pending = cur.pending + 1
         cur.pending = pending
         index = cur.nspawn
         cur.nspawn = index + 1
@@ -103,15 +111,27 @@ class Spawnable(Generic[R]):
         w.jobs.append(job)
         return job
 
+    def spawn_inlet(self, handler: Callable[[Exception], Any], *args: Any) -> Handle[Any]:
+        """Spawn ``fn(*args)`` with an inlet: if the job raises an exception, ``handler(exc)``
+        runs in the spawner's frame (on this peer, whichever peer ran the job), at a sync of
+        the spawner, one handler at a time and never while the spawner's own code runs. The
+        handler may read and change the spawner's variables (a closure), spawn, and call
+        ``abort()``. What it returns is the handle's ``result()``; if it raises, the
+        spawner's other children are aborted and its ``sync()`` raises that exception. A job
+        that returns normally runs no handler. An exception arrives as itself when its type
+        is registered (``satind.register_type``); see docs/plugins.md."""
+        w = _worker.CURRENT
+        if w is None:
+            try:
+                return _Done(self.fn(*args), None)
+            except Exception as exc:
+                return _Done(handler(exc), None)  # the inlet at once: the sequential meaning
+        job = self.spawn(*args)
+        job.inlet = handler  # type: ignore[attr-defined]
+        return job
+
     def __repr__(self) -> str:
         return f"<spawnable {self.name}>"
-
-
-def _too_many(limit: int) -> LimitExceeded:
-    return LimitExceeded(
-        f"a job spawned {limit} jobs without syncing (engine.max_pending_jobs): does it spawn "
-        "without bound before it syncs? Spawn fewer, larger jobs, or raise the limit"
-    )
 
 
 def spawnable(fn: Callable[..., R]) -> Spawnable[R]:
@@ -149,6 +169,18 @@ def sync() -> None:
     cur.nsync += 1
     if cur.pending:
         w.sync_frame(cur)
+
+
+def abort() -> None:
+    """Cancel every child of the running job that has not finished: children still queued
+    are dropped, children other peers stole are told to stop (and stop their own thieves),
+    and their ``result()`` raises ``JobAborted``. Results that already arrived stay, and
+    their inlets still run. Asynchronous and best effort: it returns at once, and a child
+    that finishes before the abort reaches it costs its work, never a wrong answer. Outside
+    satind it does nothing."""
+    w = _worker.CURRENT
+    if w is not None:
+        w.abort_children(w.current)
 
 
 def forget_module(module: str) -> None:

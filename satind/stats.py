@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Group = Literal["run", "steal", "traffic", "recovery", "checkpoint"]
+Group = Literal["run", "steal", "traffic", "recovery", "checkpoint", "speculation"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,15 @@ STATS: tuple[Stat, ...] = (
     Stat("results_reused", "jobs", "recovery", "kept results used instead of computing"),
     Stat("results_kept", "results", "recovery", "results kept for others"),
     Stat("leaves_redone", "jobs", "recovery", "leaves computed again below restarted jobs"),
+    Stat("aborts", "calls", "speculation", "abort() calls that cancelled children"),
+    Stat("abort_messages", "messages", "speculation", "Abort messages sent to thieves"),
+    Stat("jobs_cancelled", "jobs", "speculation", "jobs dropped unfinished by an abort"),
+    Stat(
+        "abort_wasted_s",
+        "seconds",
+        "speculation",
+        "time spent on stolen jobs an abort then dropped",
+    ),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
 )
@@ -76,7 +85,17 @@ LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})
 # Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the
 # peer's, and a run's share of them is their growth while the run was known there.
 PER_RUN: frozenset[str] = frozenset(
-    {"spawns", "syncs", "jobs_run", "leaves_run", "leaves_redone", "progress"}
+    {
+        "spawns",
+        "syncs",
+        "jobs_run",
+        "leaves_run",
+        "leaves_redone",
+        "progress",
+        "aborts",
+        "jobs_cancelled",
+        "abort_wasted_s",
+    }
 )
 
 

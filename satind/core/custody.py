@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,23 @@ class Custody:
             self.taken_back += len(mine)
             return self._take_back(key, thief)
         return []
+
+    def drop_given(self, matches: Callable[[Job], bool]) -> list[tuple[Key, Given]]:
+        """Forget every record of a job given out that ``matches`` (aborted: nobody waits for
+        it any more); returns them."""
+        out: list[tuple[Key, Given]] = []
+        for key in list(self.given):
+            records = self.given[key]
+            gone = [g for g in records if matches(g.job)]
+            if not gone:
+                continue
+            out.extend((key, g) for g in gone)
+            rest = [g for g in records if not matches(g.job)]
+            if rest:
+                self.given[key] = rest
+            else:
+                del self.given[key]
+        return out
 
     def held_by(self, thief: str) -> list[Key]:
         return [key for key, gs in self.given.items() if any(g.thief == thief for g in gs)]

@@ -19,6 +19,7 @@ from satind import stats
 from satind.config import Config
 from satind.core.custody import Custody
 from satind.core.runs import RunTable
+from satind.engine.jobs import Job
 from satind.engine.stealing import Candidates, StealCounters, candidates
 from satind.engine.workqueue import WorkQueue
 from satind.membership.view import Member, MemberTable
@@ -56,6 +57,10 @@ class PeerState:
     # The compute side wants work, and how many frames it has open (as of that news).
     worker_idle: bool = True
     worker_frames: int = 0
+    # Stolen jobs whose victim aborted them, until the compute side has unwound them, and
+    # Abort messages sent (core/aborts.py).
+    cancelled: set[Job] = field(default_factory=set)
+    abort_messages: int = 0
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)
     _victims: tuple[int, Candidates] | None = None
@@ -98,6 +103,7 @@ class PeerState:
         out["orphan_table_size"] = sum(
             len(r.state.orphans or ()) for r in self.runs.active.values()
         )
+        out["abort_messages"] = self.abort_messages
         out["messages"] = traffic.messages
         out["bytes"] = traffic.bytes
         out["messages_wide"] = traffic.messages_wide

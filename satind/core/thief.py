@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import lookup_spawnable
+from satind.core import aborts
 from satind.core.effects import Changed, Effects, Log, Send, Task
 from satind.engine.errors import error_info
 from satind.engine.jobs import Job, path_indices
@@ -83,6 +84,8 @@ def job_finished(state: PeerState, job: Job) -> Effects:
 
     # A draining peer may have waited for this one (recovery/drain.py).
     fx: Effects = [Changed()] if state.draining else []
+    if aborts.dropped(state, job):
+        return fx  # its victim aborted it before the cut reached it: nobody wants it
     if job.origin is None:
         run = state.runs.active.get(job.run.run_id)
         if run is None or run.root is not job:

@@ -14,9 +14,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import name_of
+from satind.core.aborts import cancelled_here
 from satind.core.effects import Checkpoint, Effects, EncodeArgs, HandOut, Link, Reply, ToCompute
 from satind.engine.frames import Wakeup
 from satind.engine.jobs import Job
+from satind.engine.speculation import is_aborted
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -39,9 +41,12 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
     fx: Effects = []
     queue = state.queue
     job = queue.steal_of(msg.run) if msg.run else queue.steal()
-    while job is not None and job.run.aborted:
-        # A job of a run that is over here (ended, suspended, or an epoch left behind):
-        # nobody waits for it. Given away, it would be run again under the run's id.
+    while job is not None and (
+        job.run.aborted or is_aborted(job) or (state.cancelled and cancelled_here(state, job))
+    ):
+        # A job of a run that is over here (ended, suspended, or an epoch left behind), or
+        # of an aborted frame or job (core/aborts.py): nobody waits for it. Given away, it
+        # would be run again under the run's id.
         job = queue.steal_of(msg.run) if msg.run else queue.steal()
     if job is not None and job.parent is not None and job.run.orphans is not None:
         holder = job.run.orphans.get(job.path)
@@ -72,9 +77,9 @@ def hand_out(
     """Give ``job`` (its arguments encoded, or why they could not be) to the thief."""
     table = _table(state, msg)
     run = state.runs.active.get(job.run.run_id)
-    if run is None or job.run.aborted:
-        # Its run ended meanwhile (large arguments are encoded off the network side): nobody
-        # waits for it.
+    if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
+        # Its run ended, or it was aborted, meanwhile (large arguments are encoded off the
+        # network side): nobody waits for it.
         return [Reply(link, m.StealReply(msg.req, None, table))]
     if isinstance(args, codec.EncodeError):
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.

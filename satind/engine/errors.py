@@ -1,10 +1,18 @@
 """Exceptions that cross peers: raised in a job on one peer, re-raised by result() on another.
 
 Exceptions are never pickled. A job's exception travels as its type name, message and
-formatted traceback (messages.ErrorInfo). On arrival, a built-in exception type is rebuilt as
-itself so ``except ValueError`` in a plugin works the same for local and stolen children;
-anything else becomes ``RemoteJobError``. Either way the remote traceback is attached as a
-note, so the user sees where it really failed.
+formatted traceback (messages.ErrorInfo). On arrival:
+
+* an exception of a type a plugin registered (``satind.register_type``, the codec's type
+  registry) also travels as an application value and is rebuilt as itself, with its fields:
+  this is how a search returns a result through an exception to an inlet (api.spawn_inlet,
+  satin-grid-programming-model §3.3);
+* a built-in exception type is rebuilt as itself (its message only), so ``except ValueError``
+  in a plugin works the same for local and stolen children;
+* anything else becomes ``RemoteJobError``.
+
+Either way the remote traceback is attached as a note, so the user sees where it really
+failed.
 """
 
 from __future__ import annotations
@@ -12,13 +20,20 @@ from __future__ import annotations
 import builtins
 import traceback
 
+from satind.net.errors import DecodeError, EncodeError
 from satind.net.messages import ErrorInfo
+from satind.net.values import decode_value, encode_value, is_registered
 
 
 class LimitExceeded(RuntimeError):
     """A run went past a bound that protects the peer (engine.recursion_limit,
     engine.max_pending_jobs, net.max_frame_bytes): the job fails with this, and so does its
     run, unless the plugin catches it. The message names the setting."""
+
+
+class JobAborted(Exception):
+    """``result()`` of a child that was aborted (its spawner called ``satind.abort()``, or an
+    inlet of its spawner raised) before it finished: it has no result."""
 
 
 class RemoteJobError(Exception):
@@ -42,6 +57,9 @@ class RemoteJobError(Exception):
 TRACEBACK_FRAMES = 24
 TRACEBACK_CHARS = 16 * 1024
 MESSAGE_CHARS = 4 * 1024
+# The most an exception of a registered type may weigh, encoded, to travel as itself (beside
+# its traceback, in one result message). A larger one arrives as a RemoteJobError.
+VALUE_BYTES = 1024 * 1024 + 64 * 1024
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -63,10 +81,17 @@ def format_traceback(exc: BaseException) -> str:
 def error_info(exc: BaseException) -> ErrorInfo:
     """Describe an exception for the wire (traceback and message bounded)."""
     info = _error_info(exc)
+    value = None
+    if is_registered(type(exc)):
+        try:
+            value = encode_value(exc, VALUE_BYTES)
+        except EncodeError:
+            value = None  # too large or not encodable: it arrives as a RemoteJobError
     return ErrorInfo(
         info.type[:MESSAGE_CHARS],
         _bounded(info.message, MESSAGE_CHARS),
         _bounded(info.traceback, TRACEBACK_CHARS),
+        value,
     )
 
 
@@ -88,7 +113,10 @@ def _error_info(exc: BaseException) -> ErrorInfo:
 def exception_from(info: ErrorInfo) -> Exception:
     """Rebuild an exception that arrived from another peer."""
     cls = getattr(builtins, info.type, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+    exc: Exception
+    if info.value is not None and (rebuilt := _registered(info)) is not None:
+        exc = rebuilt
+    elif isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
         try:
             exc = cls(info.message)
         except Exception:
@@ -99,3 +127,14 @@ def exception_from(info: ErrorInfo) -> Exception:
         exc._satind_remote_traceback = info.traceback  # type: ignore[attr-defined]
         exc.add_note("remote traceback:\n" + info.traceback.rstrip())
     return exc
+
+
+def _registered(info: ErrorInfo) -> Exception | None:
+    """The exception an ErrorInfo carries as a value, if it decodes here to an exception (its
+    type registered on this peer too); None otherwise."""
+    assert info.value is not None
+    try:
+        value = decode_value(info.value)
+    except DecodeError:
+        return None
+    return value if isinstance(value, Exception) else None

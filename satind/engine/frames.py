@@ -45,6 +45,11 @@ class WorkerHooks(Protocol):
         """``job``, the root of a cut subtree (``Orphaned``), is dropped: every result kept on
         the way (``orphan_result``) was reported before this call."""
 
+    def children_aborted(self, frame: Job) -> None:
+        """``frame`` aborted its children (engine/speculation.py): the ones out on other
+        peers (its children not finished and not queued here) must be told (an ``Abort``
+        each); their custody records go."""
+
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
 
@@ -82,6 +87,14 @@ class Orphaned:
 
 
 @dataclass(frozen=True, slots=True)
+class Cancel:
+    """``job``, stolen from a peer, was aborted there (an ``Abort`` came): drop it if it is
+    queued, or unwind its frames keeping nothing (engine/speculation.py)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Unwind the compute side."""
 
@@ -97,7 +110,7 @@ class Snapshot:
     state a theft-induced checkpoint saves (kaapi §3.3, the process's part of the graph)."""
 
 
-MailboxEvent = JobArrived | ChildResult | Orphaned | Stop | Wakeup | Snapshot
+MailboxEvent = JobArrived | ChildResult | Orphaned | Cancel | Stop | Wakeup | Snapshot
 
 
 # -- exceptions that unwind frames --------------------------------------------------------------
@@ -237,6 +250,13 @@ def too_deep(job: Job, limit: int) -> LimitExceeded:
     )
 
 
+def too_many(limit: int) -> LimitExceeded:
+    return LimitExceeded(
+        f"a job spawned {limit} jobs without syncing (engine.max_pending_jobs): does it spawn "
+        "without bound before it syncs? Spawn fewer, larger jobs, or raise the limit"
+    )
+
+
 def _noop() -> None:
     return None
 
@@ -257,6 +277,7 @@ def make_root(fn: Callable[..., Any], args: tuple[Any, ...], run: RunState) -> J
 
 __all__ = [
     "UNSET",
+    "Cancel",
     "ChildResult",
     "JobArrived",
     "MailboxEvent",

@@ -104,8 +104,11 @@ class RunState:
     """
 
     __slots__ = (
+        "abort_wasted_s",
         "aborted",
+        "aborts",
         "inv_branching",
+        "jobs_cancelled",
         "jobs_run",
         "leaves_redone",
         "leaves_run",
@@ -128,6 +131,12 @@ class RunState:
         self.jobs_run = 0
         self.leaves_run = 0
         self.leaves_redone = 0
+        # Speculation (engine/speculation.py): abort() calls that cancelled something, jobs
+        # dropped before they finished (queued, or unwound here after an Abort came), and
+        # the seconds this peer had spent on stolen jobs it then dropped.
+        self.aborts = 0
+        self.jobs_cancelled = 0
+        self.abort_wasted_s = 0.0
         # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
         self.progress = 0.0
         # Set (by the trio thread) when the run is over: its frames still waiting here are
@@ -148,6 +157,9 @@ class RunState:
             "leaves_run": self.leaves_run,
             "leaves_redone": self.leaves_redone,
             "progress": self.progress,
+            "aborts": self.aborts,
+            "jobs_cancelled": self.jobs_cancelled,
+            "abort_wasted_s": self.abort_wasted_s,
         }
 
     def __repr__(self) -> str:
@@ -165,10 +177,12 @@ class Job:
 
     __slots__ = (
         "_path",
+        "aborted_below",
         "args",
         "exc",
         "fn",
         "index",
+        "inlet",
         "kids",
         "nspawn",
         "nsync",
@@ -212,6 +226,11 @@ class Job:
 
     exc: BaseException | None
     origin: str | None
+    # Set only by ``spawn_inlet``: the spawner's handler of this job's exception.
+    inlet: Callable[[BaseException], Any]
+    # Set only on a frame that aborted its children (engine/speculation.py): its children of
+    # a smaller index that had not finished then are aborted.
+    aborted_below: int
     _path: bytes
     sib: Job | None  # the finished sibling linked before this one (set when it is linked)
 
@@ -262,6 +281,11 @@ class Job:
             exc = self.error
             if exc is not None:
                 raise exc
+            parent = self.parent
+            if parent is not None and self.index < getattr(parent, "aborted_below", 0):
+                from satind.engine.speculation import aborted
+
+                raise aborted()  # out on a thief when its parent aborted it
             raise ResultNotReady(
                 f"result() of {getattr(self.fn, '__qualname__', self.fn)!r} before sync(): "
                 "call sync() after spawning and before reading results"

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from satind.config import EngineConfig
 from satind.engine.frames import (
+    Cancel,
     ChildResult,
     JobArrived,
     MailboxEvent,
@@ -58,8 +59,10 @@ from satind.engine.frames import (
     root_of,
     snapshot,
     too_deep,
+    too_many,
 )
 from satind.engine.jobs import UNSET, Job
+from satind.engine.speculation import aborted, drop_children, is_aborted
 from satind.engine.workqueue import WorkQueue
 from satind.net.codec import DecodeError, Encoded, EncodeError, encode_value
 from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
@@ -136,10 +139,23 @@ class Worker:
         self.current: Job = self.idle_frame
         # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
         self.nesting = 0
-        # Jobs one job may spawn before it syncs (cfg.max_pending_jobs).
-        self.max_pending = cfg.max_pending_jobs
-        # Roots of orphan subtrees (Orphaned): their frames are aborted at their next sync.
-        self.cut: set[Job] = set()
+        # Jobs one job may spawn before it syncs (cfg.max_pending_jobs); ``max_pending`` is
+        # what a spawn compares with (see ``cancelling``).
+        self.pending_limit = cfg.max_pending_jobs
+        self.max_pending = self.pending_limit
+        # Roots of subtrees being unwound, their frames aborted at their next sync: orphan
+        # subtrees (Orphaned: True, their finished results are kept) and stolen jobs whose
+        # victim aborted them (Cancel: False, nothing is kept).
+        self.cut: dict[Job, bool] = {}
+        # Cancelled roots still running here. While there are any (or a Cancel is posted),
+        # ``max_pending`` is -1, so that every spawn takes its slow path and checks whether
+        # it must unwind (``spawn_check``): a spawn pays nothing for this the rest of the
+        # time.
+        self.cancelling = 0
+        # Frames with children whose inlet waits to run, in the order they finished
+        # (engine/speculation.py); and whether a handler is running now.
+        self.ready: dict[Job, list[Job]] = {}
+        self.in_inlet = False
         # Jobs without a local parent that failed in engine code deep in the stack, to be
         # reported from a shallower point (sync_frame).
         self.failed: list[Job] = []
@@ -163,6 +179,10 @@ class Worker:
         # After the put: the compute side clears the flag before draining, so an event is
         # never left behind with the flag down.
         self.attention = True
+        if type(event) is Cancel:
+            # A job running here may have to unwind: its next spawn looks (spawn_check), not
+            # only its next sync. One store, atomic under the GIL.
+            self.max_pending = -1
 
     def stop(self) -> None:
         """Thread-safe: make the compute side unwind at its next safe point."""
@@ -230,12 +250,23 @@ class Worker:
                 raise
             except Exception as exc:
                 job.exc = self._failed(job, exc)
+                if parent is not None and hasattr(job, "inlet"):
+                    self._inlet_ready(job, parent)
             if job.pending:
                 # Implicit sync at the end of every job, also when it raised: a child must not
                 # outlive its parent, and the queue must hold no child of a finished frame.
-                self.sync_frame(job)
+                try:
+                    self.sync_frame(job)
+                except Exception as exc:
+                    # An inlet raised after the job's code ended: the job fails with it.
+                    job.value = UNSET
+                    job.exc = self._failed(job, exc)
+                    if parent is not None and hasattr(job, "inlet"):
+                        self._inlet_ready(job, parent)
         except RunAborted as aborted:
             self.current = prev
+            if self.ready:
+                self.ready.pop(job, None)
             drop_queued_children(job, self.jobs)
             if parent is None:
                 del self.under[job]
@@ -243,9 +274,12 @@ class Worker:
                 raise
             self.nesting -= 1  # the run's outermost frame here: drop it, report nothing
             return
-        except SubtreeAborted:
+        except SubtreeAborted as unwound:
             self.current = prev
-            abandon(job, self.jobs, self._keep_orphan)
+            if self.ready:
+                self.ready.pop(job, None)
+            keep = self.cut.get(unwound.root, True)
+            abandon(job, self.jobs, self._keep_orphan if keep else None)
             if parent is not None and parent is prev:
                 raise  # unwind the parent's frame too
             # The subtree's root (dropped, nothing to report); or a child that ran under
@@ -254,6 +288,8 @@ class Worker:
             if parent is None:
                 self.nesting -= 1
                 del self.under[job]
+                if not keep:
+                    self._cancelled(job, time.time() - started)
                 self.hooks.subtree_dropped(job)
             self.attention = True
             return
@@ -305,6 +341,28 @@ class Worker:
         RecursionError becomes the failure of the job that met it (``_failed``), never a lost
         job: the frames below go on.
         """
+        if self.in_inlet:
+            raise RuntimeError(
+                "sync() inside an inlet: a handler may spawn, and its spawns are waited for "
+                "by the spawner's sync, but it must not sync itself"
+            )
+        while True:
+            self._sync_loop(frame)
+            ready = self.ready
+            if not ready:
+                break
+            if frame not in ready:
+                # Inlets of a frame below this one on the stack: it runs them when control
+                # is back in its own sync loop, which this makes look.
+                self.attention = True
+                break
+            self._run_inlets(frame)
+            if not frame.pending and frame not in ready:
+                break
+        if self._wanting:
+            self._want(False)
+
+    def _sync_loop(self, frame: Job) -> None:
         jobs = self.jobs
         while frame.pending:
             if self.attention:
@@ -313,6 +371,8 @@ class Worker:
                     raise RunAborted(frame.run.run_id)  # over here: nobody needs this frame
                 if self.cut and (root := root_of(frame)) in self.cut:
                     raise SubtreeAborted(root)
+                if frame in self.ready:
+                    self._run_inlets(frame)
                 continue
             try:
                 job = jobs.pop()
@@ -360,8 +420,6 @@ class Worker:
                     # Reported from a shallower point (``_wait``, or the top level).
                     self.failed.append(job)
                     self.attention = True
-        if self._wanting:
-            self._want(False)
 
     def drain(self) -> None:
         """Handle every event in the mailbox without blocking."""
@@ -410,32 +468,136 @@ class Worker:
     def _handle(self, event: MailboxEvent) -> None:
         if isinstance(event, JobArrived):
             job = event.job
-            if in_cut(job, self.cut):
-                return  # a restarted child of an aborted orphan subtree: nobody waits for it
+            if in_cut(job, self.cut) or is_aborted(job):
+                return  # a restarted child of an aborted subtree or frame: nobody waits for it
             # Work is here (stolen for us, or taken back): stop asking. The thief stops by
             # itself when it delivers, but a late steal reply does not go through it.
             if self._wanting:
                 self._want(False)
             self.jobs.append(job)
         elif isinstance(event, ChildResult):
+            if is_aborted(event.job):
+                return  # a child its parent aborted (or a duplicate of one finished before)
             value, error = event.value, event.exc
             if type(value) is Encoded:
                 try:
                     value = value.decode(self.value_depth)
                 except DecodeError as exc:
                     value, error = None, exc
-            if apply_result(event.job, value, error) is not None:
-                self._report(event.job)  # no local parent: it travels on
-            elif self.cut and orphaned_result(event.job, error, self.cut):
-                self._keep_orphan(event.job)
+            job = event.job
+            fresh = not job.done
+            if apply_result(job, value, error) is not None:
+                self._report(job)  # no local parent: it travels on
+            elif self.cut and orphaned_result(job, error, self.cut):
+                self._keep_orphan(job)
+            elif fresh and error is not None and hasattr(job, "inlet"):
+                assert job.parent is not None
+                self._inlet_ready(job, job.parent)
         elif isinstance(event, Orphaned):
             cut_subtree(event.job, self.cut)
             self.attention = True
+        elif isinstance(event, Cancel):
+            self._cancel(event.job)
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
             self.hooks.snapshot_taken()
         elif isinstance(event, Stop):
             raise WorkerStopped
+
+    # -- inlets and abort (engine/speculation.py) ---------------------------------------------
+
+    def _inlet_ready(self, job: Job, parent: Job) -> None:
+        """``job`` raised and has an inlet: its handler runs at its parent's sync."""
+        ready = self.ready.get(parent)
+        if ready is None:
+            self.ready[parent] = [job]
+        else:
+            ready.append(job)
+        self.attention = True
+
+    def _run_inlets(self, frame: Job) -> None:
+        """Run the handlers of ``frame``'s children that raised, oldest first, in ``frame``
+        (the current frame). A handler that raises aborts ``frame``'s other children and
+        its exception leaves through ``frame``'s sync; the handlers after it do not run."""
+        kids = self.ready.pop(frame, None)
+        while kids:
+            kid = kids.pop(0)
+            exc = kid.exc
+            assert exc is not None  # only a child that raised is ready
+            self.in_inlet = True
+            try:
+                kid.value = kid.inlet(exc)
+            except Exception:
+                self.abort_children(frame)
+                self.ready.pop(frame, None)
+                raise
+            finally:
+                self.in_inlet = False
+            # ``kid.exc`` stays: a handled job has no result of its own (see speculation.py).
+            more = self.ready.pop(frame, None)
+            if more:
+                kids.extend(more)
+
+    def abort_children(self, frame: Job) -> None:
+        """``abort()`` in ``frame`` (the current frame): cancel its children that have not
+        finished. Queued ones are dropped here; the network side tells the thieves of the
+        others (``hooks.children_aborted``); the frame stops waiting for any of them."""
+        outstanding = frame.pending
+        if not outstanding:
+            return
+        frame.aborted_below = frame.nspawn
+        dropped = drop_children(frame, self.jobs)
+        frame.pending = 0
+        run = frame.run
+        run.aborts += 1
+        run.jobs_cancelled += dropped
+        if outstanding > dropped:
+            self.hooks.children_aborted(frame)
+
+    def _cancel(self, job: Job) -> None:
+        """Handle Cancel: a stolen job its victim aborted."""
+        if job in self.under:
+            if self.cut.get(job) is not False:
+                self.cut[job] = False
+                self.cancelling += 1
+            self.attention = True
+        elif self.queue.remove(job):
+            job.exc = aborted()
+            job.run.jobs_cancelled += 1
+            self.hooks.subtree_dropped(job)
+        # Otherwise it finished (its result is on the way, and is dropped there).
+        self.max_pending = -1 if self.cancelling else self.pending_limit
+
+    def _cancelled(self, job: Job, seconds: float) -> None:
+        """A cancelled stolen job's frames are unwound."""
+        job.run.jobs_cancelled += 1
+        job.run.abort_wasted_s += seconds
+        if self.cut.get(job) is False:
+            # Kept in the cut (a restarted child of it that comes later is dropped), no
+            # longer counted as running.
+            self.cancelling -= 1
+            if self.cancelling <= 0:
+                self.cancelling = 0
+                self.max_pending = self.pending_limit
+
+    def spawn_check(self, frame: Job, pending: int) -> None:
+        """A spawn's slow path: past ``max_pending``, which is -1 while a cancelled job
+        runs here. Raises SubtreeAborted when ``frame`` belongs to a cancelled job (it
+        unwinds at this spawn), LimitExceeded when it spawned too much; otherwise the spawn
+        goes on.
+
+        Raises:
+            SubtreeAborted: ``frame`` is in a cancelled subtree.
+            LimitExceeded: ``frame`` has ``engine.max_pending_jobs`` children pending.
+        """
+        if self.max_pending < 0:
+            self.drain()  # a Cancel may wait in the mailbox
+        if self.cancelling:
+            root = root_of(frame)
+            if self.cut.get(root) is False:
+                raise SubtreeAborted(root)
+        if pending > self.pending_limit:
+            raise too_many(self.pending_limit)
 
     def _engine_failed(self, job: Job, exc: Exception, frame: Job) -> None:
         """At the top level: engine code raised while running ``job`` (a bug): the job fails

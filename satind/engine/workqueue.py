@@ -94,6 +94,15 @@ class WorkQueue:
                 dropped += 1
         return dropped
 
+    def remove(self, job: Job) -> bool:
+        """Network side: take ``job`` out if it is still queued (aborted before it started).
+        Safe beside the owner as ``steal_of`` is."""
+        try:
+            self.jobs.remove(job)
+        except ValueError:
+            return False
+        return True
+
     def give_back(self, job: Job) -> None:
         """Thief side: return a job taken by ``steal`` that could not be sent (it stays oldest)."""
         self.jobs.appendleft(job)

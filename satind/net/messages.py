@@ -30,7 +30,7 @@ from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -492,6 +492,19 @@ class HandOver(Message):
 
 
 @dataclass(frozen=True)
+class Abort(Message):
+    """Victim to thief: the job we gave you (``run_id``, ``path``) is aborted (its spawner
+    called ``satind.abort()``, or an inlet of its spawner raised). Drop it and its subtree,
+    send no result, and forward the abort to whoever stole from that subtree
+    (satin-grid-programming-model §4.3; core/aborts.py). Best effort: a lost Abort costs the
+    work of the job, never its correctness (the victim ignores the late result)."""
+
+    TYPE: ClassVar[int] = 92
+    run_id: str
+    path: bytes
+
+
+@dataclass(frozen=True)
 class Drain(Message):
     """Peer to peer: stop taking work, finish it, leave."""
 
@@ -543,6 +556,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     PluginsReply,
     TraceRequest,
     TraceReply,
+    Abort,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives

@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """An exception that crossed the wire: its type name, message and formatted traceback."""
+    """An exception that crossed the wire: its type name, message and formatted traceback,
+    and, for an exception of a type registered with ``satind.register_type``, the exception
+    itself as an application value (``codec.encode_value``), rebuilt as itself on arrival."""
 
     type: str
     message: str
     traceback: str = ""
+    value: bytes | None = None
 
 
 @dataclass(frozen=True)

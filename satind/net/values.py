@@ -41,6 +41,11 @@ def register_type(
     _APP_TYPES[cls] = (tag, to_plain)
 
 
+def is_registered(cls: type) -> bool:
+    """Whether instances of ``cls`` may travel (``register_type``)."""
+    return cls in _APP_TYPES
+
+
 def _encode_tuple(encoder: Any, value: tuple[Any, ...]) -> None:
     encoder.encode(cbor2.CBORTag(TUPLE_TAG, list(value)))
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from satind.core import custody, master, victim
+from satind.core import aborts, custody, master, victim
 from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
@@ -92,6 +92,10 @@ def _job_state(peer: Peer, link: Link, msg: m.JobState) -> Effects:
     return custody.on_job_state(peer.state, link.remote_name, msg, peer.now())
 
 
+def _abort(peer: Peer, link: Link, msg: m.Abort) -> Effects:
+    return aborts.on_abort(peer.state, link.remote_name, msg)
+
+
 def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
     return orphans.on_hand_over(peer.state, msg, peer.now())
 
@@ -115,6 +119,7 @@ _HANDLERS: dict[type, Any] = {
     m.JobQuery: _core(_job_query),
     m.JobState: _core(_job_state),
     m.HandOver: _core(_hand_over),
+    m.Abort: _core(_abort),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),

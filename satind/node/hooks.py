@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from satind.core import thief
+from satind.core import aborts, thief
 from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.recovery import drain, orphans
@@ -50,8 +50,18 @@ class ComputeHooks:
         )
 
     def subtree_dropped(self, job: Job) -> None:
+        self.peer.compute.soon(self._dropped, job)
+
+    def _dropped(self, job: Job) -> None:
+        state = self.peer.state
+        if aborts.dropped(state, job):
+            self.peer.changed()  # a drain may wait for it
+        else:
+            self.peer.apply(drain.root_dropped(state, job, self.peer.now()))
+
+    def children_aborted(self, frame: Job) -> None:
         self.peer.compute.soon(
-            lambda: self.peer.apply(drain.root_dropped(self.peer.state, job, self.peer.now()))
+            lambda: self.peer.apply(aborts.children_aborted(self.peer.state, frame))
         )
 
     def job_logged(self, job: Job, value: bytes) -> None:

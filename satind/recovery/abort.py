@@ -33,33 +33,35 @@ class SubtreeAborted(BaseException):
         self.root = root
 
 
-def abandon(frame: Job, jobs: deque[Job], keep: Callable[[Job], None]) -> None:
+def abandon(frame: Job, jobs: deque[Job], keep: Callable[[Job], None] | None) -> None:
     """Abort a frame of an orphan subtree: ``keep`` its finished children as orphans, and
     drop its children still queued here (the restarted parent spawns them again). Children
-    other peers stole come back as results and are kept then (``orphaned_result``)."""
+    other peers stole come back as results and are kept then (``orphaned_result``). A frame
+    of a cancelled subtree (engine/speculation.py) keeps nothing: ``keep`` is None."""
     drop_queued_children(frame, jobs)
     kid = frame.kids
-    while kid is not None:
+    while kid is not None and keep is not None:
         if kid.error is None:
             keep(kid)
         kid = kid.sib
     frame.kids = None
 
 
-def cut_subtree(root: Job, cut: set[Job]) -> None:
-    """Handle Orphaned: remember the subtree's root (until its run is over)."""
+def cut_subtree(root: Job, cut: dict[Job, bool]) -> None:
+    """Handle Orphaned: remember the subtree's root (until its run is over), its finished
+    results to be kept (True; a cancelled subtree's root is False: speculation.py)."""
     for job in [j for j in cut if j.run.aborted]:
-        cut.discard(job)
-    if not root.done and not root.run.aborted:
-        cut.add(root)
+        del cut[job]
+    if not root.done and not root.run.aborted and root not in cut:
+        cut[root] = True
 
 
-def in_cut(job: Job, cut: set[Job]) -> bool:
+def in_cut(job: Job, cut: dict[Job, bool]) -> bool:
     """Whether ``job`` lies in an orphan subtree being aborted."""
     return bool(cut) and root_of(job) in cut
 
 
-def orphaned_result(job: Job, exc: BaseException | None, cut: set[Job]) -> bool:
+def orphaned_result(job: Job, exc: BaseException | None, cut: dict[Job, bool]) -> bool:
     """A result another peer sent for a child in an orphan subtree has no frame to go to (or
-    soon will not): True when it should be kept as an orphan."""
-    return exc is None and job.parent is not None and root_of(job) in cut
+    soon will not): True when it should be kept as an orphan (not in a cancelled one)."""
+    return exc is None and job.parent is not None and cut.get(root_of(job)) is True

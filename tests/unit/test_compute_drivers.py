@@ -65,6 +65,9 @@ class Hooks:
     def subtree_dropped(self, job: Job) -> None:
         pass
 
+    def children_aborted(self, frame: Job) -> None:
+        pass
+
     def job_logged(self, job: Job, value: bytes) -> None:
         pass
 

@@ -48,6 +48,9 @@ class Hooks:
     def subtree_dropped(self, job: Job) -> None:
         self.events.put(("dropped", job))
 
+    def children_aborted(self, frame: Job) -> None:
+        self.events.put(("aborted", frame))
+
     def job_logged(self, job: Job, value: bytes) -> None:
         self.events.put(("logged", job))
 
@@ -605,7 +608,7 @@ def spawn_many(count: int) -> int:
 
 
 def test_a_job_spawning_past_the_queue_limit_fails(worker: Worker) -> None:
-    worker.max_pending = 100
+    worker.max_pending = worker.pending_limit = 100
     root = make_root(spawn_many.fn, (1000,), _run())
     worker.run_job(root)
     assert isinstance(root.error, LimitExceeded)
