@@ -58,6 +58,11 @@ class EngineConfig:
     # as much as the spawn itself (spawn/sync 2.2 us instead of 1.0 us, docs/benchmarks.md).
     # A peer process raises it; 0 leaves CPython's setting alone.
     gc_young_threshold: int = 50_000
+    # satind.abort() cancels the children of the running job (engine/speculation.py). False
+    # makes it do nothing, as a sequential run does: the answer stays right (a search that
+    # aborts must be correct without it, satin-grid-programming-model §3.3), only the
+    # speculative work is no longer cut. For measuring what aborts save (benchmarks/).
+    aborts: bool = True
     # seconds. A compute side waiting for work wakes this often even if nothing was posted
     # (a guard against a lost wake-up; posts wake it at once).
     wait_poll_s: float = 1.0

@@ -224,6 +224,7 @@ def drop(state: PeerState, run_id: str) -> Effects:
     if run is None:
         return []
     state.custody.forget_run(run_id)
+    state.cancelled = {job for job in state.cancelled if job.run.run_id != run_id}
     state.orphans.forget_run(run_id)
     run.state.aborted = True
     state.queue.drop_run(run_id)

@@ -543,7 +543,7 @@ class Worker:
         finished. Queued ones are dropped here; the network side tells the thieves of the
         others (``hooks.children_aborted``); the frame stops waiting for any of them."""
         outstanding = frame.pending
-        if not outstanding:
+        if not outstanding or not self.cfg.aborts:
             return
         frame.aborted_below = frame.nspawn
         dropped = drop_children(frame, self.jobs)
@@ -565,7 +565,10 @@ class Worker:
             job.exc = aborted()
             job.run.jobs_cancelled += 1
             self.hooks.subtree_dropped(job)
-        # Otherwise it finished (its result is on the way, and is dropped there).
+        else:
+            # It finished (its result is on the way, and is dropped there), or was dropped
+            # with its run: the network side forgets it either way.
+            self.hooks.subtree_dropped(job)
         self.max_pending = -1 if self.cancelling else self.pending_limit
 
     def _cancelled(self, job: Job, seconds: float) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from satind.net import codec
-from satind.sim.workload import walk
+from satind.sim.workload import needles_in, walk
 
 if TYPE_CHECKING:
     from satind.sim.simulator import Simulation
@@ -57,6 +57,11 @@ class SimReport:
     # The run's own statistics (its result's stats): spawns it counted, and the tree's.
     result_spawns: int
     spawns_expected: int
+    # Speculation (a search workload): abort() calls, Abort messages, jobs cancelled, from
+    # the run's own statistics.
+    aborts: int
+    abort_messages: int
+    jobs_cancelled: int
     # Steal requests sent from one second after the result to the end (an idle system must
     # be quiet), and how long that window was.
     steal_attempts_idle: int
@@ -91,6 +96,14 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
             violations.append(
                 f"the run failed: {sim.result.error.type}: {sim.result.error.message}"
             )
+        elif sc.workload.needles > 0:
+            # A search: any needle is right; None only when the tree has none.
+            assert sim.result.value is not None
+            got = codec.decode_value(sim.result.value)
+            needles = needles_in(sc.workload)
+            if (got is None and needles) or (got is not None and tuple(got) not in needles):
+                result_ok = False
+                violations.append(f"wrong result {got}: not one of the {len(needles)} needles")
         else:
             assert sim.result.value is not None
             got = codec.decode_value(sim.result.value)
@@ -100,7 +113,13 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
                     f"wrong result {got}, expected {answer} (a lost or doubly applied leaf)"
                 )
         unique = {path for (_, path) in sim.leaves}
-        if sim.result is not None and sim.result.error is None and len(unique) != leaves_expected:
+        searched = sc.workload.needles > 0  # a search aborts: not every leaf runs
+        if (
+            sim.result is not None
+            and sim.result.error is None
+            and not searched
+            and len(unique) != leaves_expected
+        ):
             violations.append(f"{len(unique)} distinct leaves ran, the tree has {leaves_expected}")
     live = sorted(sim.live())
     for name in live:
@@ -118,11 +137,15 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
             left
             or worker.nesting
             or peer.custody.given
+            or peer.custody.taken
+            or peer.state.cancelled
             or any(r.info.master for r in peer.runs.active.values())
         ):
             violations.append(
                 f"{name} still has work at the end: queue {left}, running {worker.nesting}, "
-                f"stolen out {len(peer.custody.given)}, active runs {len(peer.runs.active)}"
+                f"stolen out {len(peer.custody.given)}, taken {len(peer.custody.taken)}, "
+                f"being cancelled {len(peer.state.cancelled)}, "
+                f"active runs {len(peer.runs.active)}"
             )
     counters = [p.state.steal for p in sim.peers.values()]
     traffic = [p.transport.counters for p in sim.peers.values()]
@@ -173,6 +196,9 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
         ),
         result_spawns=int(sim.result.stats.get("spawns", 0)) if sim.result else 0,
         spawns_expected=spawns_expected,
+        aborts=int(sim.result.stats.get("aborts", 0)) if sim.result else 0,
+        abort_messages=int(sim.result.stats.get("abort_messages", 0)) if sim.result else 0,
+        jobs_cancelled=int(sim.result.stats.get("jobs_cancelled", 0)) if sim.result else 0,
         steal_attempts_idle=sim._steal_attempts() - sim.attempts_at_idle
         if sim.idle_from is not None
         else 0,

@@ -21,6 +21,7 @@ branching = 4
 leaf_ms = 50.0
 dist = "exp"                  # fixed, uniform or exp
 imbalance = 0.3
+needles = 0.0                 # > 0: a search that aborts at the first needle (workload.py)
 submit_at = 5.0               # virtual seconds after the start
 steal = "crs"                 # rs or crs
 
@@ -154,7 +155,16 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     if wl is not None:
         _known(
             wl,
-            {"depth", "branching", "leaf_ms", "dist", "imbalance", "submit_at", "steal"},
+            {
+                "depth",
+                "branching",
+                "leaf_ms",
+                "dist",
+                "imbalance",
+                "needles",
+                "submit_at",
+                "steal",
+            },
             "[workload]",
         )
         dist = _get(wl, "dist", str, "fixed", "workload")
@@ -166,6 +176,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
             leaf_ms=_get(wl, "leaf_ms", float, 10.0, "workload"),
             dist=dist,
             imbalance=_get(wl, "imbalance", float, 0.0, "workload"),
+            needles=_get(wl, "needles", float, 0.0, "workload"),
         )
         submit_at = _get(wl, "submit_at", float, 5.0, "workload")
         steal = _get(wl, "steal", str, "crs", "workload")

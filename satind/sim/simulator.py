@@ -364,6 +364,11 @@ class Simulation:
                     if sc.faults
                     else 5
                 )
+                if sc.faults and (sc.drop > 0 or any(f.kind == "drop" for f in sc.faults)):
+                    # Under loss a live member can be declared dead and its refutation lost
+                    # on the way to some peers; what heals that is the anti-entropy of the
+                    # periodic push-pull, so agreement is judged after one such period.
+                    settle += self.cfg.membership.push_pull_interval_s
                 # A fault or a result may move last_change while we sleep: check again.
                 while trio.current_time() < self.last_change + settle:  # noqa: ASYNC110
                     await trio.sleep_until(self.last_change + settle)
@@ -377,6 +382,8 @@ class Simulation:
         w = self.scenario.workload
         master = sorted(self.live())[0]
         argv = [str(w.depth), str(w.branching), repr(w.leaf_ms), w.dist, repr(w.imbalance)]
+        if w.needles > 0:
+            argv.append(repr(w.needles))
         self.submitted_at = trio.current_time()
         self.master = master
         self.trace("submit", master.encode())

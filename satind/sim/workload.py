@@ -13,6 +13,11 @@ leaf costs under any schedule, seed or fault.
   makes subtrees of very different sizes — the load-balancing case.
 * ``leaf_ms``: the mean cost of a leaf in virtual milliseconds; ``dist`` is "fixed", "uniform"
   (0 to 2x the mean) or "exp" (exponential with that mean).
+* ``needles`` > 0 makes the tree a *search* (the shape of satin-grid-programming-model Fig 2):
+  a leaf is a needle with that probability (decided by its path's hash) and raises
+  ``Found(path)``; every node spawns its children with an inlet that, at the first ``Found``,
+  aborts the other children and passes it up. The answer is the path of *a* needle (which
+  one depends on the schedule: every needle is right), or None when the tree has none.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from satind import Plugin, UsageError, spawnable, sync
+from satind import Plugin, UsageError, abort, register_type, spawnable, sync
 from satind.sim.lockstep import spend
 
 MASK = (1 << 64) - 1
@@ -36,10 +41,26 @@ class Workload:
     leaf_ms: float
     dist: str = "fixed"
     imbalance: float = 0.0
+    needles: float = 0.0
 
-    def spec(self) -> tuple[int, float, str, float]:
+    def spec(self) -> tuple[int, float, str, float, float]:
         """What every job carries (CBOR-friendly)."""
-        return (self.branching, self.leaf_ms, self.dist, self.imbalance)
+        return (self.branching, self.leaf_ms, self.dist, self.imbalance, self.needles)
+
+
+class Found(Exception):
+    """A needle, found: raised by its leaf, handled by its parent's inlet."""
+
+    def __init__(self, path: Sequence[int]) -> None:
+        super().__init__(f"needle at {list(path)}")
+        self.path = tuple(path)
+
+
+register_type(Found, 40100, lambda e: list(e.path), Found)
+
+
+def is_needle(path: Sequence[int], needles: float) -> bool:
+    return needles > 0 and _unit(path, b"satind-needle") < needles
 
 
 def _unit(path: Sequence[int], salt: bytes) -> float:
@@ -74,7 +95,7 @@ def children(
     path: Sequence[int], depth: int, spec: Sequence[object]
 ) -> list[tuple[tuple[int, ...], int]]:
     """(path, remaining depth) of each child of a node; empty for a leaf."""
-    branching, _, _, imbalance = spec
+    branching, _, _, imbalance = spec[:4]
     assert isinstance(branching, int) and isinstance(imbalance, float | int)
     if depth <= 0:
         return []
@@ -84,18 +105,64 @@ def children(
     ]
 
 
+Spec = tuple[int, float, str, float, float]
+
+
 @spawnable
-def synthetic(path: tuple[int, ...], depth: int, spec: tuple[int, float, str, float]) -> int:
+def synthetic(path: tuple[int, ...], depth: int, spec: Spec) -> int | list[int] | None:
     """A node of the tree. In the simulator a leaf spends its cost in virtual time
     (``lockstep.spend``); run anywhere else, it costs nothing."""
     kids = children(path, depth, spec)
+    needles = float(spec[4]) if len(spec) > 4 else 0.0
     if not kids:
-        _, leaf_ms, dist, _ = spec
-        spend(leaf_cost_s(path, leaf_ms, dist), tuple(path))
-        return leaf_value(path)
+        _, leaf_ms, dist = spec[:3]
+        spend(leaf_cost_s(path, float(leaf_ms), str(dist)), tuple(path))
+        if is_needle(path, needles):
+            raise Found(path)
+        return None if needles > 0 else leaf_value(path)
+    if needles > 0:
+        return _search(path, kids, spec)
     handles = [synthetic.spawn(p, d, spec) for p, d in kids]
     sync()
-    return sum(h.result() for h in handles) & MASK
+    return sum(h.result() for h in handles) & MASK  # type: ignore[misc]
+
+
+def _search(
+    path: tuple[int, ...], kids: list[tuple[tuple[int, ...], int]], spec: Spec
+) -> list[int] | None:
+    """An inner node of a search: the first needle below aborts the rest and goes up."""
+    found: list[Found] = []
+
+    def inlet(exc: Exception) -> None:
+        if not isinstance(exc, Found):
+            raise exc
+        if not found:
+            found.append(exc)
+            abort()
+
+    for p, d in kids:
+        synthetic.spawn_inlet(inlet, p, d, spec)
+    sync()
+    if not found:
+        return None
+    if path:
+        raise found[0]
+    return list(found[0].path)  # the root answers with the path
+
+
+def needles_in(workload: Workload) -> set[tuple[int, ...]]:
+    """The needles of a search workload's tree."""
+    out: set[tuple[int, ...]] = set()
+    stack: list[tuple[tuple[int, ...], int]] = [((), workload.depth)]
+    spec = workload.spec()
+    while stack:
+        path, depth = stack.pop()
+        kids = children(path, depth, spec)
+        if kids:
+            stack.extend(kids)
+        elif is_needle(path, workload.needles):
+            out.add(path)
+    return out
 
 
 def expected(workload: Workload) -> tuple[int, int, float]:
@@ -123,11 +190,14 @@ def walk(workload: Workload) -> tuple[int, int, float, int]:
     return total & MASK, leaves, work, spawns
 
 
-def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, tuple[int, float, str, float]]:
-    if len(argv) != 5:
-        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE")
+def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, Spec]:
+    if len(argv) not in (5, 6):
+        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES]")
     depth, branching, leaf_ms = int(argv[0]), int(argv[1]), float(argv[2])
     dist, imbalance = argv[3], float(argv[4])
+    needles = float(argv[5]) if len(argv) == 6 else 0.0
+    if not 0 <= needles < 1:
+        raise UsageError("NEEDLES is a probability: 0 <= NEEDLES < 1")
     if dist not in DISTRIBUTIONS:
         raise UsageError(f"DIST must be one of {', '.join(DISTRIBUTIONS)}")
     if not (0 <= depth <= 40 and 1 <= branching <= 255 and leaf_ms >= 0 and 0 <= imbalance < 1):
@@ -135,13 +205,13 @@ def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, tuple[int, float, 
             "out of range: 0 <= DEPTH <= 40, 1 <= BRANCHING <= 255, LEAF_MS >= 0, "
             "0 <= IMBALANCE < 1"
         )
-    return (), depth, (branching, leaf_ms, dist, imbalance)
+    return (), depth, (branching, leaf_ms, dist, imbalance, needles)
 
 
 PLUGIN = Plugin(
     name="simtree",
     entry=synthetic,
-    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE",
+    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES]",
     parse=parse,
     max_branching=lambda args: int(args[2][0]),
     description="the simulator's synthetic tree (runs in virtual time there)",
