@@ -2,9 +2,13 @@
 
 A node simplifies the formula by unit propagation, picks the unassigned variable that occurs
 most often, and splits: one child assumes it true, the other false. The first SPAWN_DEPTH
-splits are spawned (both branches run; there is no abort yet, so a branch is explored even
-when its sibling already found a model); below, a node searches sequentially. The result is
-deterministic: the true branch's model wins when both branches are satisfiable.
+splits are spawned, speculatively: a branch that finds a model raises ``Satisfied`` (its type
+registered, so it crosses peers as itself), its parent's inlet aborts the sibling branch and
+passes the model up, and the whole search stops at the first model found
+(satin-grid-programming-model §3.3, Fig 2); below SPAWN_DEPTH a node searches sequentially.
+Which model is found first depends on the schedule; the check verifies it against every
+clause. Without satind (or with ``engine.aborts = false``) both branches always run and the
+true branch's model wins.
 
 Result: a sorted list of literals (a model: variable v true is v, false is -v) or None for
 UNSAT. The check verifies a model against every clause; UNSAT cannot be checked cheaply.
@@ -18,7 +22,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from satind import Plugin, UsageError, spawnable, sync
+from satind import Plugin, UsageError, abort, register_type, spawnable, sync
 
 from ._args import at_most, int_arg
 
@@ -145,29 +149,58 @@ def solve_seq(clauses: Clauses, model: Model) -> Model | None:
     return None
 
 
+class Satisfied(Exception):  # noqa: N818 - a result, returned as Satin returns one
+    """A model, found: raised by the branch that found it, caught by its parent's inlet."""
+
+    def __init__(self, model: Sequence[int]) -> None:
+        super().__init__(f"a model of {len(model)} variables")
+        self.model = tuple(model)
+
+
+register_type(Satisfied, 40010, lambda e: list(e.model), Satisfied)
+
+
 @spawnable
 def solve(clauses: Clauses, model: Model, variables: int, depth: int) -> Model | None:
+    """The run's root: the first model any branch finds, or None (UNSAT)."""
+    try:
+        search(clauses, model, variables, depth)  # a plain call: its spawns are this job's
+    except Satisfied as found:
+        return found.model
+    return None
+
+
+@spawnable
+def search(clauses: Clauses, model: Model, variables: int, depth: int) -> None:
+    """Raises Satisfied with a full model if this branch has one; returns if it has none."""
     if depth == 0:
         found = solve_seq(clauses, model)
-        return None if found is None else complete(found, variables)
+        if found is not None:
+            raise Satisfied(complete(found, variables))
+        return
     state = propagate(clauses, model)
     if state is None:
-        return None
+        return
     clauses, model = state
     if not clauses:
-        return complete(model, variables)
+        raise Satisfied(complete(model, variables))
     v = choose(clauses)
-    handles = []
+    first: list[Satisfied] = []
+
+    def inlet(exc: Exception) -> None:
+        if not isinstance(exc, Satisfied):
+            raise exc  # a real failure: this branch fails with it
+        if not first:
+            first.append(exc)
+            abort()  # the other branch is useless now
+
     for literal in (v, -v):
         reduced = simplify(clauses, literal)
         if reduced is not None:
-            handles.append(solve.spawn(reduced, (*model, literal), variables, depth - 1))
+            search.spawn_inlet(inlet, reduced, (*model, literal), variables, depth - 1)
     sync()
-    for handle in handles:
-        found = handle.result()
-        if found is not None:
-            return found
-    return None
+    if first:
+        raise first[0]
 
 
 def complete(model: Model, variables: int) -> Model:

@@ -80,6 +80,8 @@ RECOVERY: tuple[str, ...] = (
     "results_reused",
     "leaves_redone",
 )
+# Printed when a run aborted anything (satin-grid-programming-model §3.3).
+SPECULATION: tuple[str, ...] = ("aborts", "abort_messages", "jobs_cancelled", "abort_wasted_s")
 # Levels, not running totals: they go down as well as up (Prometheus gauges, node/metrics.py).
 LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})
 # Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the

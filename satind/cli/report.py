@@ -47,6 +47,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         print("  " + _line(counters, stats.SUMMARY))
         if any(counters.get(name) for name in stats.RECOVERY):
             print("  recovery: " + _line(counters, stats.RECOVERY))
+        if any(counters.get(name) for name in stats.SPECULATION):
+            print("  speculation: " + _line(counters, stats.SPECULATION))
     if report["check"].startswith("failed"):
         print(
             f"satind: the result failed the plugin's check: {report['check'][8:]}", file=sys.stderr
@@ -56,7 +58,16 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
 
 
 def _line(counters: dict[str, Any], names: Sequence[str]) -> str:
-    return " · ".join(f"{n.replace('_', ' ')} {int(counters.get(n, 0)):,}" for n in names)
+    return " · ".join(f"{n.replace('_', ' ')} {_number(counters.get(n, 0))}" for n in names)
+
+
+def _number(value: float) -> str:
+    """A counter as printed: a count with thousands separators, seconds to 3 decimals."""
+    return (
+        f"{value:,.3f}"
+        if isinstance(value, float) and not value.is_integer()
+        else f"{int(value):,}"
+    )
 
 
 def show_result(
