@@ -149,7 +149,7 @@ def solve_seq(clauses: Clauses, model: Model) -> Model | None:
     return None
 
 
-class Satisfied(Exception):  # noqa: N818 - a result, returned as Satin returns one
+class Satisfied(Exception):
     """A model, found: raised by the branch that found it, caught by its parent's inlet."""
 
     def __init__(self, model: Sequence[int]) -> None:
