@@ -1,7 +1,9 @@
 """Spawn and sync costs in the form of the Satin paper's Table III: the average time of a plain
 call and of a spawn followed by a sync, without parameters and with one parameter and a return
 value, over a million calls in one job on a satind worker (in-process, no peer: the cost of
-the primitives themselves). Inlets come with a later issue.
+the primitives themselves); and the inlet rows: a spawn with an inlet whose child raises an
+exception (without a field, or with one field after one parameter) and an empty handler, and
+a spawn with an inlet whose child returns normally (the handler never runs).
 
     python benchmarks/micro.py [--repeat 5] [--quick] [--compare-gc]
 """
@@ -32,6 +34,8 @@ class _NoHooks:
     def orphan_result(self, job: object, value: bytes) -> None: ...
     def job_logged(self, job: object, value: bytes) -> None: ...
     def snapshot_taken(self) -> None: ...
+    def subtree_dropped(self, job: object) -> None: ...
+    def children_aborted(self, frame: object) -> None: ...
 
 
 def plain_none() -> None:
@@ -77,6 +81,50 @@ def loop_spawn_ident(n: int) -> None:
         total += h.result()
 
 
+class Bare(Exception):  # noqa: N818 - Table III's exception without a field
+    pass
+
+
+class Field(Exception):  # noqa: N818 - Table III's exception with one field
+    def __init__(self, value: int) -> None:
+        super().__init__()
+        self.value = value
+
+
+@spawnable
+def throw_none() -> None:
+    raise Bare
+
+
+@spawnable
+def throw_field(x: int) -> None:
+    raise Field(x)
+
+
+def empty_inlet(exc: Exception) -> None:
+    return None
+
+
+def loop_inlet_none(n: int) -> None:
+    for _ in range(n):
+        throw_none.spawn_inlet(empty_inlet)
+        sync()
+
+
+def loop_inlet_field(n: int) -> None:
+    for i in range(n):
+        throw_field.spawn_inlet(empty_inlet, i)
+        sync()
+
+
+def loop_inlet_unused(n: int) -> None:
+    total = 0
+    for i in range(n):
+        h = ident.spawn_inlet(empty_inlet, i)
+        sync()
+        total += h.result()
+
+
 def loop_empty(n: int) -> None:
     for _ in range(n):
         pass
@@ -87,6 +135,9 @@ ROWS: list[tuple[str, Callable[[int], None]]] = [
     ("plain call, 1 parameter + return value", loop_plain_ident),
     ("spawn/sync, no parameter, no return", loop_spawn_none),
     ("spawn/sync, 1 parameter + return value", loop_spawn_ident),
+    ("inlet spawn/sync, no parameter, exception without a field", loop_inlet_none),
+    ("inlet spawn/sync, 1 parameter, exception with 1 field", loop_inlet_field),
+    ("inlet spawn/sync, 1 parameter + return value, no exception", loop_inlet_unused),
 ]
 
 
@@ -113,7 +164,7 @@ def compare_gc(repeat: int, quick: bool) -> None:
     """The spawn/sync rows under CPython's default GC threshold and a peer's, interleaved."""
     n = 100_000 if quick else 1_000_000
     peer = EngineConfig().gc_young_threshold
-    rows = ROWS[2:]
+    rows = ROWS[2:4]
     got: dict[tuple[str, int], list[float]] = {}
     for _ in range(repeat):
         for label, body in rows:

@@ -116,7 +116,8 @@ class Spawnable(Generic[R]):
         runs in the spawner's frame (on this peer, whichever peer ran the job), at a sync of
         the spawner, one handler at a time and never while the spawner's own code runs. The
         handler may read and change the spawner's variables (a closure), spawn, and call
-        ``abort()``. What it returns is the handle's ``result()``; if it raises, the
+        ``abort()``, and sync (the handlers of children that raise meanwhile run after
+        it returns). What it returns is the handle's ``result()``; if it raises, the
         spawner's other children are aborted and its ``sync()`` raises that exception. A job
         that returns normally runs no handler. An exception arrives as itself when its type
         is registered (``satind.register_type``); see docs/plugins.md."""

@@ -99,6 +99,8 @@ class ThreadMailbox:
         self._queue.put(event)
 
     def get_nowait(self) -> MailboxEvent | None:
+        if self._queue.empty():
+            return None  # the common case, without raising and catching queue.Empty
         try:
             return self._queue.get_nowait()
         except queue.Empty:
@@ -153,7 +155,8 @@ class Worker:
         # time.
         self.cancelling = 0
         # Frames with children whose inlet waits to run, in the order they finished
-        # (engine/speculation.py); and whether a handler is running now.
+        # (engine/speculation.py); and whether a handler is running now (a handler that
+        # syncs does not run the others inside it).
         self.ready: dict[Job, list[Job]] = {}
         self.in_inlet = False
         # Jobs without a local parent that failed in engine code deep in the stack, to be
@@ -341,85 +344,83 @@ class Worker:
         RecursionError becomes the failure of the job that met it (``_failed``), never a lost
         job: the frames below go on.
         """
-        if self.in_inlet:
-            raise RuntimeError(
-                "sync() inside an inlet: a handler may spawn, and its spawns are waited for "
-                "by the spawner's sync, but it must not sync itself"
-            )
+        jobs = self.jobs
         while True:
-            self._sync_loop(frame)
-            ready = self.ready
-            if not ready:
-                break
-            if frame not in ready:
-                # Inlets of a frame below this one on the stack: it runs them when control
-                # is back in its own sync loop, which this makes look.
-                self.attention = True
-                break
-            self._run_inlets(frame)
-            if not frame.pending and frame not in ready:
+            while frame.pending:
+                if self.attention:
+                    self.drain()
+                    if frame.run.aborted:
+                        raise RunAborted(frame.run.run_id)  # over here: nobody needs this frame
+                    if self.cut and (root := root_of(frame)) in self.cut:
+                        raise SubtreeAborted(root)
+                    if frame in self.ready and not self.in_inlet:
+                        self._run_inlets(frame)
+                    continue
+                try:
+                    job = jobs.pop()
+                except IndexError:
+                    # Every child left is out on another peer: help until their results are in.
+                    self._wait()
+                    continue
+                if job.run is not frame.run and job.run.run_id != frame.run.run_id:
+                    # A job of another run (a root queued meanwhile, work taken back from a dead
+                    # thief): started on top of this frame, it would hold the frame until it
+                    # ended. It stays queued, for a thief or for when this frame is done; this
+                    # frame runs its own run's newest job, which may lie beneath it.
+                    jobs.append(job)
+                    own = self.queue.pop_of(frame.run.run_id)
+                    if own is None:
+                        self._wait()
+                        continue
+                    job = own
+                try:
+                    self.run_job(job)
+                except RunAborted as aborted:
+                    if aborted.run_id == frame.run.run_id:
+                        raise
+                    # A job of another run that is over unwound up to this frame's sync (a frame
+                    # starts only its own run's jobs, so only by a path not foreseen): it is
+                    # dropped, this frame goes on.
+                except (WorkerStopped, SubtreeAborted):
+                    raise
+                except Exception as exc:
+                    # Engine code failed on ``job``: a RecursionError at the very bottom of the
+                    # stack (or a bug). The job must not be lost, or ``frame`` (or whoever waits
+                    # for it) would wait forever: it fails, and this frame goes on. Attribute
+                    # operations and C builtins only, down to the end: a Python call here could
+                    # meet the recursion limit again and lose the job after all.
+                    self.current = frame
+                    if job.value is UNSET and getattr(job, "exc", None) is None:
+                        job.exc = exc
+                    parent = job.parent
+                    if parent is not None:
+                        if not hasattr(job, "sib"):  # not linked yet: it finishes now
+                            parent.pending -= 1
+                            job.sib = parent.kids
+                            parent.kids = job
+                    elif job in self.under:
+                        # Reported from a shallower point (``_wait``, or the top level).
+                        self.failed.append(job)
+                        self.attention = True
+            if not self.ready or not self._inlets_after(frame):
                 break
         if self._wanting:
             self._want(False)
 
-    def _sync_loop(self, frame: Job) -> None:
-        jobs = self.jobs
-        while frame.pending:
-            if self.attention:
-                self.drain()
-                if frame.run.aborted:
-                    raise RunAborted(frame.run.run_id)  # over here: nobody needs this frame
-                if self.cut and (root := root_of(frame)) in self.cut:
-                    raise SubtreeAborted(root)
-                if frame in self.ready:
-                    self._run_inlets(frame)
-                continue
-            try:
-                job = jobs.pop()
-            except IndexError:
-                # Every child left is out on another peer: help until their results are in.
-                self._wait()
-                continue
-            if job.run is not frame.run and job.run.run_id != frame.run.run_id:
-                # A job of another run (a root queued meanwhile, work taken back from a dead
-                # thief): started on top of this frame, it would hold the frame until it
-                # ended. It stays queued, for a thief or for when this frame is done; this
-                # frame runs its own run's newest job, which may lie beneath it.
-                jobs.append(job)
-                own = self.queue.pop_of(frame.run.run_id)
-                if own is None:
-                    self._wait()
-                    continue
-                job = own
-            try:
-                self.run_job(job)
-            except RunAborted as aborted:
-                if aborted.run_id == frame.run.run_id:
-                    raise
-                # A job of another run that is over unwound up to this frame's sync (a frame
-                # starts only its own run's jobs, so only by a path not foreseen): it is
-                # dropped, this frame goes on.
-            except (WorkerStopped, SubtreeAborted):
-                raise
-            except Exception as exc:
-                # Engine code failed on ``job``: a RecursionError at the very bottom of the
-                # stack (or a bug). The job must not be lost, or ``frame`` (or whoever waits
-                # for it) would wait forever: it fails, and this frame goes on. Attribute
-                # operations and C builtins only, down to the end: a Python call here could
-                # meet the recursion limit again and lose the job after all.
-                self.current = frame
-                if job.value is UNSET and getattr(job, "exc", None) is None:
-                    job.exc = exc
-                parent = job.parent
-                if parent is not None:
-                    if not hasattr(job, "sib"):  # not linked yet: it finishes now
-                        parent.pending -= 1
-                        job.sib = parent.kids
-                        parent.kids = job
-                elif job in self.under:
-                    # Reported from a shallower point (``_wait``, or the top level).
-                    self.failed.append(job)
-                    self.attention = True
+    def _inlets_after(self, frame: Job) -> bool:
+        """``frame``'s loop ended with inlets ready: run them if they are ``frame``'s (True:
+        they spawned, or more became ready, so the loop goes on)."""
+        if self.in_inlet:
+            # A handler's own sync(): the handlers that became ready meanwhile run after it
+            # returns (``_run_inlets`` picks them up), never inside it.
+            return False
+        if frame not in self.ready:
+            # Inlets of a frame below this one on the stack: it runs them when control is
+            # back in its own sync loop, which this makes look.
+            self.attention = True
+            return False
+        self._run_inlets(frame)
+        return bool(frame.pending) or frame in self.ready
 
     def drain(self) -> None:
         """Handle every event in the mailbox without blocking."""
@@ -534,6 +535,9 @@ class Worker:
             finally:
                 self.in_inlet = False
             # ``kid.exc`` stays: a handled job has no result of its own (see speculation.py).
+            # Its traceback goes: it holds the frames the job ran in, which would otherwise
+            # live as long as the spawner's frame keeps its finished children.
+            exc.__traceback__ = None
             more = self.ready.pop(frame, None)
             if more:
                 kids.extend(more)

@@ -192,23 +192,26 @@ def test_an_inlet_raising_after_the_spawners_code_ended_fails_the_spawner(worker
     assert isinstance(root.error, RuntimeError) and "from the inlet" in str(root.error)
 
 
-def test_sync_inside_an_inlet_is_refused_with_a_reason(worker: Worker) -> None:
+def test_a_handler_may_sync_and_the_handlers_ready_meanwhile_run_after_it(worker: Worker) -> None:
+    trail: list[str] = []
+
     @spawnable
-    def spawner() -> str:
+    def spawner() -> list[str]:
         def inlet(exc: Exception) -> None:
-            leaf.spawn(1)
-            sync()
+            assert isinstance(exc, Found)
+            trail.append(f"begin {exc.score}")
+            if exc.score == 3:
+                leaf.spawn_inlet(inlet, 6)  # raises too: its handler must not run in here
+                sync()
+            trail.append(f"end {exc.score}")
 
         leaf.spawn_inlet(inlet, 3)
-        try:
-            sync()
-        except RuntimeError as exc:
-            return str(exc)
-        return "no error"
+        sync()
+        return trail
 
     root = make_root(spawner.fn, (), _run())
     worker.run_job(root)
-    assert "sync() inside an inlet" in root.value.decode()
+    assert root.value.decode() == ["begin 3", "end 3", "begin 6", "end 6"]
 
 
 def test_a_stolen_child_is_aborted_through_the_network_side_and_its_late_result_dropped() -> None:
