@@ -297,6 +297,15 @@ def test_the_plugin_guide_example_runs(tmp_path: Path) -> None:
     assert out["result"] == sum(i * i for i in range(200000)) and out["check"] == "ok"
 
 
+def test_the_speculative_search_example_of_the_guide_runs_and_aborts(tmp_path: Path) -> None:
+    docs = Path(__file__).parent.parent.parent / "docs" / "plugins.md"
+    blocks = [b for b in _python_blocks(docs.read_text()) if 'name="first"' in b]
+    (tmp_path / "first.py").write_text(blocks[0])
+    out = run_json("first", "3000000", "--peers", "2", "--plugin-path", str(tmp_path))
+    assert out["result"] == 88484 and out["check"] == "ok"  # the check searches sequentially
+    assert out["stats"]["aborts"] > 0
+
+
 def test_the_readme_example_runs(tmp_path: Path) -> None:
     readme = Path(__file__).parent.parent.parent / "README.md"
     (tmp_path / "squares.py").write_text(_python_blocks(readme.read_text())[0])
