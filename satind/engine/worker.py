@@ -580,8 +580,10 @@ class Worker:
         job.run.jobs_cancelled += 1
         job.run.abort_wasted_s += seconds
         if self.cut.get(job) is False:
-            # Kept in the cut (a restarted child of it that comes later is dropped), no
-            # longer counted as running.
+            # Out of the cut: unlike an orphan subtree's, no child of it comes back later
+            # (the network side dropped the records of what it gave out when the Abort came,
+            # and hands nothing of it out since), and a long-lived peer must not keep it.
+            del self.cut[job]
             self.cancelling -= 1
             if self.cancelling <= 0:
                 self.cancelling = 0

@@ -342,6 +342,7 @@ def test_a_cancelled_stolen_job_unwinds_at_its_next_spawn_keeping_nothing() -> N
         assert spawned_after == []  # it unwound at its first spawn after the cancel
         assert run.jobs_cancelled == 1 and run.abort_wasted_s > 0
         assert w.max_pending == w.pending_limit  # spawns are cheap again
+        assert job not in w.cut  # nothing of it stays on a long-lived peer
     finally:
         w.stop()
         t.join(10)
