@@ -1,4 +1,4 @@
-"""tsp CITIES SEED: the length of the shortest round trip through seeded random cities.
+"""tsp CITIES SEED [shared|args]: the length of the shortest round trip through seeded cities.
 
 Cities lie on a 1000 x 1000 integer grid from ``random.Random(SEED)``; distances are Euclidean
 rounded to the nearest integer (TSPLIB's EUC_2D), so the optimum is an exact integer whatever
@@ -8,7 +8,13 @@ an edge out, at least its cheapest one) reaches the best tour known. The nearest
 gives the first bound.
 
 The first SPAWN_DEPTH levels are spawned, one job per next city; below, a node searches
-sequentially. As in knapsack, spawned children only know the bound their parent knew.
+sequentially. The best tour known is a shared object (``Bound``, satind/shared.py): a job that
+finds a shorter tour improves it with a global call, which reaches every peer's replica, so a
+bound found on one peer prunes work on all of them (satin-grid-programming-model §3.2). Any
+replica is a valid bound (it is the length of a real tour, and nodes are pruned only when
+strictly worse), so no guard is needed and the answer cannot change. With ``args`` the bound
+travels as an argument instead, as before shared objects: a child knows only the bound its
+parent knew when it spawned it.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, spawnable, sync
+from satind import Plugin, SharedObject, UsageError, global_method, spawnable, sync
 
 from ._args import at_most, int_arg
 
@@ -115,15 +121,97 @@ def tour(
     return best
 
 
-def parse(argv: Sequence[str]) -> tuple[Dist, tuple[int, ...], int, int, int, int, int, int]:
-    at_most(argv, 2)
+class Bound(SharedObject):
+    """The shortest tour known, replicated on every peer."""
+
+    def __init__(self, best: int) -> None:
+        self.best = best
+
+    @global_method
+    def improve(self, length: int) -> None:
+        if length < self.best:
+            self.best = length
+
+
+def search_shared(
+    dist: Dist,
+    cheap: tuple[int, ...],
+    here: int,
+    visited: int,
+    length: int,
+    rest_bound: int,
+    bound: Bound,
+) -> None:
+    """search_seq, pruning with the shared bound and improving it as soon as a tour is
+    shorter (every peer prunes with it from then on)."""
+    n = len(dist)
+    if visited == (1 << n) - 1:
+        total = length + dist[here][0]
+        if total < bound.best:
+            bound.improve(total)
+        return
+    row = dist[here]
+    for city in range(1, n):
+        bit = 1 << city
+        if visited & bit:
+            continue
+        new_length = length + row[city]
+        new_rest = rest_bound - cheap[city]
+        if new_length + new_rest + cheap[city] > bound.best:
+            continue
+        search_shared(dist, cheap, city, visited | bit, new_length, new_rest, bound)
+
+
+@spawnable
+def tour_shared(
+    dist: Dist,
+    cheap: tuple[int, ...],
+    here: int,
+    visited: int,
+    length: int,
+    rest_bound: int,
+    bound: Bound,
+    depth: int,
+) -> None:
+    n = len(dist)
+    if depth == 0 or visited == (1 << n) - 1:
+        search_shared(dist, cheap, here, visited, length, rest_bound, bound)
+        return
+    row = dist[here]
+    for city in range(1, n):
+        bit = 1 << city
+        if visited & bit:
+            continue
+        new_length = length + row[city]
+        new_rest = rest_bound - cheap[city]
+        if new_length + new_rest + cheap[city] > bound.best:
+            continue
+        tour_shared.spawn(dist, cheap, city, visited | bit, new_length, new_rest, bound, depth - 1)
+    sync()
+
+
+@spawnable
+def solve(dist: Dist, cheap: tuple[int, ...], rest: int, best: int, mode: str) -> int:
+    """The run's root: the optimum, with the bound shared or passed down."""
+    if mode == "args":
+        return tour(dist, cheap, 0, 1, 0, rest, best, SPAWN_DEPTH)
+    bound = Bound(best)  # made in the root job: the same id if the root runs again
+    tour_shared(dist, cheap, 0, 1, 0, rest, bound, SPAWN_DEPTH)  # a plain call: this job's
+    return bound.best
+
+
+def parse(argv: Sequence[str]) -> tuple[Dist, tuple[int, ...], int, int, str]:
+    at_most(argv, 3)
     n = int_arg(argv, 0, "CITIES", low=3, high=64)
     seed = int_arg(argv, 1, "SEED", low=0, high=2**63)
+    mode = argv[2] if len(argv) > 2 else "shared"
+    if mode not in ("shared", "args"):
+        raise UsageError(f"the bound is 'shared' (a shared object) or 'args', not {mode!r}")
     dist = distances(cities(n, seed))
     cheap = min_out(dist)
     # rest_bound covers the cities not yet entered plus the edge back into city 0.
     rest = sum(cheap[1:]) + cheap[0]
-    return dist, cheap, 0, 1, 0, rest - cheap[0], nearest_neighbour(dist), SPAWN_DEPTH
+    return dist, cheap, rest - cheap[0], nearest_neighbour(dist), mode
 
 
 def held_karp(dist: Dist) -> int:
@@ -161,8 +249,8 @@ def check(args: tuple[object, ...], result: int) -> None:
 
 PLUGIN = Plugin(
     name="tsp",
-    entry=tour,
-    usage="tsp CITIES SEED",
+    entry=solve,
+    usage="tsp CITIES SEED [shared|args]",
     parse=parse,
     max_branching=lambda args: len(args[0]),
     check=check,

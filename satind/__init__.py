@@ -19,5 +19,7 @@ from satind.plugin import CheckFailed as CheckFailed
 from satind.plugin import Plugin as Plugin
 from satind.plugin import PluginFailed as PluginFailed
 from satind.plugin import UsageError as UsageError
+from satind.shared import SharedObject as SharedObject
+from satind.shared import global_method as global_method
 
 __version__ = "0.1.0"

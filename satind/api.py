@@ -131,6 +131,15 @@ class Spawnable(Generic[R]):
         job.inlet = handler  # type: ignore[attr-defined]
         return job
 
+    def guard(self, fn: Callable[..., bool]) -> Callable[..., bool]:
+        """Decorator: ``fn(*args)`` — same arguments as the job — says whether this peer's
+        replicas of the shared objects a stolen job uses are recent enough for it to run
+        (Satin's guard consistency, satind/shared.py). Checked before a job stolen from
+        another peer runs (a job run where it was spawned sees its parent's replicas); while
+        it is false the job waits for updates, then fetches the replicas from its victim."""
+        _worker.GUARDS[self.fn] = fn
+        return fn
+
     def __repr__(self) -> str:
         return f"<spawnable {self.name}>"
 

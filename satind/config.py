@@ -223,6 +223,23 @@ class FaultToleranceConfig:
 
 
 @dataclass(frozen=True)
+class SharedConfig:
+    """Shared objects (satind/shared.py, core/sharing.py; satin-grid-programming-model §4.2)."""
+
+    # seconds. A peer's global calls are combined for this long into one message per member
+    # (the paper's update combining): fewer, larger messages; a replica elsewhere lags by it.
+    combine_s: float = 0.02
+    # bytes. ... or until this much is waiting, whichever comes first.
+    combine_bytes: int = 256 * 1024
+    # seconds. A stolen job whose guard is false waits this long for updates before its
+    # replicas are fetched from its victim (and again after each fetch that did not help).
+    guard_wait_s: float = 0.2
+    # seconds. A replica asked for and not received (a lost message) is asked for again
+    # after this long.
+    fetch_retry_s: float = 1.0
+
+
+@dataclass(frozen=True)
 class CheckpointConfig:
     """Checkpoint logs of finished results (recovery/checkpoint.py), for runs that must
     survive the loss of every peer, and for suspend/resume."""
@@ -421,6 +438,7 @@ class Config:
     net: NetConfig = field(default_factory=NetConfig)
     membership: MembershipConfig = field(default_factory=MembershipConfig)
     ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
+    shared: SharedConfig = field(default_factory=SharedConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)

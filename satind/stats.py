@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Group = Literal["run", "steal", "traffic", "recovery", "checkpoint", "speculation"]
+Group = Literal["run", "steal", "traffic", "recovery", "checkpoint", "speculation", "sharing"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ STATS: tuple[Stat, ...] = (
         "speculation",
         "time spent on stolen jobs an abort then dropped",
     ),
+    Stat("shared_updates_sent", "updates", "sharing", "global calls sent to other peers"),
+    Stat("shared_updates_received", "updates", "sharing", "global calls received"),
+    Stat("shared_update_messages", "messages", "sharing", "messages of combined global calls"),
+    Stat("shared_update_bytes", "bytes", "sharing", "bytes of global calls sent"),
+    Stat("guard_waits", "jobs", "sharing", "stolen jobs whose guard made them wait"),
+    Stat("replica_fetches", "replicas", "sharing", "replicas asked of another peer"),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
 )
@@ -82,6 +88,14 @@ RECOVERY: tuple[str, ...] = (
 )
 # Printed when a run aborted anything (satin-grid-programming-model §3.3).
 SPECULATION: tuple[str, ...] = ("aborts", "abort_messages", "jobs_cancelled", "abort_wasted_s")
+# Printed when a run used shared objects (satin-grid-programming-model §3.2).
+SHARING: tuple[str, ...] = (
+    "shared_updates_sent",
+    "shared_update_messages",
+    "shared_update_bytes",
+    "guard_waits",
+    "replica_fetches",
+)
 # Levels, not running totals: they go down as well as up (Prometheus gauges, node/metrics.py).
 LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})
 # Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the

@@ -47,6 +47,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         print("  " + _line(counters, stats.SUMMARY))
         if any(counters.get(name) for name in stats.RECOVERY):
             print("  recovery: " + _line(counters, stats.RECOVERY))
+        if any(counters.get(name) for name in stats.SHARING):
+            print("  shared objects: " + _line(counters, stats.SHARING))
         if any(counters.get(name) for name in stats.SPECULATION):
             print("  speculation: " + _line(counters, stats.SPECULATION))
     if report["check"].startswith("failed"):

@@ -260,9 +260,10 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
 def custody_tick(state: PeerState, now: float) -> Effects:
     """Every ``steal.custody_check_s``: ask the thieves of jobs given long ago and not
     returned; a thief that is gone meanwhile gets its jobs taken back (restart)."""
+    from satind.core import sharing
     from satind.recovery.restart import restart_jobs_of
 
-    fx: Effects = []
+    fx: Effects = sharing.tick(state, now)
     every = state.cfg.steal.custody_check_s
     gone: set[str] = set()
     for (run_id, path), given in state.custody.overdue(now, every):

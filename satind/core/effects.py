@@ -8,6 +8,7 @@ compare them (h11's and Dask's worker state machine's pattern).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -119,6 +120,15 @@ class StealUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class Later:
+    """After ``delay`` seconds, apply what ``then()`` returns then (a combining interval that
+    ends, a guard that waited long enough: core/sharing.py)."""
+
+    delay: float
+    then: Callable[[], list[Effect]]
+
+
+@dataclass(frozen=True, slots=True)
 class Changed:
     """Wake whoever waits for this peer's state to change (a drain, a join)."""
 
@@ -137,5 +147,6 @@ Effect = (
     | WakeWaiters
     | StealUpdate
     | Changed
+    | Later
 )
 Effects = list[Effect]

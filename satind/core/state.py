@@ -19,6 +19,7 @@ from satind import stats
 from satind.config import Config
 from satind.core.custody import Custody
 from satind.core.runs import RunTable
+from satind.core.sharing import Sharing
 from satind.engine.jobs import Job
 from satind.engine.stealing import Candidates, StealCounters, candidates
 from satind.engine.workqueue import WorkQueue
@@ -61,6 +62,10 @@ class PeerState:
     # Abort messages sent (core/aborts.py).
     cancelled: set[Job] = field(default_factory=set)
     abort_messages: int = 0
+    # Shared objects (core/sharing.py): the compute side's replicas by id (the same dict as
+    # ``Worker.shared``: the network side only reads which ids exist), and the bookkeeping.
+    replicas: dict[str, object] = field(default_factory=dict)
+    sharing: Sharing = field(default_factory=Sharing)
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)
     _victims: tuple[int, Candidates] | None = None
@@ -104,6 +109,7 @@ class PeerState:
             len(r.state.orphans or ()) for r in self.runs.active.values()
         )
         out["abort_messages"] = self.abort_messages
+        out.update(self.sharing.counters.as_dict())
         out["messages"] = traffic.messages
         out["bytes"] = traffic.bytes
         out["messages_wide"] = traffic.messages_wide

@@ -92,6 +92,7 @@ def job_finished(state: PeerState, job: Job) -> Effects:
             log.warning("finished root of unknown run %s", job.run.run_id)
             return fx
         return [*fx, Task("finish_run", job.run.run_id)]
+    state.sharing.refs.pop(job, None)
     msg = result_message(job)
     state.custody.finished((job.run.run_id, job.path), job.origin, msg)
     if state.is_gone(job.origin) and state.cfg.ft.orphans:

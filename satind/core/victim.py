@@ -56,13 +56,16 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
     if job is None:
         return [*fx, Reply(link, m.StealReply(msg.req, None, _table(state, msg)))]
     if isinstance(job.args, Encoded):
-        return fx + hand_out(state, link, msg, job, job.args.data, now)  # stolen on, as it came
+        # Stolen on, as it came (with the shared objects it came with).
+        refs = state.sharing.refs.get(job, [])
+        return fx + hand_out(state, link, msg, job, job.args.data, now, [[r] for r in refs])
     if _small(job.args, SMALL_ARGS):
+        refs = []
         try:
-            data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes)
+            data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
         except codec.EncodeError as exc:
             return fx + hand_out(state, link, msg, job, exc, now)
-        return fx + hand_out(state, link, msg, job, data, now)
+        return fx + hand_out(state, link, msg, job, data, now, refs)
     return [*fx, EncodeArgs(link, msg, job)]
 
 
@@ -73,8 +76,10 @@ def hand_out(
     job: Job,
     args: bytes | codec.EncodeError,
     now: float,
+    refs: list[Any] | None = None,
 ) -> Effects:
-    """Give ``job`` (its arguments encoded, or why they could not be) to the thief."""
+    """Give ``job`` (its arguments encoded, or why they could not be) to the thief, with the
+    ids of the shared objects they refer to (``refs``: what encoding them recorded)."""
     table = _table(state, msg)
     run = state.runs.active.get(job.run.run_id)
     if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
@@ -95,6 +100,7 @@ def hand_out(
         fn=name_of(job.fn),
         args=args,
         epoch=run.info.epoch,
+        shared=sorted({str(ref[0]) for ref in refs or []}),
     )
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)

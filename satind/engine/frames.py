@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
+from satind.net.records import SharedUpdate
 
 
 class WorkerHooks(Protocol):
@@ -49,6 +50,19 @@ class WorkerHooks(Protocol):
         """``frame`` aborted its children (engine/speculation.py): the ones out on other
         peers (its children not finished and not queued here) must be told (an ``Abort``
         each); their custody records go."""
+
+    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+        """This peer made its ``seq``-th global call on a shared object (satind/shared.py):
+        ship it to every other member."""
+
+    def replica_ready(
+        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
+    ) -> None:
+        """The replica ``thief`` asked for, encoded at a safe point (None: not here)."""
+
+    def guard_waiting(self, job: Job) -> None:
+        """A stolen job's guard is false: it waits for updates; if it still waits after
+        ``shared.guard_wait_s``, its replicas are fetched from its victim."""
 
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
@@ -95,6 +109,31 @@ class Cancel:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdatesArrived:
+    """Other peers' global calls on shared objects: apply them, in order per sender."""
+
+    updates: list[SharedUpdate]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaArrived:
+    """A replica fetched from another peer: install it unless ours is as recent."""
+
+    shared_id: str
+    cls: str
+    state: bytes
+    seen: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaWanted:
+    """A thief asks for our replica: encode it at this safe point (``replica_ready``)."""
+
+    shared_id: str
+    thief: str
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Unwind the compute side."""
 
@@ -110,7 +149,18 @@ class Snapshot:
     state a theft-induced checkpoint saves (kaapi §3.3, the process's part of the graph)."""
 
 
-MailboxEvent = JobArrived | ChildResult | Orphaned | Cancel | Stop | Wakeup | Snapshot
+MailboxEvent = (
+    JobArrived
+    | ChildResult
+    | Orphaned
+    | Cancel
+    | UpdatesArrived
+    | ReplicaArrived
+    | ReplicaWanted
+    | Stop
+    | Wakeup
+    | Snapshot
+)
 
 
 # -- exceptions that unwind frames --------------------------------------------------------------

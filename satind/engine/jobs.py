@@ -184,6 +184,7 @@ class Job:
         "index",
         "inlet",
         "kids",
+        "nshared",
         "nspawn",
         "nsync",
         "origin",
@@ -228,6 +229,8 @@ class Job:
     origin: str | None
     # Set only by ``spawn_inlet``: the spawner's handler of this job's exception.
     inlet: Callable[[BaseException], Any]
+    # Shared objects this job made (satind/shared.py): part of their ids. Set on first use.
+    nshared: int
     # Set only on a frame that aborted its children (engine/speculation.py): its children of
     # a smaller index that had not finished then are aborted.
     aborted_below: int

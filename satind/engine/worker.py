@@ -34,7 +34,8 @@ import gc
 import queue
 import sys
 import time
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from satind.config import EngineConfig
 from satind.engine.frames import (
@@ -43,9 +44,12 @@ from satind.engine.frames import (
     JobArrived,
     MailboxEvent,
     Orphaned,
+    ReplicaArrived,
+    ReplicaWanted,
     RunAborted,
     Snapshot,
     Stop,
+    UpdatesArrived,
     Wakeup,
     WorkerHooks,
     WorkerStopped,
@@ -64,10 +68,12 @@ from satind.engine.frames import (
 from satind.engine.jobs import UNSET, Job
 from satind.engine.speculation import aborted, drop_children, is_aborted
 from satind.engine.workqueue import WorkQueue
-from satind.net.codec import DecodeError, Encoded, EncodeError, encode_value
+from satind.net.codec import DecodeError, Encoded, EncodeError, decode_value, encode_value
 from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 
 if TYPE_CHECKING:
+    from satind.net.records import SharedUpdate
+    from satind.shared import SharedObject
     from satind.trace import Traces
 
 # The worker of the compute side running now, else None. A module global, not a
@@ -75,6 +81,9 @@ if TYPE_CHECKING:
 # on the spawn path (the simulator sets it before it hands a worker the baton). None means
 # "no satind here": spawns run as plain calls.
 CURRENT: Worker | None = None
+
+# Guards of spawnable functions (``Spawnable.guard``), by the plain function a Job holds.
+GUARDS: dict[Callable[..., Any], Callable[..., bool]] = {}
 
 
 class Mailbox(Protocol):
@@ -159,6 +168,14 @@ class Worker:
         # syncs does not run the others inside it).
         self.ready: dict[Job, list[Job]] = {}
         self.in_inlet = False
+        # Shared objects (satind/shared.py): this peer's replicas by id (the network side
+        # reads which ones exist), global calls of other peers that arrived ahead of an
+        # earlier one of the same sender, and stolen jobs whose guard is false, waiting for
+        # updates or a fetched replica. ``peer_name`` numbers this peer's own calls.
+        self.shared: dict[str, SharedObject] = {}
+        self.shared_pending: dict[tuple[str, str], dict[int, SharedUpdate]] = {}
+        self.parked: list[Job] = []
+        self.peer_name = ""
         # Jobs without a local parent that failed in engine code deep in the stack, to be
         # reported from a shallower point (sync_frame).
         self.failed: list[Job] = []
@@ -236,6 +253,13 @@ class Worker:
                 return
             if type(job.args) is Encoded and not self._decode_args(job):
                 self._report(job)  # arguments that cannot be decoded: the job fails
+                return
+            if job.origin is not None and job.fn in GUARDS and not self._guard_ok(job):
+                if job.error is not None:
+                    self._report(job)  # its guard raised: the job fails with that
+                else:
+                    self.parked.append(job)  # it runs when its replicas satisfy the guard
+                    self.hooks.guard_waiting(job)
                 return
             self.nesting += 1
             self.under[job] = self.current
@@ -499,6 +523,12 @@ class Worker:
             self.attention = True
         elif isinstance(event, Cancel):
             self._cancel(event.job)
+        elif isinstance(event, UpdatesArrived):
+            self._apply_updates(event.updates)
+        elif isinstance(event, ReplicaArrived):
+            self._install_replica(event)
+        elif isinstance(event, ReplicaWanted):
+            self._give_replica(event)
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
             self.hooks.snapshot_taken()
@@ -565,7 +595,9 @@ class Worker:
                 self.cut[job] = False
                 self.cancelling += 1
             self.attention = True
-        elif self.queue.remove(job):
+        elif self.queue.remove(job) or job in self.parked:
+            if job in self.parked:
+                self.parked.remove(job)
             job.exc = aborted()
             job.run.jobs_cancelled += 1
             self.hooks.subtree_dropped(job)
@@ -607,6 +639,103 @@ class Worker:
                 raise SubtreeAborted(root)
         if pending > self.pending_limit:
             raise too_many(self.pending_limit)
+
+    # -- shared objects (satind/shared.py) ---------------------------------------------------
+
+    def share(self, obj: SharedObject) -> None:
+        """A shared object made in the running job: its reproducible id, and our replica."""
+        cur = self.current
+        count = getattr(cur, "nshared", 0)
+        cur.nshared = count + 1
+        shared_id = f"{cur.run.run_id}:{cur.path.hex()}:{count}"
+        obj._shared_id = shared_id
+        self.shared[shared_id] = obj
+
+    def shared_call(self, obj: SharedObject, method: str, args: tuple[Any, ...]) -> None:
+        """A global call just applied here: number it and ship it.
+
+        Raises:
+            EncodeError: its arguments cannot travel.
+        """
+        assert obj._shared_id is not None
+        data = encode_value(args, self.max_frame)
+        seq = obj._shared_seen.get(self.peer_name, 0) + 1
+        obj._shared_seen[self.peer_name] = seq
+        self.hooks.shared_update(obj._shared_id, method, seq, data)
+
+    def _apply_updates(self, updates: list[SharedUpdate]) -> None:
+        from satind.shared import apply_global
+
+        for update in updates:
+            obj = self.shared.get(update.shared_id)
+            if obj is None or update.sender == self.peer_name:
+                continue  # no replica here (fetched with its state when needed), or ours
+            key = (update.shared_id, update.sender)
+            self.shared_pending.setdefault(key, {})[update.seq] = update
+            pending = self.shared_pending[key]
+            seen = obj._shared_seen
+            while (nxt := pending.pop(seen.get(update.sender, 0) + 1, None)) is not None:
+                try:
+                    args = decode_value(nxt.args, self.value_depth)
+                    apply_global(obj, nxt.method, tuple(args))
+                except Exception as exc:  # a bad update costs that update only
+                    _log_bad_update(update.shared_id, nxt.method, exc)
+                seen[update.sender] = nxt.seq
+            for old in [s for s in pending if s <= seen.get(update.sender, 0)]:
+                del pending[old]  # duplicates
+            if not pending:
+                del self.shared_pending[key]
+        self._recheck_parked()
+
+    def _install_replica(self, event: ReplicaArrived) -> None:
+        from satind.shared import rebuild
+
+        mine = self.shared.get(event.shared_id)
+        if mine is not None and all(
+            mine._shared_seen.get(p, 0) >= n for p, n in event.seen.items()
+        ):
+            self._recheck_parked()
+            return  # ours has seen everything that one has
+        try:
+            state = decode_value(event.state, self.value_depth)
+            self.shared[event.shared_id] = rebuild(event.cls, event.shared_id, state, event.seen)
+        except Exception as exc:
+            _log_bad_update(event.shared_id, "<replica>", exc)
+        self._recheck_parked()
+
+    def _give_replica(self, event: ReplicaWanted) -> None:
+        obj = self.shared.get(event.shared_id)
+        state = None
+        cls = ""
+        seen: dict[str, int] = {}
+        if obj is not None:
+            from satind.shared import class_name
+
+            try:
+                state = encode_value(obj.shared_state(), self.max_frame)
+            except EncodeError as exc:
+                _log_bad_update(event.shared_id, "<replica>", exc)
+            cls, seen = class_name(type(obj)), dict(obj._shared_seen)
+        self.hooks.replica_ready(event.shared_id, event.thief, cls, state, seen)
+
+    def _guard_ok(self, job: Job) -> bool:
+        try:
+            return bool(GUARDS[job.fn](*job.args))
+        except Exception as exc:
+            job.exc = self._failed(job, exc)
+            return False
+
+    def _recheck_parked(self) -> None:
+        """Replicas changed: parked jobs whose guard holds now go to the queue."""
+        for job in list(self.parked):
+            if job.run.aborted:
+                self.parked.remove(job)  # its run is over: nobody waits for it
+            elif self._guard_ok(job):
+                self.parked.remove(job)
+                self.jobs.append(job)
+            elif job.error is not None:
+                self.parked.remove(job)
+                self._report(job)
 
     def _engine_failed(self, job: Job, exc: Exception, frame: Job) -> None:
         """At the top level: engine code raised while running ``job`` (a bug): the job fails
@@ -656,6 +785,14 @@ class Worker:
     def _keep_orphan(self, job: Job) -> None:
         if (data := self._encoded(job)) is not None:
             self.hooks.orphan_result(job, data)
+
+
+def _log_bad_update(shared_id: str, method: str, exc: Exception) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "shared object %s: cannot apply %s: %s: %s", shared_id, method, type(exc).__name__, exc
+    )
 
 
 def tune_process(cfg: EngineConfig) -> None:

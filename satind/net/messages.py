@@ -28,6 +28,7 @@ from satind.net.records import PluginInfo as PluginInfo
 from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
+from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
 PROTOCOL_VERSION = 8
@@ -505,6 +506,36 @@ class Abort(Message):
 
 
 @dataclass(frozen=True)
+class SharedUpdates(Message):
+    """Global method calls on shared objects, combined: every call one peer made during one
+    combining interval (core/sharing.py), sent to every other member. Best effort."""
+
+    TYPE: ClassVar[int] = 93
+    updates: list[SharedUpdate]
+
+
+@dataclass(frozen=True)
+class ReplicaRequest(Message):
+    """A thief asks its victim for its replica of a shared object (it has none, or its guard
+    stayed false)."""
+
+    TYPE: ClassVar[int] = 94
+    shared_id: str
+
+
+@dataclass(frozen=True)
+class ReplicaReply(Message):
+    """A replica: its class, its state (an application value; None when the asked peer has no
+    replica any more) and how many global calls of each peer it has applied."""
+
+    TYPE: ClassVar[int] = 95
+    shared_id: str
+    cls: str
+    state: bytes | None
+    seen: dict[str, int]
+
+
+@dataclass(frozen=True)
 class Drain(Message):
     """Peer to peer: stop taking work, finish it, leave."""
 
@@ -557,6 +588,9 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     TraceRequest,
     TraceReply,
     Abort,
+    SharedUpdates,
+    ReplicaRequest,
+    ReplicaReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives

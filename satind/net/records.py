@@ -51,6 +51,20 @@ class JobSpec:
     args: bytes
     # The run's epoch at the victim: a stolen job of a new master's epoch tells the thief.
     epoch: int = 0
+    # Ids of the shared objects its arguments refer to (satind/shared.py): a thief without a
+    # replica of one fetches it from the victim before the job runs.
+    shared: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SharedUpdate:
+    """One global method call on a shared object: the ``seq``-th by ``sender`` on it."""
+
+    shared_id: str
+    sender: str
+    seq: int
+    method: str
+    args: bytes
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ as ``Encoded`` bytes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,20 @@ TUPLE_TAG = 39001
 # Plugins' own types: tag -> (class, to_plain, from_plain). Tags below 40000 are satind's.
 _APP_TAGS: dict[int, tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = {}
 _APP_TYPES: dict[type, tuple[int, Callable[[Any], Any]]] = {}
+# satind's own references (shared objects, satind/shared.py): base class -> (tag, to_ref),
+# and tag -> from_ref. A reference travels instead of the object; encoding one can be recorded
+# (``encode_value(..., refs=[])``) so that a thief knows what it must have to decode.
+_REF_TYPES: dict[type, tuple[int, Callable[[Any], Any]]] = {}
+_REF_TAGS: dict[int, Callable[[Any], Any]] = {}
+
+
+def register_reference(
+    base: type, tag: int, to_ref: Callable[[Any], Any], from_ref: Callable[[Any], Any]
+) -> None:
+    """Instances of ``base`` (and its subclasses) travel as ``to_ref(obj)`` under ``tag``
+    (below 40000: satind's); ``from_ref`` finds the object again where they arrive."""
+    _REF_TYPES[base] = (tag, to_ref)
+    _REF_TAGS[tag] = from_ref
 
 
 def register_type(
@@ -50,9 +65,16 @@ def _encode_tuple(encoder: Any, value: tuple[Any, ...]) -> None:
     encoder.encode(cbor2.CBORTag(TUPLE_TAG, list(value)))
 
 
-def _default(encoder: Any, value: Any) -> None:
+def _default(encoder: Any, value: Any, refs: list[Any] | None = None) -> None:
     entry = _APP_TYPES.get(type(value))
     if entry is None:
+        for base, (tag, to_ref) in _REF_TYPES.items():
+            if isinstance(value, base):
+                ref = to_ref(value)
+                if refs is not None:
+                    refs.append(ref)
+                encoder.encode(cbor2.CBORTag(tag, ref))
+                return
         raise EncodeError(
             f"cannot send a {type(value).__qualname__} between peers: use plain data "
             "(int, float, str, bytes, list, tuple, dict, set, None) or register the type "
@@ -70,6 +92,9 @@ def _decode_tuple(value: Any, immutable: bool) -> Any:
 
 
 def _tag_hook(tag: Any, immutable: bool) -> Any:
+    resolve = _REF_TAGS.get(tag.tag)
+    if resolve is not None:
+        return resolve(tag.value)
     entry = _APP_TAGS.get(tag.tag)
     if entry is None:
         raise DecodeError(f"unknown CBOR tag {tag.tag} in an application value")
@@ -80,7 +105,7 @@ def _tag_hook(tag: Any, immutable: bool) -> Any:
 ENVELOPE_BYTES = 64 * 1024
 
 
-def encode_value(value: Any, max_frame: int | None = None) -> bytes:
+def encode_value(value: Any, max_frame: int | None = None, refs: list[Any] | None = None) -> bytes:
     """CBOR of an application value (job arguments, results).
 
     ``max_frame``: the frame cap (net.max_frame_bytes) the value must travel within; a value
@@ -91,7 +116,8 @@ def encode_value(value: Any, max_frame: int | None = None) -> bytes:
         EncodeError: the value holds something CBOR cannot carry, or is too large.
     """
     try:
-        data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=_default))
+        default = _default if refs is None else functools.partial(_default, refs=refs)
+        data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=default))
     except EncodeError:
         raise
     except Exception as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -326,13 +326,14 @@ async def find_checkpointed_runs(peer: Peer) -> None:
 async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
     """Encode a stolen job's large arguments in a worker thread, then hand it out."""
     args: bytes | codec.EncodeError
+    refs: list[Any] = []
     try:
         args = await peer.compute.offload(
-            codec.encode_value, fx.job.args, peer.cfg.net.max_frame_bytes
+            codec.encode_value, fx.job.args, peer.cfg.net.max_frame_bytes, refs
         )
     except codec.EncodeError as exc:
         args = exc
-    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now()))
+    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now(), refs))
 
 
 # -- drain and stop -------------------------------------------------------------------------------

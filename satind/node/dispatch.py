@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from satind.core import aborts, custody, master, victim
+from satind.core import aborts, custody, master, sharing, victim
 from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
@@ -96,6 +96,18 @@ def _abort(peer: Peer, link: Link, msg: m.Abort) -> Effects:
     return aborts.on_abort(peer.state, link.remote_name, msg)
 
 
+def _shared_updates(peer: Peer, link: Link, msg: m.SharedUpdates) -> Effects:
+    return sharing.on_updates(peer.state, msg)
+
+
+def _replica_request(peer: Peer, link: Link, msg: m.ReplicaRequest) -> Effects:
+    return sharing.on_replica_request(peer.state, link.remote_name, msg)
+
+
+def _replica_reply(peer: Peer, link: Link, msg: m.ReplicaReply) -> Effects:
+    return sharing.on_replica_reply(peer.state, msg)
+
+
 def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
     return orphans.on_hand_over(peer.state, msg, peer.now())
 
@@ -120,6 +132,9 @@ _HANDLERS: dict[type, Any] = {
     m.JobState: _core(_job_state),
     m.HandOver: _core(_hand_over),
     m.Abort: _core(_abort),
+    m.SharedUpdates: _core(_shared_updates),
+    m.ReplicaRequest: _core(_replica_request),
+    m.ReplicaReply: _core(_replica_reply),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),

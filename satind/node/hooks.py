@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from satind.core import aborts, thief
+from satind.core import aborts, sharing, thief
 from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.recovery import drain, orphans
@@ -63,6 +63,25 @@ class ComputeHooks:
         self.peer.compute.soon(
             lambda: self.peer.apply(aborts.children_aborted(self.peer.state, frame))
         )
+
+    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(
+                sharing.call_made(self.peer.state, shared_id, method, seq, args)
+            )
+        )
+
+    def replica_ready(
+        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
+    ) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(
+                sharing.replica_ready(self.peer.state, shared_id, thief, cls, state, seen)
+            )
+        )
+
+    def guard_waiting(self, job: Job) -> None:
+        self.peer.compute.soon(lambda: self.peer.apply(sharing.guard_waiting(self.peer.state, job)))
 
     def job_logged(self, job: Job, value: bytes) -> None:
         result = m.JobResult(job.run.run_id, job.path, value, None)

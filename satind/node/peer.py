@@ -26,13 +26,14 @@ import trio
 
 from satind import plugin as plugins
 from satind.config import Config
-from satind.core import custody, lifecycle, thief, victim
+from satind.core import custody, lifecycle, sharing, thief, victim
 from satind.core.effects import (
     Changed,
     Checkpoint,
     Effects,
     EncodeArgs,
     HandOut,
+    Later,
     Log,
     QueueRoot,
     Reply,
@@ -173,6 +174,8 @@ class Peer:
         )
         self.worker = self.compute.worker
         self.state.queue = self.worker.queue
+        self.state.replicas = self.worker.shared  # type: ignore[assignment]
+        self.worker.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
         if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
@@ -396,8 +399,14 @@ class Peer:
                 self.thief.update()
             elif isinstance(fx, Changed):
                 self.changed()
+            elif isinstance(fx, Later):
+                self.spawn_task(self._later, fx)
         if effects:
             self._recovery.check(self)
+
+    async def _later(self, fx: Later) -> None:
+        await trio.sleep(fx.delay)
+        self.apply(fx.then())
 
     def _log(self, fx: Log) -> None:
         record = fx.record
@@ -453,9 +462,8 @@ class Peer:
         self.apply(fx)
         if job is None:
             return False
-        from satind.engine.frames import JobArrived
-
-        self.compute.post(JobArrived(job))
+        # To the compute side now, or once the replicas of its shared objects are here.
+        self.apply(sharing.arrive(self.state, job, spec.shared, victim_name, self.now()))
         return True
 
     def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:

@@ -1,0 +1,199 @@
+"""Shared objects on the network side: replicas fetched on steal, global calls combined and
+pushed, guards that wait and then fetch (satin-grid-programming-model §4.2; the API and the
+compute side are satind/shared.py and engine/worker.py).
+
+* **Replicas follow the work.** A stolen job lists the shared objects its arguments refer to
+  (``JobSpec.shared``, recorded by the victim while it encodes them). A thief without a replica
+  of one holds the job and asks the victim (``ReplicaRequest``); the victim's compute side
+  encodes its replica at a safe point and it travels back (``ReplicaReply``); the job goes to
+  the compute side after the replica. A lost request is sent again (``fetch_retry_s``).
+* **Global calls are pushed, combined.** Each global call made here is queued with its
+  sequence number (per object and sender) and, after ``combine_s`` or once ``combine_bytes``
+  are waiting, everything queued goes to every other member in one ``SharedUpdates`` message
+  each. A receiver hands them to its compute side, which applies each sender's calls in order
+  and drops duplicates; a peer without a replica ignores them (it fetches one, with the
+  state, when it needs it). Best effort: nothing is resent.
+* **Guards.** A stolen job whose guard is false is parked by the compute side, which re-checks
+  it whenever updates or a replica arrive. If it still waits after ``guard_wait_s``, its
+  replicas are fetched from its victim — the peer that ran its parent, whose replicas satisfy
+  the guard (§4.2) — and again after each ``guard_wait_s`` until it runs. A lost update costs
+  that wait, never a guard's correctness.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.engine.frames import JobArrived, ReplicaArrived, ReplicaWanted, UpdatesArrived
+from satind.engine.jobs import Job
+from satind.net import messages as m
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SharingCounters:
+    """Names are those of the run JSON ``stats`` (stats.py)."""
+
+    shared_updates_sent: int = 0
+    shared_updates_received: int = 0
+    shared_update_messages: int = 0
+    shared_update_bytes: int = 0
+    guard_waits: int = 0
+    replica_fetches: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(vars(self))
+
+
+@dataclass
+class Held:
+    """A stolen job waiting for replicas before it goes to the compute side."""
+
+    job: Job
+    victim: str
+    missing: set[str]
+    asked: float
+
+
+@dataclass
+class Sharing:
+    """A peer's shared-object bookkeeping on the network side."""
+
+    counters: SharingCounters = field(default_factory=SharingCounters)
+    # Global calls made here, waiting for the combining interval to end.
+    outbox: list[m.SharedUpdate] = field(default_factory=list)
+    outbox_bytes: int = 0
+    held: list[Held] = field(default_factory=list)
+    # The shared objects each stolen job refers to (for a fetch when its guard waits).
+    refs: dict[Job, list[str]] = field(default_factory=dict)
+
+
+# -- global calls out and in ----------------------------------------------------------------
+
+
+def call_made(state: PeerState, shared_id: str, method: str, seq: int, args: bytes) -> Effects:
+    """Hook ``shared_update``: queue this peer's global call; flush when due."""
+    sh = state.sharing
+    first = not sh.outbox
+    sh.outbox.append(m.SharedUpdate(shared_id, state.name, seq, method, args))
+    sh.outbox_bytes += len(args) + len(shared_id) + len(method) + 16
+    if sh.outbox_bytes >= state.cfg.shared.combine_bytes:
+        return flush(state)
+    if first:
+        return [Later(state.cfg.shared.combine_s, lambda: flush(state))]
+    return []
+
+
+def flush(state: PeerState) -> Effects:
+    """Send the queued global calls to every other member, one message each."""
+    sh = state.sharing
+    if not sh.outbox:
+        return []
+    updates, size = sh.outbox, sh.outbox_bytes
+    sh.outbox, sh.outbox_bytes = [], 0
+    others = state.others()
+    sh.counters.shared_updates_sent += len(updates) * len(others)
+    sh.counters.shared_update_messages += len(others)
+    sh.counters.shared_update_bytes += size * len(others)
+    msg = m.SharedUpdates(updates)
+    return [Send(peer, msg) for peer in others]
+
+
+def on_updates(state: PeerState, msg: m.SharedUpdates) -> Effects:
+    state.sharing.counters.shared_updates_received += len(msg.updates)
+    return [ToCompute(UpdatesArrived(list(msg.updates)))]
+
+
+# -- replicas follow the work ----------------------------------------------------------------
+
+
+def arrive(state: PeerState, job: Job, shared: list[str], victim: str, now: float) -> Effects:
+    """A stolen job came: to the compute side now, or held until the replicas it needs are
+    here."""
+    if shared:
+        state.sharing.refs[job] = list(shared)
+    missing = {sid for sid in shared if sid not in state.replicas}
+    if not missing:
+        return [ToCompute(JobArrived(job))]
+    state.sharing.held.append(Held(job, victim, missing, now))
+    return _ask(state, victim, missing)
+
+
+def on_replica_request(state: PeerState, thief: str, msg: m.ReplicaRequest) -> Effects:
+    """A thief asks for a replica: the compute side encodes it at a safe point."""
+    return [ToCompute(ReplicaWanted(msg.shared_id, thief))]
+
+
+def replica_ready(
+    state: PeerState, shared_id: str, thief: str, cls: str, data: bytes | None, seen: dict[str, int]
+) -> Effects:
+    """Hook ``replica_ready``: send it."""
+    return [Send(thief, m.ReplicaReply(shared_id, cls, data, seen))]
+
+
+def on_replica_reply(state: PeerState, msg: m.ReplicaReply) -> Effects:
+    """A replica came: to the compute side, and with it the held jobs it completes."""
+    if msg.state is None:
+        return []  # the peer had none any more: asked again later (tick)
+    fx: Effects = [ToCompute(ReplicaArrived(msg.shared_id, msg.cls, msg.state, dict(msg.seen)))]
+    still: list[Held] = []
+    for held in state.sharing.held:
+        held.missing.discard(msg.shared_id)
+        if held.missing:
+            still.append(held)
+        elif not held.job.run.aborted:
+            fx.append(ToCompute(JobArrived(held.job)))
+    state.sharing.held = still
+    return fx
+
+
+def guard_waiting(state: PeerState, job: Job) -> Effects:
+    """Hook ``guard_waiting``: after ``guard_wait_s``, fetch the job's replicas from its
+    victim (the compute side runs it as soon as its guard holds, which may be before)."""
+    state.sharing.counters.guard_waits += 1
+
+    def fetch() -> Effects:
+        if job.origin is None or job.run.aborted or state.is_gone(job.origin):
+            return []
+        return _ask(state, job.origin, set(state.sharing.refs.get(job, [])))
+
+    return [Later(state.cfg.shared.guard_wait_s, fetch)]
+
+
+def tick(state: PeerState, now: float) -> Effects:
+    """Ask again for replicas not received; drop held jobs whose victim is gone or whose run
+    ended (nobody waits for them)."""
+    fx: Effects = []
+    keep: list[Held] = []
+    for held in state.sharing.held:
+        if held.job.run.aborted or state.is_gone(held.victim):
+            continue
+        if now - held.asked >= state.cfg.shared.fetch_retry_s:
+            held.asked = now
+            fx += _ask(state, held.victim, held.missing)
+        keep.append(held)
+    state.sharing.held = keep
+    return fx
+
+
+def forget_run(state: PeerState, run_id: str) -> None:
+    """A run is over here: its replicas and records go."""
+    prefix = f"{run_id}:"
+    for shared_id in list(state.replicas):
+        if shared_id.startswith(prefix):
+            state.replicas.pop(shared_id, None)
+    sh = state.sharing
+    sh.held = [h for h in sh.held if h.job.run.run_id != run_id]
+    sh.refs = {j: r for j, r in sh.refs.items() if j.run.run_id != run_id}
+
+
+def _ask(state: PeerState, victim: str, ids: set[str]) -> Effects:
+    state.sharing.counters.replica_fetches += len(ids)
+    return [Send(victim, m.ReplicaRequest(sid)) for sid in sorted(ids)]
