@@ -71,6 +71,8 @@ class Sharing:
     outbox: list[m.SharedUpdate] = field(default_factory=list)
     outbox_bytes: int = 0
     held: list[Held] = field(default_factory=list)
+    # Stolen jobs the compute side parked because their guard is false.
+    parked: set[Job] = field(default_factory=set)
     # The shared objects each stolen job refers to (for a fetch when its guard waits).
     refs: dict[Job, list[str]] = field(default_factory=dict)
 
@@ -154,17 +156,31 @@ def on_replica_reply(state: PeerState, msg: m.ReplicaReply) -> Effects:
     return fx
 
 
-def guard_waiting(state: PeerState, job: Job) -> Effects:
-    """Hook ``guard_waiting``: after ``guard_wait_s``, fetch the job's replicas from its
-    victim (the compute side runs it as soon as its guard holds, which may be before)."""
-    state.sharing.counters.guard_waits += 1
+def guard_waiting(state: PeerState, job: Job, waiting: bool = True) -> Effects:
+    """Hook ``guard_waiting``: while the job stays parked, fetch its replicas from its victim
+    every ``guard_wait_s``, doubling up to ``fetch_retry_s`` (a fetch or its answer may be
+    lost too); the compute side runs it as soon as its guard holds."""
+    sh = state.sharing
+    if not waiting:
+        sh.parked.discard(job)
+        return []
+    sh.parked.add(job)
+    sh.counters.guard_waits += 1
+    cfg = state.cfg.shared
 
-    def fetch() -> Effects:
-        if job.origin is None or job.run.aborted or state.is_gone(job.origin):
+    def fetch(wait: float) -> Effects:
+        if job not in sh.parked:
             return []
-        return _ask(state, job.origin, set(state.sharing.refs.get(job, [])))
+        if job.origin is None or job.run.aborted or state.is_gone(job.origin):
+            sh.parked.discard(job)
+            return []
+        again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
+        return [
+            *_ask(state, job.origin, set(sh.refs.get(job, []))),
+            Later(again, lambda: fetch(again)),
+        ]
 
-    return [Later(state.cfg.shared.guard_wait_s, fetch)]
+    return [Later(cfg.guard_wait_s, lambda: fetch(cfg.guard_wait_s))]
 
 
 def tick(state: PeerState, now: float) -> Effects:
@@ -191,6 +207,7 @@ def forget_run(state: PeerState, run_id: str) -> None:
             state.replicas.pop(shared_id, None)
     sh = state.sharing
     sh.held = [h for h in sh.held if h.job.run.run_id != run_id]
+    sh.parked = {j for j in sh.parked if j.run.run_id != run_id}
     sh.refs = {j: r for j, r in sh.refs.items() if j.run.run_id != run_id}
 
 

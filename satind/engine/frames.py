@@ -60,9 +60,10 @@ class WorkerHooks(Protocol):
     ) -> None:
         """The replica ``thief`` asked for, encoded at a safe point (None: not here)."""
 
-    def guard_waiting(self, job: Job) -> None:
-        """A stolen job's guard is false: it waits for updates; if it still waits after
-        ``shared.guard_wait_s``, its replicas are fetched from its victim."""
+    def guard_waiting(self, job: Job, waiting: bool = True) -> None:
+        """A stolen job's guard is false: it waits for updates; while it still waits after
+        ``shared.guard_wait_s``, its replicas are fetched from its victim. ``waiting``
+        False: its guard holds now (it is queued to run)."""
 
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""

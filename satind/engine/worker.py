@@ -698,7 +698,15 @@ class Worker:
             return  # ours has seen everything that one has
         try:
             state = decode_value(event.state, self.value_depth)
-            self.shared[event.shared_id] = rebuild(event.cls, event.shared_id, state, event.seen)
+            if mine is None:
+                self.shared[event.shared_id] = rebuild(
+                    event.cls, event.shared_id, state, event.seen
+                )
+            else:
+                # In place: jobs here hold references to this very object (a parked job's
+                # guard reads it).
+                mine.restore_shared(state)
+                mine._shared_seen = dict(event.seen)
         except Exception as exc:
             _log_bad_update(event.shared_id, "<replica>", exc)
         self._recheck_parked()
@@ -733,6 +741,7 @@ class Worker:
             elif self._guard_ok(job):
                 self.parked.remove(job)
                 self.jobs.append(job)
+                self.hooks.guard_waiting(job, False)
             elif job.error is not None:
                 self.parked.remove(job)
                 self._report(job)

@@ -80,8 +80,10 @@ class ComputeHooks:
             )
         )
 
-    def guard_waiting(self, job: Job) -> None:
-        self.peer.compute.soon(lambda: self.peer.apply(sharing.guard_waiting(self.peer.state, job)))
+    def guard_waiting(self, job: Job, waiting: bool = True) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(sharing.guard_waiting(self.peer.state, job, waiting))
+        )
 
     def job_logged(self, job: Job, value: bytes) -> None:
         result = m.JobResult(job.run.run_id, job.path, value, None)

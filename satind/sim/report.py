@@ -86,6 +86,9 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
     leaves_expected = spawns_expected = 0
     if sc.workload is not None:
         answer, leaves_expected, _, spawns_expected = walk(sc.workload)
+        if sc.workload.steps > 0:
+            answer = answer * sc.workload.steps % 2**64
+            spawns_expected *= sc.workload.steps
         if sim.submit_error:
             violations.append(f"a submit or resume was refused: {sim.submit_error}")
         if sim.result is None:

@@ -22,6 +22,7 @@ leaf_ms = 50.0
 dist = "exp"                  # fixed, uniform or exp
 imbalance = 0.3
 needles = 0.0                 # > 0: a search that aborts at the first needle (workload.py)
+steps = 0                     # > 0: iterative, steps guarded by a shared clock (workload.py)
 submit_at = 5.0               # virtual seconds after the start
 steal = "crs"                 # rs or crs
 
@@ -162,6 +163,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
                 "dist",
                 "imbalance",
                 "needles",
+                "steps",
                 "submit_at",
                 "steal",
             },
@@ -177,6 +179,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
             dist=dist,
             imbalance=_get(wl, "imbalance", float, 0.0, "workload"),
             needles=_get(wl, "needles", float, 0.0, "workload"),
+            steps=_get(wl, "steps", int, 0, "workload"),
         )
         submit_at = _get(wl, "submit_at", float, 5.0, "workload")
         steal = _get(wl, "steal", str, "crs", "workload")

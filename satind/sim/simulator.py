@@ -382,8 +382,10 @@ class Simulation:
         w = self.scenario.workload
         master = sorted(self.live())[0]
         argv = [str(w.depth), str(w.branching), repr(w.leaf_ms), w.dist, repr(w.imbalance)]
-        if w.needles > 0:
+        if w.needles > 0 or w.steps > 0:
             argv.append(repr(w.needles))
+        if w.steps > 0:
+            argv.append(str(w.steps))
         self.submitted_at = trio.current_time()
         self.master = master
         self.trace("submit", master.encode())

@@ -18,6 +18,11 @@ leaf costs under any schedule, seed or fault.
   ``Found(path)``; every node spawns its children with an inlet that, at the first ``Found``,
   aborts the other children and passes it up. The answer is the path of *a* needle (which
   one depends on the schedule: every needle is right), or None when the tree has none.
+* ``steps`` > 0 makes it iterative, the shape of the Satin paper's Barnes-Hut (Fig 1): the root
+  makes a shared ``Clock`` and runs the tree ``steps`` times, advancing the clock with a
+  global call after each; every job of step s is guarded by ``clock.step == s`` and every leaf
+  checks it, raising ``StaleReplica`` if a job ran on a replica its guard should have kept it
+  from. The answer is the tree's times ``steps`` (mod 2**64).
 """
 
 from __future__ import annotations
@@ -27,7 +32,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from satind import Plugin, UsageError, abort, register_type, spawnable, sync
+from satind import (
+    Plugin,
+    SharedObject,
+    UsageError,
+    abort,
+    global_method,
+    register_type,
+    spawnable,
+    sync,
+)
 from satind.sim.lockstep import spend
 
 MASK = (1 << 64) - 1
@@ -42,10 +56,26 @@ class Workload:
     dist: str = "fixed"
     imbalance: float = 0.0
     needles: float = 0.0
+    steps: int = 0
 
-    def spec(self) -> tuple[int, float, str, float, float]:
+    def spec(self) -> tuple[int, float, str, float, float, int]:
         """What every job carries (CBOR-friendly)."""
-        return (self.branching, self.leaf_ms, self.dist, self.imbalance, self.needles)
+        return (self.branching, self.leaf_ms, self.dist, self.imbalance, self.needles, self.steps)
+
+
+class Clock(SharedObject):
+    """The step an iterative workload is at, replicated on every peer."""
+
+    def __init__(self) -> None:
+        self.step = 0
+
+    @global_method
+    def advance(self, step: int) -> None:
+        self.step = max(self.step, step)
+
+
+class StaleReplica(RuntimeError):
+    """A guarded job ran on a replica older than its guard allows."""
 
 
 class Found(Exception):
@@ -105,7 +135,7 @@ def children(
     ]
 
 
-Spec = tuple[int, float, str, float, float]
+Spec = tuple[int, float, str, float, float, int]
 
 
 @spawnable
@@ -114,6 +144,9 @@ def synthetic(path: tuple[int, ...], depth: int, spec: Spec) -> int | list[int] 
     (``lockstep.spend``); run anywhere else, it costs nothing."""
     kids = children(path, depth, spec)
     needles = float(spec[4]) if len(spec) > 4 else 0.0
+    steps = int(spec[5]) if len(spec) > 5 else 0
+    if steps > 0 and not path:
+        return _iterate(depth, spec, steps)
     if not kids:
         _, leaf_ms, dist = spec[:3]
         spend(leaf_cost_s(path, float(leaf_ms), str(dist)), tuple(path))
@@ -148,6 +181,36 @@ def _search(
     if path:
         raise found[0]
     return list(found[0].path)  # the root answers with the path
+
+
+def _iterate(depth: int, spec: Spec, steps: int) -> int:
+    """The root of an iterative workload: the tree once per step, guarded by a shared clock."""
+    clock = Clock()  # made in the root job: the same id if the root runs again
+    total = 0
+    for step in range(steps):
+        total += int(stepped((), depth, spec, clock, step))
+        clock.advance(step + 1)
+    return total & MASK
+
+
+@spawnable
+def stepped(path: tuple[int, ...], depth: int, spec: Spec, clock: Clock, step: int) -> int:
+    """A node of step ``step``: it may run only on a replica of the clock at that step."""
+    kids = children(path, depth, spec)
+    if not kids:
+        if clock.step != step:
+            raise StaleReplica(f"leaf {list(path)} of step {step} ran at clock {clock.step}")
+        _, leaf_ms, dist = spec[:3]
+        spend(leaf_cost_s(path, float(leaf_ms), str(dist)), tuple(path))
+        return leaf_value(path)
+    handles = [stepped.spawn(p, d, spec, clock, step) for p, d in kids]
+    sync()
+    return sum(h.result() for h in handles) & MASK
+
+
+@stepped.guard
+def _current(path: tuple[int, ...], depth: int, spec: Spec, clock: Clock, step: int) -> bool:
+    return clock.step == step
 
 
 def needles_in(workload: Workload) -> set[tuple[int, ...]]:
@@ -191,11 +254,14 @@ def walk(workload: Workload) -> tuple[int, int, float, int]:
 
 
 def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, Spec]:
-    if len(argv) not in (5, 6):
-        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES]")
+    if len(argv) not in (5, 6, 7):
+        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS]]")
     depth, branching, leaf_ms = int(argv[0]), int(argv[1]), float(argv[2])
     dist, imbalance = argv[3], float(argv[4])
-    needles = float(argv[5]) if len(argv) == 6 else 0.0
+    needles = float(argv[5]) if len(argv) >= 6 else 0.0
+    steps = int(argv[6]) if len(argv) == 7 else 0
+    if not 0 <= steps <= 1000:
+        raise UsageError("STEPS must be between 0 and 1000")
     if not 0 <= needles < 1:
         raise UsageError("NEEDLES is a probability: 0 <= NEEDLES < 1")
     if dist not in DISTRIBUTIONS:
@@ -205,13 +271,13 @@ def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, Spec]:
             "out of range: 0 <= DEPTH <= 40, 1 <= BRANCHING <= 255, LEAF_MS >= 0, "
             "0 <= IMBALANCE < 1"
         )
-    return (), depth, (branching, leaf_ms, dist, imbalance, needles)
+    return (), depth, (branching, leaf_ms, dist, imbalance, needles, steps)
 
 
 PLUGIN = Plugin(
     name="simtree",
     entry=synthetic,
-    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES]",
+    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS]]",
     parse=parse,
     max_branching=lambda args: int(args[2][0]),
     description="the simulator's synthetic tree (runs in virtual time there)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from satind.core import aborts, custody, thief, victim
 from satind.core.effects import Reply, Send, ToCompute
-from satind.engine.frames import Cancel, make_root
+from satind.engine.frames import Cancel, JobArrived, make_root
 from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.recovery.restart import restart_jobs_of
@@ -42,7 +42,7 @@ def test_an_aborted_frames_stolen_children_get_an_abort_and_are_never_restarted(
     assert list(state.custody.given) == [("r1", other.path)]
     # The thief dies after the abort: only the unrelated job comes back.
     back = restart_jobs_of(state, "b/0", "gone")
-    assert [e.event.job for e in back if isinstance(e, ToCompute)] == [other]
+    assert [e.event for e in back if isinstance(e, ToCompute)] == [JobArrived(other)]
     # A late result of an aborted child finds no record and is ignored.
     late = m.JobResult("r1", kids[1].path, b"\x01", None)
     assert custody.on_job_result(state, "c/0", late) == []
@@ -90,8 +90,9 @@ def test_a_thief_cuts_a_running_aborted_job_and_forwards_the_abort_down_its_cust
     _give(state, unrelated, "d/0")
     fx = aborts.on_abort(state, "b/0", m.Abort("r1", job.path))
     assert fx[0] == ToCompute(Cancel(job))
-    assert sorted((e.dest, e.msg.path) for e in fx[1:] if isinstance(e, Send)) == sorted(
-        [("c/0", child.path), ("d/0", grandchild.path)]
+    assert sorted((e.dest, e.msg) for e in fx[1:] if isinstance(e, Send)) == sorted(
+        [("c/0", m.Abort("r1", child.path)), ("d/0", m.Abort("r1", grandchild.path))],
+        key=lambda pair: pair[0],
     )
     assert list(state.custody.given) == [("r1", unrelated.path)]
     # Until the compute side has unwound it, nothing of its subtree is handed out ...

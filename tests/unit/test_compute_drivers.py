@@ -68,6 +68,17 @@ class Hooks:
     def children_aborted(self, frame: Job) -> None:
         pass
 
+    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+        pass
+
+    def replica_ready(
+        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
+    ) -> None:
+        pass
+
+    def guard_waiting(self, job: Job, waiting: bool = True) -> None:
+        pass
+
     def job_logged(self, job: Job, value: bytes) -> None:
         pass
 

@@ -51,6 +51,17 @@ class Hooks:
     def children_aborted(self, frame: Job) -> None:
         self.events.put(("aborted", frame))
 
+    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+        self.events.put(("update", (shared_id, method, seq, args)))
+
+    def replica_ready(
+        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
+    ) -> None:
+        self.events.put(("replica", (shared_id, thief, cls, state, seen)))
+
+    def guard_waiting(self, job: Job, waiting: bool = True) -> None:
+        self.events.put(("guard", (job, waiting)))
+
     def job_logged(self, job: Job, value: bytes) -> None:
         self.events.put(("logged", job))
 

@@ -1,0 +1,218 @@
+"""Shared objects on the compute side (satind/shared.py, engine/worker.py): reproducible ids,
+references in job arguments, global calls shipped and applied in order per sender, replicas
+given and installed in place, guards that park a stolen job until its replica is current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from satind import SharedObject, global_method, spawnable, sync
+from satind.config import EngineConfig
+from satind.engine import worker as worker_mod
+from satind.engine.frames import (
+    JobArrived,
+    ReplicaArrived,
+    ReplicaWanted,
+    UpdatesArrived,
+    make_root,
+)
+from satind.engine.jobs import Job, RunState
+from satind.engine.worker import Worker
+from satind.net.codec import DecodeError, Encoded, decode_value, encode_value
+from satind.net.records import SharedUpdate
+from tests.unit.test_worker import Hooks
+
+
+class Counter(SharedObject):
+    def __init__(self) -> None:
+        self.total = 0
+        self.log: list[int] = []
+
+    @global_method
+    def add(self, n: int) -> None:
+        self.total += n
+        self.log.append(n)
+
+
+class SharingHooks(Hooks):
+    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+        self.events.put(("update", (shared_id, method, seq, decode_value(args))))
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    w = Worker(EngineConfig(), SharingHooks())
+    w.peer_name = "me"
+    worker_mod.CURRENT = w
+    try:
+        yield w
+    finally:
+        worker_mod.CURRENT = None
+
+
+def _run() -> RunState:
+    return RunState("r1", "test", 0.5)
+
+
+@spawnable
+def use(counter: Counter, n: int) -> int:
+    counter.add(n)
+    return counter.total
+
+
+def test_an_object_made_in_a_job_has_a_reproducible_id_and_global_calls_are_shipped(
+    worker: Worker,
+) -> None:
+    made: list[Counter] = []
+
+    @spawnable
+    def root() -> int:
+        counter = Counter()
+        made.append(counter)
+        handles = [use.spawn(counter, n) for n in (1, 2, 3)]
+        sync()
+        return max(h.result() for h in handles)
+
+    for _ in range(2):  # the root run again (a crash, a new epoch) makes the same id
+        job = make_root(root.fn, (), _run())
+        worker.run_job(job)
+    assert made[0]._shared_id == made[1]._shared_id == "r1::0"
+    assert worker.shared["r1::0"] is made[1]
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    updates = [v for k, v in hooks.drained() if k == "update"]
+    # Each run numbered its own calls from 1: per object, per sender.
+    assert [u[2] for u in updates] == [1, 2, 3, 1, 2, 3]
+    assert {u[:2] for u in updates} == {("r1::0", "add")}
+
+
+def test_a_reference_travels_instead_of_the_state_and_is_resolved_on_arrival(
+    worker: Worker,
+) -> None:
+    counter = Counter()  # outside a job: no id, cannot travel
+    with pytest.raises(Exception, match="outside a job"):
+        encode_value((counter,))
+    job = make_root(lambda: None, (), _run())
+    worker.current = job
+    try:
+        shared = Counter()
+    finally:
+        worker.current = worker.idle_frame
+    refs: list[Any] = []
+    data = encode_value((shared, 5), refs=refs)
+    assert refs == [["r1::0", f"{Counter.__module__}:Counter"]]
+    assert len(data) < 64  # a reference, not the state
+    assert decode_value(data) == (shared, 5)
+    del worker.shared["r1::0"]
+    with pytest.raises(DecodeError, match="no replica"):
+        decode_value(data)
+
+
+def _replica(worker: Worker) -> Counter:
+    job = make_root(lambda: None, (), _run())
+    worker.current = job
+    try:
+        return Counter()
+    finally:
+        worker.current = worker.idle_frame
+
+
+def _update(seq: int, n: int, sender: str = "p2") -> SharedUpdate:
+    return SharedUpdate("r1::0", sender, seq, "add", encode_value((n,)))
+
+
+def test_updates_apply_in_order_per_sender_once_each(worker: Worker) -> None:
+    counter = _replica(worker)
+    worker.post(UpdatesArrived([_update(2, 20), _update(1, 10), _update(1, 10)]))
+    worker.post(UpdatesArrived([_update(4, 40), _update(1, 7, sender="p3")]))
+    worker.drain()
+    # 1 then 2 (2 waited for 1), the duplicate of 1 dropped, 4 waits for the missing 3.
+    assert counter.log == [10, 20, 7]
+    worker.post(UpdatesArrived([_update(3, 30)]))
+    worker.drain()
+    assert counter.log == [10, 20, 7, 30, 40] and counter.total == 107
+    assert counter._shared_seen == {"p2": 4, "p3": 1}
+
+
+def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
+    counter = _replica(worker)
+    counter.add(5)
+    worker.post(ReplicaWanted("r1::0", "thief"))
+    worker.drain()
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    given = hooks.next("replica")
+    assert given[:3] == ("r1::0", "thief", f"{Counter.__module__}:Counter")
+    assert decode_value(given[3])["total"] == 5 and given[4] == {"me": 1}
+    # A newer replica from elsewhere replaces the state of the same object; an older one not.
+    newer = encode_value({"total": 50, "log": [5, 45]})
+    worker.post(ReplicaArrived("r1::0", given[2], newer, {"me": 1, "p2": 1}))
+    worker.drain()
+    assert worker.shared["r1::0"] is counter and counter.total == 50
+    older = encode_value({"total": 0, "log": []})
+    worker.post(ReplicaArrived("r1::0", given[2], older, {"me": 1}))
+    worker.drain()
+    assert counter.total == 50
+
+
+class Clock(SharedObject):
+    def __init__(self) -> None:
+        self.step = 0
+
+    @global_method
+    def advance(self, step: int) -> None:
+        self.step = max(self.step, step)
+
+
+@spawnable
+def at_step(clock: Clock, step: int) -> int:
+    if clock.step != step:
+        raise RuntimeError("ran on a stale replica")
+    return step
+
+
+@at_step.guard
+def _at_step_guard(clock: Clock, step: int) -> bool:
+    return clock.step == step
+
+
+def test_a_guard_parks_a_stolen_job_until_its_replica_is_current(worker: Worker) -> None:
+    job = make_root(lambda: None, (), _run())
+    worker.current = job
+    try:
+        clock = Clock()
+    finally:
+        worker.current = worker.idle_frame
+    stolen = Job(at_step.fn, Encoded(encode_value((clock, 1))), None, 0, job.run, 0.5)
+    stolen.set_path(b"\x01")
+    stolen.origin = "victim"
+    worker.post(JobArrived(stolen))
+    worker.drain()
+    popped = worker.queue.pop()
+    assert popped is stolen
+    worker.run_job(stolen)
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    assert hooks.next("guard") == (stolen, True)
+    assert worker.parked == [stolen] and not stolen.done
+    # The update that advances the clock arrives: the job is queued, runs, and is right.
+    worker.post(
+        UpdatesArrived([SharedUpdate(clock._shared_id or "", "p2", 1, "advance", b"\x81\x01")])
+    )
+    worker.drain()
+    assert hooks.next("guard") == (stolen, False)
+    assert worker.parked == [] and worker.queue.pop() is stolen
+    worker.run_job(stolen)
+    assert hooks.next("finished") is stolen and stolen.error is None
+
+
+def test_without_satind_a_shared_object_is_a_plain_object() -> None:
+    assert worker_mod.CURRENT is None
+    counter = Counter()
+    assert use(counter, 4) == 4 and counter._shared_id is None
+    h = use.spawn(counter, 1)
+    sync()
+    assert h.result() == 5
