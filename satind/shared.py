@@ -49,6 +49,9 @@ class SharedObject:
     """Base class of objects replicated on every peer (see the module's docstring)."""
 
     _shared_id: str | None = None
+    # The run's epoch when it was made: a new master's epoch makes it again with a fresh
+    # state, and replicas and calls of an older incarnation give way.
+    _shared_inc: int = 0
     # What of every peer's global calls this replica has applied: sender -> count.
     _shared_seen: dict[str, int]
 
@@ -99,7 +102,9 @@ def apply_global(obj: SharedObject, method: str, args: tuple[Any, ...]) -> None:
     fn(obj, *args)
 
 
-def rebuild(cls_name: str, shared_id: str, state: Any, seen: dict[str, int]) -> SharedObject:
+def rebuild(
+    cls_name: str, shared_id: str, state: Any, seen: dict[str, int], incarnation: int = 0
+) -> SharedObject:
     """A replica from another peer's state.
 
     Raises:
@@ -111,6 +116,7 @@ def rebuild(cls_name: str, shared_id: str, state: Any, seen: dict[str, int]) -> 
     obj = object.__new__(cls)
     obj._shared_seen = dict(seen)
     obj._shared_id = shared_id
+    obj._shared_inc = incarnation
     obj.restore_shared(state)
     return obj
 

@@ -175,6 +175,7 @@ def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
             fx.append(Task("forward_result", info.run_id, old.submitter))
             old.submitter = None
     old.info = info
+    old.state.epoch = info.epoch
     return fx
 
 

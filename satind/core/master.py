@@ -193,7 +193,9 @@ def submit(
         branching=parsed.branching,
         check=msg.check,
     )
-    run = PeerRun(info, RunState(info.run_id, info.plugin, 1.0 / info.branching), parsed.plugin)
+    run = PeerRun(
+        info, RunState(info.run_id, info.plugin, 1.0 / info.branching, info.epoch), parsed.plugin
+    )
     run.submitter = link.remote_name
     run.args = parsed.args
     reply = _accepted(state, m.Submitted(msg.req, info.run_id))
@@ -257,7 +259,9 @@ def resume(
         info = dataclasses.replace(info, epoch=max(info.epoch, runs.suspended[info.run_id]))
         runs.reopen(info.run_id)
     info = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
-    run = PeerRun(info, RunState(info.run_id, plugin.name, 1.0 / info.branching), plugin)
+    run = PeerRun(
+        info, RunState(info.run_id, plugin.name, 1.0 / info.branching, info.epoch), plugin
+    )
     run.submitter = link.remote_name
     run.args = codec.Encoded(info.args)  # decoded by the compute side
     runs.active[info.run_id] = run

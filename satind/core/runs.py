@@ -175,7 +175,7 @@ class RunTable:
         refused: str | None,
         baseline: dict[str, float],
     ) -> PeerRun:
-        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching))
+        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching), info.epoch)
         run = PeerRun(info, state, plugin, refused, baseline=baseline)
         self.active[info.run_id] = run
         return run

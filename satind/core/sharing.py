@@ -80,12 +80,12 @@ class Sharing:
 # -- global calls out and in ----------------------------------------------------------------
 
 
-def call_made(state: PeerState, shared_id: str, method: str, seq: int, args: bytes) -> Effects:
+def call_made(state: PeerState, update: m.SharedUpdate) -> Effects:
     """Hook ``shared_update``: queue this peer's global call; flush when due."""
     sh = state.sharing
     first = not sh.outbox
-    sh.outbox.append(m.SharedUpdate(shared_id, state.name, seq, method, args))
-    sh.outbox_bytes += len(args) + len(shared_id) + len(method) + 16
+    sh.outbox.append(update)
+    sh.outbox_bytes += len(update.args) + len(update.shared_id) + len(update.method) + 16
     if sh.outbox_bytes >= state.cfg.shared.combine_bytes:
         return flush(state)
     if first:
@@ -133,18 +133,17 @@ def on_replica_request(state: PeerState, thief: str, msg: m.ReplicaRequest) -> E
     return [ToCompute(ReplicaWanted(msg.shared_id, thief))]
 
 
-def replica_ready(
-    state: PeerState, shared_id: str, thief: str, cls: str, data: bytes | None, seen: dict[str, int]
-) -> Effects:
+def replica_ready(state: PeerState, thief: str, reply: m.ReplicaReply) -> Effects:
     """Hook ``replica_ready``: send it."""
-    return [Send(thief, m.ReplicaReply(shared_id, cls, data, seen))]
+    return [Send(thief, reply)]
 
 
 def on_replica_reply(state: PeerState, msg: m.ReplicaReply) -> Effects:
     """A replica came: to the compute side, and with it the held jobs it completes."""
     if msg.state is None:
         return []  # the peer had none any more: asked again later (tick)
-    fx: Effects = [ToCompute(ReplicaArrived(msg.shared_id, msg.cls, msg.state, dict(msg.seen)))]
+    arrived = ReplicaArrived(msg.shared_id, msg.cls, msg.state, dict(msg.seen), msg.incarnation)
+    fx: Effects = [ToCompute(arrived)]
     still: list[Held] = []
     for held in state.sharing.held:
         held.missing.discard(msg.shared_id)

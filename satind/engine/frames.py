@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
+from satind.net.messages import ReplicaReply
 from satind.net.records import SharedUpdate
 
 
@@ -51,14 +52,12 @@ class WorkerHooks(Protocol):
         peers (its children not finished and not queued here) must be told (an ``Abort``
         each); their custody records go."""
 
-    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
-        """This peer made its ``seq``-th global call on a shared object (satind/shared.py):
-        ship it to every other member."""
+    def shared_update(self, update: SharedUpdate) -> None:
+        """This peer made a global call on a shared object (satind/shared.py): ship it to
+        every other member."""
 
-    def replica_ready(
-        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
-    ) -> None:
-        """The replica ``thief`` asked for, encoded at a safe point (None: not here)."""
+    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
+        """The replica ``thief`` asked for, encoded at a safe point (state None: not here)."""
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         """A stolen job's guard is false: it waits for updates; while it still waits after
@@ -124,6 +123,7 @@ class ReplicaArrived:
     cls: str
     state: bytes
     seen: dict[str, int]
+    incarnation: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,6 +107,7 @@ class RunState:
         "abort_wasted_s",
         "aborted",
         "aborts",
+        "epoch",
         "inv_branching",
         "jobs_cancelled",
         "jobs_run",
@@ -121,8 +122,11 @@ class RunState:
         "syncs",
     )
 
-    def __init__(self, run_id: str, plugin: str, inv_branching: float) -> None:
+    def __init__(self, run_id: str, plugin: str, inv_branching: float, epoch: int = 0) -> None:
         self.run_id = run_id
+        # The run's epoch this state belongs to (a new master's epoch has a new RunState):
+        # the incarnation of the shared objects its jobs make (satind/shared.py).
+        self.epoch = epoch
         self.plugin = plugin
         # 1 / the plugin's maximum branching factor: a child's share of its parent's work.
         self.inv_branching = inv_branching

@@ -649,6 +649,7 @@ class Worker:
         cur.nshared = count + 1
         shared_id = f"{cur.run.run_id}:{cur.path.hex()}:{count}"
         obj._shared_id = shared_id
+        obj._shared_inc = cur.run.epoch
         self.shared[shared_id] = obj
 
     def shared_call(self, obj: SharedObject, method: str, args: tuple[Any, ...]) -> None:
@@ -658,10 +659,13 @@ class Worker:
             EncodeError: its arguments cannot travel.
         """
         assert obj._shared_id is not None
+        from satind.net.records import SharedUpdate
+
         data = encode_value(args, self.max_frame)
         seq = obj._shared_seen.get(self.peer_name, 0) + 1
         obj._shared_seen[self.peer_name] = seq
-        self.hooks.shared_update(obj._shared_id, method, seq, data)
+        update = SharedUpdate(obj._shared_id, self.peer_name, seq, method, data, obj._shared_inc)
+        self.hooks.shared_update(update)
 
     def _apply_updates(self, updates: list[SharedUpdate]) -> None:
         from satind.shared import apply_global
@@ -670,6 +674,8 @@ class Worker:
             obj = self.shared.get(update.shared_id)
             if obj is None or update.sender == self.peer_name:
                 continue  # no replica here (fetched with its state when needed), or ours
+            if update.incarnation != obj._shared_inc:
+                continue  # a call on another incarnation (an epoch's): a fetch settles it
             key = (update.shared_id, update.sender)
             self.shared_pending.setdefault(key, {})[update.seq] = update
             pending = self.shared_pending[key]
@@ -691,8 +697,12 @@ class Worker:
         from satind.shared import rebuild
 
         mine = self.shared.get(event.shared_id)
-        if mine is not None and all(
-            mine._shared_seen.get(p, 0) >= n for p, n in event.seen.items()
+        if mine is not None and (
+            mine._shared_inc > event.incarnation
+            or (
+                mine._shared_inc == event.incarnation
+                and all(mine._shared_seen.get(p, 0) >= n for p, n in event.seen.items())
+            )
         ):
             self._recheck_parked()
             return  # ours has seen everything that one has
@@ -700,22 +710,28 @@ class Worker:
             state = decode_value(event.state, self.value_depth)
             if mine is None:
                 self.shared[event.shared_id] = rebuild(
-                    event.cls, event.shared_id, state, event.seen
+                    event.cls, event.shared_id, state, event.seen, event.incarnation
                 )
             else:
                 # In place: jobs here hold references to this very object (a parked job's
                 # guard reads it).
                 mine.restore_shared(state)
                 mine._shared_seen = dict(event.seen)
+                mine._shared_inc = event.incarnation
+                for key in [k for k in self.shared_pending if k[0] == event.shared_id]:
+                    del self.shared_pending[key]  # calls held for the replaced state
         except Exception as exc:
             _log_bad_update(event.shared_id, "<replica>", exc)
         self._recheck_parked()
 
     def _give_replica(self, event: ReplicaWanted) -> None:
+        from satind.net.messages import ReplicaReply
+
         obj = self.shared.get(event.shared_id)
         state = None
         cls = ""
         seen: dict[str, int] = {}
+        inc = 0
         if obj is not None:
             from satind.shared import class_name
 
@@ -723,8 +739,9 @@ class Worker:
                 state = encode_value(obj.shared_state(), self.max_frame)
             except EncodeError as exc:
                 _log_bad_update(event.shared_id, "<replica>", exc)
-            cls, seen = class_name(type(obj)), dict(obj._shared_seen)
-        self.hooks.replica_ready(event.shared_id, event.thief, cls, state, seen)
+            cls, seen, inc = class_name(type(obj)), dict(obj._shared_seen), obj._shared_inc
+        reply = ReplicaReply(event.shared_id, cls, state, seen, inc)
+        self.hooks.replica_ready(event.thief, reply)
 
     def _guard_ok(self, job: Job) -> bool:
         try:

@@ -533,6 +533,7 @@ class ReplicaReply(Message):
     cls: str
     state: bytes | None
     seen: dict[str, int]
+    incarnation: int = 0
 
 
 @dataclass(frozen=True)

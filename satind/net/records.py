@@ -65,6 +65,9 @@ class SharedUpdate:
     seq: int
     method: str
     args: bytes
+    # The object's incarnation: the epoch of the run when it was made. A new master's epoch
+    # makes it again (same id, fresh state); calls on an older incarnation are ignored.
+    incarnation: int = 0
 
 
 @dataclass(frozen=True)

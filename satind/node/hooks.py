@@ -64,20 +64,12 @@ class ComputeHooks:
             lambda: self.peer.apply(aborts.children_aborted(self.peer.state, frame))
         )
 
-    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
-        self.peer.compute.soon(
-            lambda: self.peer.apply(
-                sharing.call_made(self.peer.state, shared_id, method, seq, args)
-            )
-        )
+    def shared_update(self, update: m.SharedUpdate) -> None:
+        self.peer.compute.soon(lambda: self.peer.apply(sharing.call_made(self.peer.state, update)))
 
-    def replica_ready(
-        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
-    ) -> None:
+    def replica_ready(self, thief: str, reply: m.ReplicaReply) -> None:
         self.peer.compute.soon(
-            lambda: self.peer.apply(
-                sharing.replica_ready(self.peer.state, shared_id, thief, cls, state, seen)
-            )
+            lambda: self.peer.apply(sharing.replica_ready(self.peer.state, thief, reply))
         )
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:

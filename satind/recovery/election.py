@@ -86,7 +86,9 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
         info.master,
         new.epoch,
     )
-    run = PeerRun(new, RunState(new.run_id, plugin.name, 1.0 / max(1, new.branching)), plugin)
+    run = PeerRun(
+        new, RunState(new.run_id, plugin.name, 1.0 / max(1, new.branching), new.epoch), plugin
+    )
     run.args = Encoded(new.args)  # decoded by the compute side, not here
     return queue_or_start(state, run, now)
 
@@ -118,6 +120,7 @@ def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effe
     level = logging.INFO if why.endswith("drains") else logging.WARNING
     log.log(level, "run %s: %s; taking over as epoch %d", info.run_id, why, info.epoch)
     run.info = info
+    run.state.epoch = info.epoch  # the shared objects the respawned root makes are new
     run.args = Encoded(info.args)  # decoded by the compute side, not here
     run.submitter = None
     return start(state, run, now)

@@ -25,6 +25,8 @@ from satind.engine.frames import ChildResult, JobArrived, Wakeup, make_root
 from satind.engine.jobs import Job, RunState
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded, encode_value
+from satind.net.messages import ReplicaReply
+from satind.net.records import SharedUpdate
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.sim.lockstep import LockstepCompute, spend
 
@@ -68,12 +70,10 @@ class Hooks:
     def children_aborted(self, frame: Job) -> None:
         pass
 
-    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
+    def shared_update(self, update: SharedUpdate) -> None:
         pass
 
-    def replica_ready(
-        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
-    ) -> None:
+    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
         pass
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:

@@ -38,8 +38,9 @@ class Counter(SharedObject):
 
 
 class SharingHooks(Hooks):
-    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
-        self.events.put(("update", (shared_id, method, seq, decode_value(args))))
+    def shared_update(self, update: SharedUpdate) -> None:
+        args = decode_value(update.args)
+        self.events.put(("update", (update.shared_id, update.method, update.seq, args)))
 
 
 @pytest.fixture
@@ -144,9 +145,15 @@ def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
     worker.drain()
     hooks = worker.hooks
     assert isinstance(hooks, SharingHooks)
-    given = hooks.next("replica")
-    assert given[:3] == ("r1::0", "thief", f"{Counter.__module__}:Counter")
-    assert decode_value(given[3])["total"] == 5 and given[4] == {"me": 1}
+    thief, reply = hooks.next("replica")
+    assert (reply.shared_id, thief, reply.cls) == (
+        "r1::0",
+        "thief",
+        f"{Counter.__module__}:Counter",
+    )
+    assert reply.state is not None and decode_value(reply.state)["total"] == 5
+    assert reply.seen == {"me": 1}
+    given = (reply.shared_id, thief, reply.cls)
     # A newer replica from elsewhere replaces the state of the same object; an older one not.
     newer = encode_value({"total": 50, "log": [5, 45]})
     worker.post(ReplicaArrived("r1::0", given[2], newer, {"me": 1, "p2": 1}))

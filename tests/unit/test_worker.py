@@ -25,6 +25,8 @@ from satind.engine.frames import (
 from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded
+from satind.net.messages import ReplicaReply
+from satind.net.records import SharedUpdate
 
 
 class Hooks:
@@ -51,13 +53,11 @@ class Hooks:
     def children_aborted(self, frame: Job) -> None:
         self.events.put(("aborted", frame))
 
-    def shared_update(self, shared_id: str, method: str, seq: int, args: bytes) -> None:
-        self.events.put(("update", (shared_id, method, seq, args)))
+    def shared_update(self, update: SharedUpdate) -> None:
+        self.events.put(("update", update))
 
-    def replica_ready(
-        self, shared_id: str, thief: str, cls: str, state: bytes | None, seen: dict[str, int]
-    ) -> None:
-        self.events.put(("replica", (shared_id, thief, cls, state, seen)))
+    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
+        self.events.put(("replica", (thief, reply)))
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         self.events.put(("guard", (job, waiting)))
