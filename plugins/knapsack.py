@@ -1,4 +1,4 @@
-"""knapsack ITEMS SEED: the optimal value of a seeded 0/1 knapsack instance, by branch and bound.
+"""knapsack ITEMS SEED [shared|args]: a seeded 0/1 knapsack optimum, by branch and bound.
 
 The instance: ITEMS items with weights and values drawn from ``random.Random(SEED)``, strongly
 correlated (value = weight + 50, the hard kind for branch and bound), capacity half the total
@@ -6,9 +6,12 @@ weight. Items are sorted by value density; a node decides one item (take it or n
 when the fractional-relaxation bound cannot beat the best value known.
 
 The first SPAWN_DEPTH levels are spawned (two children per node); below, a node searches its
-subtree sequentially. Without shared objects, a spawned child only knows the best value its
-parent knew (passed down), so the parallel search prunes somewhat less than the sequential
-one; the answer is the same.
+subtree sequentially. The best value known is a shared object (``Best``, satind/shared.py):
+a job that finds a better packing improves it with a global call, and every peer prunes with
+it from then on (satin-grid-programming-model §3.2). Any replica holds the value of a real
+packing and nodes are pruned only when they cannot beat it, so no guard is needed and the
+answer is the same. With ``args`` the best value is passed down instead, as before shared
+objects: a spawned child only knows what its parent knew.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, spawnable, sync
+from satind import Plugin, SharedObject, UsageError, global_method, spawnable, sync
 
 from ._args import at_most, int_arg
 
@@ -125,12 +128,65 @@ def knap(items: Items, i: int, room: int, value: int, best: int, depth: int) -> 
     return result
 
 
-def parse(argv: Sequence[str]) -> tuple[Items, int, int, int, int, int]:
-    at_most(argv, 2)
+class Best(SharedObject):
+    """The best value known, replicated on every peer."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    @global_method
+    def improve(self, value: int) -> None:
+        if value > self.value:
+            self.value = value
+
+
+def search_shared(items: Items, i: int, room: int, value: int, best: Best) -> None:
+    """search_seq, pruning with the shared best and improving it as soon as it is beaten."""
+    weights, values = items
+    if value > best.value:
+        best.improve(value)
+    if i == len(weights) or bound(items, i, room, value) <= best.value:
+        return
+    if weights[i] <= room:
+        search_shared(items, i + 1, room - weights[i], value + values[i], best)
+    search_shared(items, i + 1, room, value, best)
+
+
+@spawnable
+def knap_shared(items: Items, i: int, room: int, value: int, best: Best, depth: int) -> None:
+    weights, values = items
+    if depth == 0 or i == len(weights):
+        search_shared(items, i, room, value, best)
+        return
+    if value > best.value:
+        best.improve(value)
+    if bound(items, i, room, value) <= best.value:
+        return
+    if weights[i] <= room:
+        knap_shared.spawn(items, i + 1, room - weights[i], value + values[i], best, depth - 1)
+    knap_shared.spawn(items, i + 1, room, value, best, depth - 1)
+    sync()
+
+
+@spawnable
+def solve(items: Items, i: int, room: int, value: int, best: int, depth: int, mode: str) -> int:
+    """The run's root: the optimum, with the best value shared or passed down."""
+    if mode == "args":
+        return knap(items, i, room, value, best, depth)
+    shared = Best(best)  # made in the root job: the same id if the root runs again
+    knap_shared(items, i, room, value, shared, depth)  # a plain call: this job's spawns
+    return shared.value
+
+
+def parse(argv: Sequence[str]) -> tuple[Items, int, int, int, int, int, str]:
+    at_most(argv, 3)
     n = int_arg(argv, 0, "ITEMS", low=1, high=10_000)
     seed = int_arg(argv, 1, "SEED", low=0, high=2**63)
+    mode = argv[2] if len(argv) > 2 else "shared"
+    if mode not in ("shared", "args"):
+        raise UsageError(f"the best value is 'shared' (a shared object) or 'args', not {mode!r}")
     items, capacity = instance(n, seed)
-    return items, 0, capacity, 0, dive(items, capacity, DIVE_NODES), SPAWN_DEPTH
+    return items, 0, capacity, 0, dive(items, capacity, DIVE_NODES), SPAWN_DEPTH, mode
 
 
 def optimum_dp(items: Items, capacity: int) -> int:
@@ -157,8 +213,8 @@ def check(args: tuple[object, ...], result: int) -> None:
 
 PLUGIN = Plugin(
     name="knapsack",
-    entry=knap,
-    usage="knapsack ITEMS SEED",
+    entry=solve,
+    usage="knapsack ITEMS SEED [shared|args]",
     parse=parse,
     max_branching=2,
     check=check,

@@ -137,7 +137,7 @@ def test_checks_reject_wrong_results() -> None:
         nqueens.check((8, 0, 0, 0, 2), 91)
     args = knapsack.parse(["20", "1"])
     with pytest.raises(AssertionError):
-        knapsack.check(args, knapsack.knap(*args) + 1)
+        knapsack.check(args, knapsack.solve(*args) + 1)
     with pytest.raises(AssertionError):
         sat.check((((1,), (-1, 2)),), (-1, 2))
 
