@@ -73,6 +73,8 @@ class SharedObject:
 
     def restore_shared(self, state: Any) -> None:
         """Make this replica ``state`` (what ``shared_state`` gave on another peer)."""
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise TypeError(f"a replica's state must be a map of attributes, got {type(state)}")
         for key in [k for k in vars(self) if not k.startswith("_")]:
             delattr(self, key)
         vars(self).update(state)
