@@ -81,11 +81,11 @@ def loop_spawn_ident(n: int) -> None:
         total += h.result()
 
 
-class Bare(Exception):  # noqa: N818 - Table III's exception without a field
+class Bare(Exception):
     pass
 
 
-class Field(Exception):  # noqa: N818 - Table III's exception with one field
+class Field(Exception):
     def __init__(self, value: int) -> None:
         super().__init__()
         self.value = value

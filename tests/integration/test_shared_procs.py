@@ -93,3 +93,12 @@ def test_guarded_steps_fetch_replicas_across_processes_and_stay_exact(tmp_path: 
     # Thieves got their replica from their victims, and the clock's calls went out.
     assert stats["replica_fetches"] > 0 and stats["shared_updates_sent"] > 0
     assert stats["stolen_local"] > 0
+
+
+def test_barnes_hut_both_variants_equal_a_sequential_run_and_shared_sends_less() -> None:
+    plain = run_json("barneshut", "800", "3", "1", "plain", "--peers", "4")
+    shared = run_json("barneshut", "800", "3", "1", "shared", "--peers", "4")
+    # The check reruns the simulation sequentially and compares the final positions exactly.
+    assert plain["check"] == shared["check"] == "ok"
+    assert plain["result"] == shared["result"]
+    assert shared["stats"]["bytes"] < plain["stats"]["bytes"]

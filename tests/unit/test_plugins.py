@@ -144,7 +144,8 @@ def test_checks_reject_wrong_results() -> None:
 
 def test_discovery_finds_builtins_and_path_plugins(tmp_path: Path) -> None:
     found = plugins.discover()
-    assert {"fib", "nqueens", "knapsack", "tsp", "raytracer", "sat", "tree"} <= found.keys()
+    builtin = {"fib", "nqueens", "knapsack", "tsp", "raytracer", "sat", "tree"}
+    assert builtin | {"search", "othello", "barneshut"} <= found.keys()
     assert all(p.code_hash and p.source.startswith("built-in") for p in found.values())
     (tmp_path / "double.py").write_text(
         "from satind import Plugin, spawnable\n"
