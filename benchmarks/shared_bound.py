@@ -9,10 +9,9 @@ run's own ``elapsed_s``; jobs, messages and bytes are the run's statistics.
 from __future__ import annotations
 
 import argparse
-import statistics
 from typing import Any
 
-from speculation import run
+from speculation import row, run
 
 WORKLOADS = [("tsp", ["tsp", "14", "2"]), ("knapsack", ["knapsack", "200", "2"])]
 COLUMNS = ["jobs_run", "messages", "bytes", "shared_updates_sent", "replica_fetches"]
@@ -33,12 +32,7 @@ def main() -> None:
     print("|---|---|---|" + "---|" * len(COLUMNS))
     for name, argv in WORKLOADS:
         for mode in ("shared", "args"):
-            runs = got[(name, mode)]
-            t = statistics.median(r["elapsed_s"] for r in runs)
-            cells = [
-                f"{statistics.median(r['stats'].get(c, 0) for r in runs):,.0f}" for c in COLUMNS
-            ]
-            print(f"| {' '.join(argv)} | {mode} | {t:.2f} | " + " | ".join(cells) + " |")
+            print(row([" ".join(argv), mode], got[(name, mode)], COLUMNS))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,13 @@ def run(argv: list[str], peers: int, config: Path | None) -> dict[str, Any]:
     return out
 
 
+def row(labels: list[str], runs: list[dict[str, Any]], columns: list[str]) -> str:
+    """A table row: the labels, the median time, the median of each statistic."""
+    t = statistics.median(r["elapsed_s"] for r in runs)
+    cells = [f"{statistics.median(r['stats'].get(c, 0) for r in runs):,.0f}" for c in columns]
+    return "| " + " | ".join([*labels, f"{t:.2f}", *cells]) + " |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
@@ -57,12 +64,7 @@ def main() -> None:
     print("|---|---|---|" + "---|" * len(COLUMNS))
     for name, argv in WORKLOADS:
         for variant in ("aborts", "no aborts"):
-            runs = got[(name, variant)]
-            t = statistics.median(r["elapsed_s"] for r in runs)
-            cells = [
-                f"{statistics.median(r['stats'].get(c, 0) for r in runs):,.0f}" for c in COLUMNS
-            ]
-            print(f"| {' '.join(argv)} | {variant} | {t:.2f} | " + " | ".join(cells) + " |")
+            print(row([" ".join(argv), variant], got[(name, variant)], COLUMNS))
 
 
 if __name__ == "__main__":

@@ -88,6 +88,22 @@ def search_seq(
     return best
 
 
+def extensions(
+    dist: Dist, cheap: tuple[int, ...], here: int, visited: int, length: int, rest: int, best: int
+) -> list[tuple[int, int, int]]:
+    """(city, length, rest bound) of each next city a spawning node does not prune."""
+    out = []
+    row = dist[here]
+    for city in range(1, len(dist)):
+        if visited & (1 << city):
+            continue
+        new_length = length + row[city]
+        new_rest = rest - cheap[city]
+        if new_length + new_rest + cheap[city] <= best:
+            out.append((city, new_length, new_rest))
+    return out
+
+
 @spawnable
 def tour(
     dist: Dist,
@@ -102,19 +118,12 @@ def tour(
     n = len(dist)
     if depth == 0 or visited == (1 << n) - 1:
         return search_seq(dist, cheap, here, visited, length, rest_bound, best)
-    handles = []
-    row = dist[here]
-    for city in range(1, n):
-        bit = 1 << city
-        if visited & bit:
-            continue
-        new_length = length + row[city]
-        new_rest = rest_bound - cheap[city]
-        if new_length + new_rest + cheap[city] > best:
-            continue
-        handles.append(
-            tour.spawn(dist, cheap, city, visited | bit, new_length, new_rest, best, depth - 1)
+    handles = [
+        tour.spawn(dist, cheap, city, visited | 1 << city, new_length, new_rest, best, depth - 1)
+        for city, new_length, new_rest in extensions(
+            dist, cheap, here, visited, length, rest_bound, best
         )
+    ]
     sync()
     for handle in handles:
         best = min(best, handle.result())
@@ -177,16 +186,13 @@ def tour_shared(
     if depth == 0 or visited == (1 << n) - 1:
         search_shared(dist, cheap, here, visited, length, rest_bound, bound)
         return
-    row = dist[here]
-    for city in range(1, n):
-        bit = 1 << city
-        if visited & bit:
-            continue
-        new_length = length + row[city]
-        new_rest = rest_bound - cheap[city]
-        if new_length + new_rest + cheap[city] > bound.best:
-            continue
-        tour_shared.spawn(dist, cheap, city, visited | bit, new_length, new_rest, bound, depth - 1)
+    # The bound changes only at a safe point (a sync), never between these spawns.
+    for city, new_length, new_rest in extensions(
+        dist, cheap, here, visited, length, rest_bound, bound.best
+    ):
+        tour_shared.spawn(
+            dist, cheap, city, visited | 1 << city, new_length, new_rest, bound, depth - 1
+        )
     sync()
 
 

@@ -57,15 +57,15 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
         return [*fx, Reply(link, m.StealReply(msg.req, None, _table(state, msg)))]
     if isinstance(job.args, Encoded):
         # Stolen on, as it came (with the shared objects it came with).
-        refs = state.sharing.refs.get(job, [])
-        return fx + hand_out(state, link, msg, job, job.args.data, now, [[r] for r in refs])
+        shared = state.sharing.refs.get(job, [])
+        return fx + hand_out(state, link, msg, job, job.args.data, now, shared)
     if _small(job.args, SMALL_ARGS):
-        refs = []
+        refs: list[Any] = []
         try:
             data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
         except codec.EncodeError as exc:
             return fx + hand_out(state, link, msg, job, exc, now)
-        return fx + hand_out(state, link, msg, job, data, now, refs)
+        return fx + hand_out(state, link, msg, job, data, now, shared_ids(refs))
     return [*fx, EncodeArgs(link, msg, job)]
 
 
@@ -76,10 +76,10 @@ def hand_out(
     job: Job,
     args: bytes | codec.EncodeError,
     now: float,
-    refs: list[Any] | None = None,
+    shared: list[str] | None = None,
 ) -> Effects:
     """Give ``job`` (its arguments encoded, or why they could not be) to the thief, with the
-    ids of the shared objects they refer to (``refs``: what encoding them recorded)."""
+    ids of the shared objects they refer to (``shared_ids`` of what encoding them recorded)."""
     table = _table(state, msg)
     run = state.runs.active.get(job.run.run_id)
     if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
@@ -100,13 +100,18 @@ def hand_out(
         fn=name_of(job.fn),
         args=args,
         epoch=run.info.epoch,
-        shared=sorted({str(ref[0]) for ref in refs or []}),
+        shared=shared or [],
     )
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)
     state.steal.jobs_given += 1
     log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
     return [HandOut(link, m.StealReply(msg.req, spec, table), job), Checkpoint("theft")]
+
+
+def shared_ids(refs: list[Any]) -> list[str]:
+    """The ids of the shared objects an encoding recorded (``encode_value(..., refs)``)."""
+    return sorted({str(ref[0]) for ref in refs})
 
 
 def not_handed_out(state: PeerState, reply: m.StealReply, job: Job) -> Effects:

@@ -333,7 +333,8 @@ async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
         )
     except codec.EncodeError as exc:
         args = exc
-    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now(), refs))
+    shared = victim.shared_ids(refs)
+    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now(), shared))
 
 
 # -- drain and stop -------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ stolen then taken back, running here as a stolen job of a victim that aborted it
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,16 +32,6 @@ register_type(Found, 40901, lambda e: e.score, Found)
 
 def _run() -> RunState:
     return RunState("r1", "test", 0.25)
-
-
-@pytest.fixture
-def worker() -> Iterator[Worker]:
-    w = Worker(EngineConfig(), Hooks())
-    worker_mod.CURRENT = w
-    try:
-        yield w
-    finally:
-        worker_mod.CURRENT = None
 
 
 @spawnable

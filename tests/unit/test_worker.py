@@ -5,7 +5,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -104,16 +103,6 @@ def fail(n: int) -> int:
     h = fail.spawn(n - 1)
     sync()
     return h.result()
-
-
-@pytest.fixture
-def worker() -> Iterator[Worker]:
-    w = Worker(EngineConfig(), Hooks())
-    worker_mod.CURRENT = w
-    try:
-        yield w
-    finally:
-        worker_mod.CURRENT = None
 
 
 def _run() -> RunState:
