@@ -237,6 +237,14 @@ class SharedConfig:
     # seconds. A replica asked for and not received (a lost message) is asked for again
     # after this long.
     fetch_retry_s: float = 1.0
+    # seconds. Anti-entropy (engine/replication.py): this often, while it holds replicas, a
+    # peer sends one other member (each in turn) a digest of what it has applied, and gets
+    # back the global calls it lacks, so replicas converge though updates are sent once.
+    # 0: never (lost calls are then made good only by guards' fetches).
+    digest_s: float = 0.5
+    # bytes per shared object. Recent global calls each peer keeps to answer digests; a peer
+    # further behind than this gets the whole replica instead.
+    log_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)

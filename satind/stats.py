@@ -60,6 +60,13 @@ STATS: tuple[Stat, ...] = (
     Stat("shared_update_bytes", "bytes", "sharing", "bytes of global calls sent"),
     Stat("guard_waits", "jobs", "sharing", "stolen jobs whose guard made them wait"),
     Stat("replica_fetches", "replicas", "sharing", "replicas asked of another peer"),
+    Stat("shared_digests", "messages", "sharing", "anti-entropy digests sent"),
+    Stat(
+        "shared_updates_resent",
+        "updates",
+        "sharing",
+        "global calls sent again in answer to a digest",
+    ),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
 )
@@ -95,6 +102,8 @@ SHARING: tuple[str, ...] = (
     "shared_update_bytes",
     "guard_waits",
     "replica_fetches",
+    "shared_digests",
+    "shared_updates_resent",
 )
 # Levels, not running totals: they go down as well as up (Prometheus gauges, node/metrics.py).
 LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})

@@ -12,7 +12,12 @@ compute side are satind/shared.py and engine/worker.py).
   are waiting, everything queued goes to every other member in one ``SharedUpdates`` message
   each. A receiver hands them to its compute side, which applies each sender's calls in order
   and drops duplicates; a peer without a replica ignores them (it fetches one, with the
-  state, when it needs it). Best effort: nothing is resent.
+  state, when it needs it). Best effort: each call is pushed once.
+* **Anti-entropy.** While it holds replicas, every ``digest_s`` a peer asks its compute side
+  for a digest of them (``DigestWanted``) and sends it to one other member, each in turn; the
+  member's compute side answers with the calls it lacks, or a whole replica, and its own digest
+  back when the sender is ahead (engine/replication.py). Replicas converge though each call
+  is pushed once.
 * **Guards.** A stolen job whose guard is false is parked by the compute side, which re-checks
   it whenever updates or a replica arrive. If it still waits after ``guard_wait_s``, its
   replicas are fetched from its victim — the peer that ran its parent, whose replicas satisfy
@@ -23,11 +28,19 @@ compute side are satind/shared.py and engine/worker.py).
 from __future__ import annotations
 
 import logging
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects, Later, Send, ToCompute
-from satind.engine.frames import JobArrived, ReplicaArrived, ReplicaWanted, UpdatesArrived
+from satind.engine.frames import (
+    DigestArrived,
+    DigestWanted,
+    JobArrived,
+    ReplicaArrived,
+    ReplicaWanted,
+    UpdatesArrived,
+)
 from satind.engine.jobs import Job
 from satind.net import messages as m
 
@@ -47,6 +60,9 @@ class SharingCounters:
     shared_update_bytes: int = 0
     guard_waits: int = 0
     replica_fetches: int = 0
+    # Anti-entropy: digests sent, and calls sent again in answer to one.
+    shared_digests: int = 0
+    shared_updates_resent: int = 0
 
     def as_dict(self) -> dict[str, float]:
         return dict(vars(self))
@@ -75,6 +91,9 @@ class Sharing:
     parked: set[Job] = field(default_factory=set)
     # The shared objects each stolen job refers to (for a fetch when its guard waits).
     refs: dict[Job, list[str]] = field(default_factory=dict)
+    # Whether the anti-entropy timer runs, and whose turn it is next.
+    digesting: bool = False
+    digest_turn: int = 0
 
 
 # -- global calls out and in ----------------------------------------------------------------
@@ -89,7 +108,7 @@ def call_made(state: PeerState, update: m.SharedUpdate) -> Effects:
     if sh.outbox_bytes >= state.cfg.shared.combine_bytes:
         return flush(state)
     if first:
-        return [Later(state.cfg.shared.combine_s, lambda: flush(state))]
+        return [Later(state.cfg.shared.combine_s, lambda: flush(state)), *_digests(state)]
     return []
 
 
@@ -110,7 +129,50 @@ def flush(state: PeerState) -> Effects:
 
 def on_updates(state: PeerState, msg: m.SharedUpdates) -> Effects:
     state.sharing.counters.shared_updates_received += len(msg.updates)
-    return [ToCompute(UpdatesArrived(list(msg.updates)))]
+    return [ToCompute(UpdatesArrived(list(msg.updates))), *_digests(state)]
+
+
+# -- anti-entropy ---------------------------------------------------------------------------
+
+
+def _digests(state: PeerState) -> Effects:
+    """Start the anti-entropy timer unless it runs: every ``digest_s``, while this peer holds
+    replicas, one other member (in turn, from an offset of this peer's own so that peers do
+    not all pick the same one) gets our digest."""
+    sh = state.sharing
+    every = state.cfg.shared.digest_s
+    if sh.digesting or every <= 0:
+        return []
+    sh.digesting = True
+    sh.digest_turn = zlib.crc32(state.name.encode())
+
+    def round_() -> Effects:
+        if not state.replicas:
+            sh.digesting = False  # started again by the next call, update or replica
+            return []
+        others = sorted(state.others())
+        if not others:
+            return [Later(every, round_)]
+        sh.digest_turn += 1
+        sh.counters.shared_digests += 1
+        target = others[sh.digest_turn % len(others)]
+        return [ToCompute(DigestWanted(target)), Later(every, round_)]
+
+    return [Later(every, round_)]
+
+
+def on_digest(state: PeerState, peer: str, msg: m.SharedDigest) -> Effects:
+    """Another peer's digest: our compute side answers it (engine/replication.py)."""
+    return [ToCompute(DigestArrived(peer, list(msg.digests), msg.reply))]
+
+
+def shared_send(
+    state: PeerState, peer: str, msg: m.ReplicaReply | m.SharedDigest | m.SharedUpdates
+) -> Effects:
+    """Hook ``shared_send``: what the compute side made for ``peer`` goes."""
+    if isinstance(msg, m.SharedUpdates):
+        state.sharing.counters.shared_updates_resent += len(msg.updates)
+    return [Send(peer, msg)]
 
 
 # -- replicas follow the work ----------------------------------------------------------------
@@ -133,17 +195,12 @@ def on_replica_request(state: PeerState, thief: str, msg: m.ReplicaRequest) -> E
     return [ToCompute(ReplicaWanted(msg.shared_id, thief))]
 
 
-def replica_ready(state: PeerState, thief: str, reply: m.ReplicaReply) -> Effects:
-    """Hook ``replica_ready``: send it."""
-    return [Send(thief, reply)]
-
-
 def on_replica_reply(state: PeerState, msg: m.ReplicaReply) -> Effects:
     """A replica came: to the compute side, and with it the held jobs it completes."""
     if msg.state is None:
         return []  # the peer had none any more: asked again later (tick)
     arrived = ReplicaArrived(msg.shared_id, msg.cls, msg.state, dict(msg.seen), msg.incarnation)
-    fx: Effects = [ToCompute(arrived)]
+    fx: Effects = [ToCompute(arrived), *_digests(state)]
     still: list[Held] = []
     for held in state.sharing.held:
         held.missing.discard(msg.shared_id)

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from satind.engine.errors import LimitExceeded
 from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
-from satind.net.messages import ReplicaReply
-from satind.net.records import SharedUpdate
+from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
+from satind.net.records import ReplicaDigest, SharedUpdate
 
 
 class WorkerHooks(Protocol):
@@ -56,8 +56,9 @@ class WorkerHooks(Protocol):
         """This peer made a global call on a shared object (satind/shared.py): ship it to
         every other member."""
 
-    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
-        """The replica ``thief`` asked for, encoded at a safe point (state None: not here)."""
+    def shared_send(self, peer: str, msg: ReplicaReply | SharedDigest | SharedUpdates) -> None:
+        """Send ``peer`` what the compute side made at a safe point: the replica it asked for
+        (state None: not here), our digest, or the calls its digest lacks."""
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         """A stolen job's guard is false: it waits for updates; while it still waits after
@@ -128,10 +129,27 @@ class ReplicaArrived:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaWanted:
-    """A thief asks for our replica: encode it at this safe point (``replica_ready``)."""
+    """A thief asks for our replica: encode it at this safe point (``shared_send``)."""
 
     shared_id: str
     thief: str
+
+
+@dataclass(frozen=True, slots=True)
+class DigestWanted:
+    """Time for anti-entropy with ``peer``: send it our digest (engine/replication.py)."""
+
+    peer: str
+
+
+@dataclass(frozen=True, slots=True)
+class DigestArrived:
+    """``peer``'s digest: send it what it lacks (and ours back if it is ahead, unless this
+    is itself a reply)."""
+
+    peer: str
+    digests: list[ReplicaDigest]
+    reply: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +176,8 @@ MailboxEvent = (
     | UpdatesArrived
     | ReplicaArrived
     | ReplicaWanted
+    | DigestWanted
+    | DigestArrived
     | Stop
     | Wakeup
     | Snapshot

@@ -41,6 +41,8 @@ from satind.config import EngineConfig
 from satind.engine.frames import (
     Cancel,
     ChildResult,
+    DigestArrived,
+    DigestWanted,
     JobArrived,
     MailboxEvent,
     Orphaned,
@@ -66,9 +68,11 @@ from satind.engine.frames import (
     too_many,
 )
 from satind.engine.jobs import UNSET, Job
+from satind.engine.replication import UpdateLog, answer, digest
 from satind.engine.speculation import aborted, drop_children, is_aborted
 from satind.engine.workqueue import WorkQueue
 from satind.net.codec import DecodeError, Encoded, EncodeError, decode_value, encode_value
+from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 
 if TYPE_CHECKING:
@@ -174,6 +178,9 @@ class Worker:
         # updates or a fetched replica. ``peer_name`` numbers this peer's own calls.
         self.shared: dict[str, SharedObject] = {}
         self.shared_pending: dict[tuple[str, str], dict[int, SharedUpdate]] = {}
+        # Recent global calls applied here, to answer other peers' digests (the network side
+        # sets its size from shared.log_bytes).
+        self.shared_log = UpdateLog()
         self.parked: list[Job] = []
         self.peer_name = ""
         # Jobs without a local parent that failed in engine code deep in the stack, to be
@@ -529,6 +536,13 @@ class Worker:
             self._install_replica(event)
         elif isinstance(event, ReplicaWanted):
             self._give_replica(event)
+        elif isinstance(event, DigestWanted):
+            self.shared_log.keep(self.shared)
+            self.hooks.shared_send(event.peer, SharedDigest(digest(self.shared)))
+        elif isinstance(event, DigestArrived):
+            self._answer_digest(event)
+        elif isinstance(event, Wakeup):
+            self.shared_log.keep(self.shared)  # posted, among others, when a run ends here
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
             self.hooks.snapshot_taken()
@@ -665,6 +679,7 @@ class Worker:
         seq = obj._shared_seen.get(self.peer_name, 0) + 1
         obj._shared_seen[self.peer_name] = seq
         update = SharedUpdate(obj._shared_id, self.peer_name, seq, method, data, obj._shared_inc)
+        self.shared_log.add(update)
         self.hooks.shared_update(update)
 
     def _apply_updates(self, updates: list[SharedUpdate]) -> None:
@@ -687,6 +702,7 @@ class Worker:
                 except Exception as exc:  # a bad update costs that update only
                     _log_bad_update(update.shared_id, nxt.method, exc)
                 seen[update.sender] = nxt.seq
+                self.shared_log.add(nxt)
             for old in [s for s in pending if s <= seen.get(update.sender, 0)]:
                 del pending[old]  # duplicates
             if not pending:
@@ -716,6 +732,8 @@ class Worker:
                 # In place: jobs here hold references to this very object (a parked job's
                 # guard reads it).
                 mine.restore_shared(state)
+                if mine._shared_inc != event.incarnation:
+                    self.shared_log.drop(event.shared_id)  # calls on the old state
                 mine._shared_seen = dict(event.seen)
                 mine._shared_inc = event.incarnation
                 for key in [k for k in self.shared_pending if k[0] == event.shared_id]:
@@ -725,8 +743,6 @@ class Worker:
         self._recheck_parked()
 
     def _give_replica(self, event: ReplicaWanted) -> None:
-        from satind.net.messages import ReplicaReply
-
         obj = self.shared.get(event.shared_id)
         state = None
         cls = ""
@@ -741,7 +757,18 @@ class Worker:
                 _log_bad_update(event.shared_id, "<replica>", exc)
             cls, seen, inc = class_name(type(obj)), dict(obj._shared_seen), obj._shared_inc
         reply = ReplicaReply(event.shared_id, cls, state, seen, inc)
-        self.hooks.replica_ready(event.thief, reply)
+        self.hooks.shared_send(event.thief, reply)
+
+    def _answer_digest(self, event: DigestArrived) -> None:
+        """Anti-entropy (engine/replication.py): send ``event.peer`` the calls and replicas it
+        lacks, and our digest if it is ahead of us."""
+        out = answer(self.shared, self.shared_log, event.digests, event.peer, self.max_frame // 4)
+        if out.updates:
+            self.hooks.shared_send(event.peer, SharedUpdates(out.updates))
+        for shared_id in out.replicas:
+            self._give_replica(ReplicaWanted(shared_id, event.peer))
+        if out.behind and not event.reply:
+            self.hooks.shared_send(event.peer, SharedDigest(digest(self.shared), reply=True))
 
     def _guard_ok(self, job: Job) -> bool:
         try:

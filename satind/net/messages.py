@@ -25,13 +25,14 @@ from satind.net.records import MemberUpdate as MemberUpdate
 from satind.net.records import OrphanTuple as OrphanTuple
 from satind.net.records import PeerStatus as PeerStatus
 from satind.net.records import PluginInfo as PluginInfo
+from satind.net.records import ReplicaDigest as ReplicaDigest
 from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
 from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -537,6 +538,17 @@ class ReplicaReply(Message):
 
 
 @dataclass(frozen=True)
+class SharedDigest(Message):
+    """Anti-entropy: what the sender has applied to each of its replicas. The receiver sends
+    back the calls the sender lacks, or a whole replica, and its own digest (``reply``) when
+    the sender is ahead of it (engine/replication.py)."""
+
+    TYPE: ClassVar[int] = 96
+    digests: list[ReplicaDigest]
+    reply: bool = False
+
+
+@dataclass(frozen=True)
 class Drain(Message):
     """Peer to peer: stop taking work, finish it, leave."""
 
@@ -592,6 +604,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     SharedUpdates,
     ReplicaRequest,
     ReplicaReply,
+    SharedDigest,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives

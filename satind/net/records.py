@@ -71,6 +71,16 @@ class SharedUpdate:
 
 
 @dataclass(frozen=True)
+class ReplicaDigest:
+    """What a peer has applied to its replica of a shared object: its incarnation and how many
+    global calls of each sender (anti-entropy, engine/replication.py)."""
+
+    shared_id: str
+    incarnation: int
+    seen: dict[str, int]
+
+
+@dataclass(frozen=True)
 class MemberUpdate:
     """Gossip about one member (membership/view.py applies it with SWIM's rules)."""
 

@@ -108,6 +108,10 @@ def _replica_reply(peer: Peer, link: Link, msg: m.ReplicaReply) -> Effects:
     return sharing.on_replica_reply(peer.state, msg)
 
 
+def _shared_digest(peer: Peer, link: Link, msg: m.SharedDigest) -> Effects:
+    return sharing.on_digest(peer.state, link.remote_name, msg)
+
+
 def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
     return orphans.on_hand_over(peer.state, msg, peer.now())
 
@@ -135,6 +139,7 @@ _HANDLERS: dict[type, Any] = {
     m.SharedUpdates: _core(_shared_updates),
     m.ReplicaRequest: _core(_replica_request),
     m.ReplicaReply: _core(_replica_reply),
+    m.SharedDigest: _core(_shared_digest),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),

@@ -67,9 +67,11 @@ class ComputeHooks:
     def shared_update(self, update: m.SharedUpdate) -> None:
         self.peer.compute.soon(lambda: self.peer.apply(sharing.call_made(self.peer.state, update)))
 
-    def replica_ready(self, thief: str, reply: m.ReplicaReply) -> None:
+    def shared_send(
+        self, peer: str, msg: m.ReplicaReply | m.SharedDigest | m.SharedUpdates
+    ) -> None:
         self.peer.compute.soon(
-            lambda: self.peer.apply(sharing.replica_ready(self.peer.state, thief, reply))
+            lambda: self.peer.apply(sharing.shared_send(self.peer.state, peer, msg))
         )
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:

@@ -44,9 +44,10 @@ Blocked = Literal["start", "mailbox", "sleep", "done", "running"]
 STACK_BYTES = 8 * 1024 * 1024
 
 
-def spend(seconds: float, path: tuple[int, ...]) -> None:
+def spend(seconds: float, path: tuple[int, ...] | None) -> None:
     """A synthetic leaf's work: ``seconds`` of virtual time, when run by the simulator
-    (elsewhere it costs nothing)."""
+    (elsewhere it costs nothing). ``path`` None: work that is not a leaf's (not counted as
+    one)."""
     driver = _TURN
     if driver is not None:
         driver.leaf(seconds, path)
@@ -198,10 +199,11 @@ class LockstepCompute:
         if self._stopping:
             raise WorkerStopped
 
-    def leaf(self, seconds: float, path: tuple[int, ...]) -> None:
+    def leaf(self, seconds: float, path: tuple[int, ...] | None) -> None:
         """A synthetic leaf spends ``seconds`` of virtual time (on the compute thread)."""
         run_id = self.worker.current.run.run_id
         self.block("sleep", self._now + seconds)
         # Done (a crash while it slept raised instead): recorded on the trio thread.
         self.busy_s += seconds
-        self.soon(self.on_leaf, run_id, path, seconds)
+        if path is not None:
+            self.soon(self.on_leaf, run_id, path, seconds)

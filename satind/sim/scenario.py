@@ -23,6 +23,7 @@ dist = "exp"                  # fixed, uniform or exp
 imbalance = 0.3
 needles = 0.0                 # > 0: a search that aborts at the first needle (workload.py)
 steps = 0                     # > 0: iterative, steps guarded by a shared clock (workload.py)
+tail_ms = 0.0                 # iterative: the root's work after the last step (workload.py)
 submit_at = 5.0               # virtual seconds after the start
 steal = "crs"                 # rs or crs
 
@@ -164,6 +165,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
                 "imbalance",
                 "needles",
                 "steps",
+                "tail_ms",
                 "submit_at",
                 "steal",
             },
@@ -180,6 +182,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
             imbalance=_get(wl, "imbalance", float, 0.0, "workload"),
             needles=_get(wl, "needles", float, 0.0, "workload"),
             steps=_get(wl, "steps", int, 0, "workload"),
+            tail_ms=_get(wl, "tail_ms", float, 0.0, "workload"),
         )
         submit_at = _get(wl, "submit_at", float, 5.0, "workload")
         steal = _get(wl, "steal", str, "crs", "workload")

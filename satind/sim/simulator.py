@@ -386,6 +386,8 @@ class Simulation:
             argv.append(repr(w.needles))
         if w.steps > 0:
             argv.append(str(w.steps))
+            if w.tail_ms > 0:
+                argv.append(repr(w.tail_ms))
         self.submitted_at = trio.current_time()
         self.master = master
         self.trace("submit", master.encode())

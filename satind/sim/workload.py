@@ -22,7 +22,9 @@ leaf costs under any schedule, seed or fault.
   makes a shared ``Clock`` and runs the tree ``steps`` times, advancing the clock with a
   global call after each; every job of step s is guarded by ``clock.step == s`` and every leaf
   checks it, raising ``StaleReplica`` if a job ran on a replica its guard should have kept it
-  from. The answer is the tree's times ``steps`` (mod 2**64).
+  from. The answer is the tree's times ``steps`` (mod 2**64). ``tail_ms``: the root then works
+  that long before it answers (a run's last phase without global calls: the time in which
+  anti-entropy must bring every replica to the last step; tests/sim/test_shared_sim.py).
 """
 
 from __future__ import annotations
@@ -57,10 +59,19 @@ class Workload:
     imbalance: float = 0.0
     needles: float = 0.0
     steps: int = 0
+    tail_ms: float = 0.0
 
-    def spec(self) -> tuple[int, float, str, float, float, int]:
+    def spec(self) -> tuple[int, float, str, float, float, int, float]:
         """What every job carries (CBOR-friendly)."""
-        return (self.branching, self.leaf_ms, self.dist, self.imbalance, self.needles, self.steps)
+        return (
+            self.branching,
+            self.leaf_ms,
+            self.dist,
+            self.imbalance,
+            self.needles,
+            self.steps,
+            self.tail_ms,
+        )
 
 
 class Clock(SharedObject):
@@ -135,7 +146,7 @@ def children(
     ]
 
 
-Spec = tuple[int, float, str, float, float, int]
+Spec = tuple[int, float, str, float, float, int, float]
 
 
 @spawnable
@@ -190,6 +201,8 @@ def _iterate(depth: int, spec: Spec, steps: int) -> int:
     for step in range(steps):
         total += int(stepped((), depth, spec, clock, step))
         clock.advance(step + 1)
+    tail_ms = float(spec[6]) if len(spec) > 6 else 0.0
+    spend(tail_ms / 1000, None)
     return total & MASK
 
 
@@ -254,12 +267,15 @@ def walk(workload: Workload) -> tuple[int, int, float, int]:
 
 
 def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, Spec]:
-    if len(argv) not in (5, 6, 7):
-        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS]]")
+    if len(argv) not in (5, 6, 7, 8):
+        raise UsageError("give DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS [TAIL_MS]]]")
     depth, branching, leaf_ms = int(argv[0]), int(argv[1]), float(argv[2])
     dist, imbalance = argv[3], float(argv[4])
     needles = float(argv[5]) if len(argv) >= 6 else 0.0
-    steps = int(argv[6]) if len(argv) == 7 else 0
+    steps = int(argv[6]) if len(argv) >= 7 else 0
+    tail_ms = float(argv[7]) if len(argv) == 8 else 0.0
+    if not 0 <= tail_ms <= 3_600_000:
+        raise UsageError("TAIL_MS must be between 0 and 3600000")
     if not 0 <= steps <= 1000:
         raise UsageError("STEPS must be between 0 and 1000")
     if not 0 <= needles < 1:
@@ -271,13 +287,13 @@ def parse(argv: Sequence[str]) -> tuple[tuple[int, ...], int, Spec]:
             "out of range: 0 <= DEPTH <= 40, 1 <= BRANCHING <= 255, LEAF_MS >= 0, "
             "0 <= IMBALANCE < 1"
         )
-    return (), depth, (branching, leaf_ms, dist, imbalance, needles, steps)
+    return (), depth, (branching, leaf_ms, dist, imbalance, needles, steps, tail_ms)
 
 
 PLUGIN = Plugin(
     name="simtree",
     entry=synthetic,
-    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS]]",
+    usage="simtree DEPTH BRANCHING LEAF_MS DIST IMBALANCE [NEEDLES [STEPS [TAIL_MS]]]",
     parse=parse,
     max_branching=lambda args: int(args[2][0]),
     description="the simulator's synthetic tree (runs in virtual time there)",

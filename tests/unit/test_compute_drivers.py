@@ -25,7 +25,7 @@ from satind.engine.frames import ChildResult, JobArrived, Wakeup, make_root
 from satind.engine.jobs import Job, RunState
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded, encode_value
-from satind.net.messages import ReplicaReply
+from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import SharedUpdate
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.sim.lockstep import LockstepCompute, spend
@@ -73,7 +73,7 @@ class Hooks:
     def shared_update(self, update: SharedUpdate) -> None:
         pass
 
-    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
+    def shared_send(self, thief: str, reply: ReplicaReply | SharedDigest | SharedUpdates) -> None:
         pass
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:

@@ -13,6 +13,7 @@ from satind import SharedObject, global_method, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.frames import (
+    DigestArrived,
     JobArrived,
     ReplicaArrived,
     ReplicaWanted,
@@ -20,9 +21,11 @@ from satind.engine.frames import (
     make_root,
 )
 from satind.engine.jobs import Job, RunState
+from satind.engine.replication import UpdateLog
 from satind.engine.worker import Worker
 from satind.net.codec import DecodeError, Encoded, decode_value, encode_value
-from satind.net.records import SharedUpdate
+from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
+from satind.net.records import ReplicaDigest, SharedUpdate
 from tests.unit.test_worker import Hooks
 
 
@@ -145,7 +148,7 @@ def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
     worker.drain()
     hooks = worker.hooks
     assert isinstance(hooks, SharingHooks)
-    thief, reply = hooks.next("replica")
+    thief, reply = hooks.next("sent")
     assert (reply.shared_id, thief, reply.cls) == (
         "r1::0",
         "thief",
@@ -163,6 +166,68 @@ def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
     worker.post(ReplicaArrived("r1::0", given[2], older, {"me": 1}))
     worker.drain()
     assert counter.total == 50
+
+
+def _digest(seen: dict[str, int], incarnation: int = 0, reply: bool = False) -> DigestArrived:
+    return DigestArrived("peer", [ReplicaDigest("r1::0", incarnation, seen)], reply)
+
+
+def _sent(worker: Worker) -> list[Any]:
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    out = []
+    while not hooks.events.empty():
+        kind, value = hooks.events.get()
+        if kind == "sent":
+            assert value[0] == "peer"
+            out.append(value[1])
+    return out
+
+
+def test_a_digest_gets_back_what_the_peer_lacks(worker: Worker) -> None:
+    counter = _replica(worker)
+    worker.post(UpdatesArrived([_update(1, 10), _update(2, 20), _update(3, 30)]))
+    counter.add(5)  # our own call: me 1
+    worker.drain()
+    _sent(worker)
+    # Behind on p2 (has 1 of 3) and on ours: the calls it lacks, from the log; nothing more.
+    worker.post(_digest({"p2": 1}))
+    worker.drain()
+    [msg] = _sent(worker)
+    assert isinstance(msg, SharedUpdates)
+    assert sorted((u.sender, u.seq) for u in msg.updates) == [("me", 1), ("p2", 2), ("p2", 3)]
+    # As far as we are: nothing. Ahead of us (p9): our digest back, once (not to a reply).
+    worker.post(_digest({"p2": 3, "me": 1}))
+    worker.post(_digest({"p2": 3, "me": 1, "p9": 2}))
+    worker.post(_digest({"p2": 3, "me": 1, "p9": 2}, reply=True))
+    worker.drain()
+    [back] = _sent(worker)
+    assert isinstance(back, SharedDigest) and back.reply
+    assert back.digests == [ReplicaDigest("r1::0", 0, {"p2": 3, "me": 1})]
+
+
+def test_a_digest_too_far_behind_or_of_an_older_incarnation_gets_the_replica(
+    worker: Worker,
+) -> None:
+    counter = _replica(worker)
+    worker.shared_log = UpdateLog(max_bytes=100)  # room for one call
+    worker.post(UpdatesArrived([_update(1, 10), _update(2, 20)]))
+    worker.drain()
+    assert list(worker.shared_log.calls["r1::0"]) == [("p2", 2)]
+    worker.post(_digest({}))  # lacks p2's 1, which the log no longer has
+    worker.post(_digest({}, incarnation=-1))
+    worker.drain()
+    for msg in _sent(worker):
+        assert isinstance(msg, ReplicaReply) and msg.seen == {"p2": 2}
+        assert msg.state is not None and decode_value(msg.state)["total"] == 30
+    # A peer as far on one sender but behind us on another, whose log does not cover it, and
+    # ahead on a third: a replica would lose its calls, so it gets what the log has and our
+    # digest.
+    worker.post(_digest({"p7": 1}))
+    worker.drain()
+    kinds = [type(msg) for msg in _sent(worker)]
+    assert kinds == [SharedDigest], kinds
+    assert counter.total == 30
 
 
 class Clock(SharedObject):

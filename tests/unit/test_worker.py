@@ -24,7 +24,7 @@ from satind.engine.frames import (
 from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded
-from satind.net.messages import ReplicaReply
+from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import SharedUpdate
 
 
@@ -55,8 +55,8 @@ class Hooks:
     def shared_update(self, update: SharedUpdate) -> None:
         self.events.put(("update", update))
 
-    def replica_ready(self, thief: str, reply: ReplicaReply) -> None:
-        self.events.put(("replica", (thief, reply)))
+    def shared_send(self, thief: str, reply: ReplicaReply | SharedDigest | SharedUpdates) -> None:
+        self.events.put(("sent", (thief, reply)))
 
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         self.events.put(("guard", (job, waiting)))
