@@ -1,14 +1,19 @@
 """Shared objects on real peer processes (issue 15): tsp and knapsack with a shared bound give
 their checked answers on 1 and 4 peers under RS and CRS, and an iterative plugin whose steps
-are guarded by a shared clock fetches replicas across processes and stays exact."""
+are guarded by a shared clock fetches replicas across processes and stays exact; Barnes-Hut
+with shared bodies stays exact when a thief and then its master are SIGKILLed."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.procs import kill_all
+from tests.integration.test_daemon import Daemon, client_in_background, satind, status, wait_for
 from tests.integration.test_run import run_json
 
 pytestmark = pytest.mark.slow
@@ -102,3 +107,44 @@ def test_barnes_hut_both_variants_equal_a_sequential_run_and_shared_sends_less()
     assert plain["check"] == shared["check"] == "ok"
     assert plain["result"] == shared["result"]
     assert shared["stats"]["bytes"] < plain["stats"]["bytes"]
+
+
+def test_barnes_hut_with_shared_bodies_survives_a_thief_and_its_master_killed(
+    tmp_path: Path,
+) -> None:
+    # Two machines of two peers; the run's master is m1/0 (the peer the client submits to).
+    # A thief is SIGKILLed mid-run (its jobs restart elsewhere, on replicas fetched again),
+    # then the master itself: a new master runs the root again under the next epoch, which
+    # makes the bodies again as a new incarnation. The check compares the final positions
+    # with a sequential run, exactly.
+    for args in (("init", str(tmp_path)), ("issue", str(tmp_path), "m1")):
+        assert satind("keys", *args).returncode == 0
+    assert satind("keys", "issue", str(tmp_path), "m2").returncode == 0
+    m1 = Daemon(tmp_path, "m1", "east")
+    m2 = Daemon(tmp_path, "m2", "west", m1.first)
+    try:
+        wait_for(
+            lambda: (
+                len([p for p in status(tmp_path, m1.first)["peers"] if p["state"] == "alive"]) == 4
+            )
+        )
+        submit = client_in_background(
+            tmp_path, m1.first, "submit", "barneshut", "1000", "40", "1", "shared", "--wait",
+            "--json",
+        )  # fmt: skip
+        try:
+            wait_for(lambda: any(r["progress"] > 0 for r in status(tmp_path, m2.first)["runs"]))
+            time.sleep(1.0)
+            kill_all([m2.children[0]])  # a thief
+            time.sleep(1.5)
+            kill_all([m1.children[0]])  # the master
+            out, err = submit.communicate(timeout=240)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        result = json.loads(out)
+        assert result["check"] == "ok", result
+        assert "following run" in err  # the master was lost before the end
+    finally:
+        m1.kill()
+        m2.kill()
