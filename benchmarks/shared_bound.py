@@ -1,7 +1,8 @@
 """Branch and bound with the bound as a shared object against the bound passed down as an
 argument (satin-grid-programming-model §3.2): tsp and knapsack on local peers, each run in
 both modes (the plugins' last argument), interleaved, median of --repeat runs. Time is the
-run's own ``elapsed_s``; jobs, messages and bytes are the run's statistics.
+run's own ``elapsed_s``; nodes visited (the plugins' ``app_nodes``), jobs, messages and
+bytes are the run's statistics.
 
     python benchmarks/shared_bound.py [--repeat 3] [--peers 4]
 """
@@ -14,7 +15,7 @@ from typing import Any
 from speculation import row, run
 
 WORKLOADS = [("tsp", ["tsp", "14", "2"]), ("knapsack", ["knapsack", "200", "2"])]
-COLUMNS = ["jobs_run", "messages", "bytes", "shared_updates_sent", "replica_fetches"]
+COLUMNS = ["app_nodes", "jobs_run", "messages", "bytes", "shared_updates_sent", "replica_fetches"]
 
 
 def main() -> None:

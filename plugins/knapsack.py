@@ -19,9 +19,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, SharedObject, UsageError, global_method, spawnable, sync
+from satind import Plugin, SharedObject, UsageError, count, global_method, spawnable, sync
 
 from ._args import at_most, int_arg
+from ._count import VISITED, searched
 
 SPAWN_DEPTH = 12
 # nodes of the depth-first dive that finds the first lower bound (about 0.25 s of CPython)
@@ -98,6 +99,7 @@ def dive(items: Items, capacity: int, budget: int) -> int:
 
 def search_seq(items: Items, i: int, room: int, value: int, best: int) -> int:
     """Best value reachable from this node, or ``best`` if nothing beats it (sequential)."""
+    VISITED[0] += 1
     weights, values = items
     n = len(weights)
     if value > best:
@@ -113,7 +115,8 @@ def search_seq(items: Items, i: int, room: int, value: int, best: int) -> int:
 def knap(items: Items, i: int, room: int, value: int, best: int, depth: int) -> int:
     weights, values = items
     if depth == 0 or i == len(weights):
-        return search_seq(items, i, room, value, best)
+        return int(searched(search_seq, items, i, room, value, best))
+    count("nodes")
     best = max(best, value)
     if bound(items, i, room, value) <= best:
         return best
@@ -142,6 +145,7 @@ class Best(SharedObject):
 
 def search_shared(items: Items, i: int, room: int, value: int, best: Best) -> None:
     """search_seq, pruning with the shared best and improving it as soon as it is beaten."""
+    VISITED[0] += 1
     weights, values = items
     if value > best.value:
         best.improve(value)
@@ -156,8 +160,9 @@ def search_shared(items: Items, i: int, room: int, value: int, best: Best) -> No
 def knap_shared(items: Items, i: int, room: int, value: int, best: Best, depth: int) -> None:
     weights, values = items
     if depth == 0 or i == len(weights):
-        search_shared(items, i, room, value, best)
+        searched(search_shared, items, i, room, value, best)
         return
+    count("nodes")
     if value > best.value:
         best.improve(value)
     if bound(items, i, room, value) <= best.value:

@@ -23,9 +23,10 @@ import math
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, SharedObject, UsageError, global_method, spawnable, sync
+from satind import Plugin, SharedObject, UsageError, count, global_method, spawnable, sync
 
 from ._args import at_most, int_arg
+from ._count import VISITED, searched
 
 SPAWN_DEPTH = 3
 
@@ -71,6 +72,7 @@ def search_seq(
     best: int,
 ) -> int:
     """Shortest completion from this partial tour, or ``best`` if none is shorter."""
+    VISITED[0] += 1
     n = len(dist)
     if visited == (1 << n) - 1:
         return min(best, length + dist[here][0])
@@ -117,7 +119,8 @@ def tour(
 ) -> int:
     n = len(dist)
     if depth == 0 or visited == (1 << n) - 1:
-        return search_seq(dist, cheap, here, visited, length, rest_bound, best)
+        return int(searched(search_seq, dist, cheap, here, visited, length, rest_bound, best))
+    count("nodes")
     handles = [
         tour.spawn(dist, cheap, city, visited | 1 << city, new_length, new_rest, best, depth - 1)
         for city, new_length, new_rest in extensions(
@@ -153,6 +156,7 @@ def search_shared(
 ) -> None:
     """search_seq, pruning with the shared bound and improving it as soon as a tour is
     shorter (every peer prunes with it from then on)."""
+    VISITED[0] += 1
     n = len(dist)
     if visited == (1 << n) - 1:
         total = length + dist[here][0]
@@ -184,8 +188,9 @@ def tour_shared(
 ) -> None:
     n = len(dist)
     if depth == 0 or visited == (1 << n) - 1:
-        search_shared(dist, cheap, here, visited, length, rest_bound, bound)
+        searched(search_shared, dist, cheap, here, visited, length, rest_bound, bound)
         return
+    count("nodes")
     # The bound changes only at a safe point (a sync), never between these spawns.
     for city, new_length, new_rest in extensions(
         dist, cheap, here, visited, length, rest_bound, bound.best

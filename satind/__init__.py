@@ -8,6 +8,7 @@ Plugin authors import from here only::
 from satind.api import Handle as Handle
 from satind.api import Spawnable as Spawnable
 from satind.api import abort as abort
+from satind.api import count as count
 from satind.api import spawnable as spawnable
 from satind.api import sync as sync
 from satind.engine.errors import JobAborted as JobAborted

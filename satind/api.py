@@ -193,6 +193,21 @@ def abort() -> None:
         w.abort_children(w.current)
 
 
+def count(name: str, n: int = 1) -> None:
+    """Add ``n`` to the application counter ``name`` of the running job's run: the run's
+    statistics show it as ``app_<name>``, summed over peers (work redone after a crash is
+    counted again). For what only the plugin can count, such as the nodes a search visited.
+    ``name``: lowercase letters, digits and ``_``, at most 32; a run has at most
+    ``MAX_APP_COUNTERS`` names. Outside satind it does nothing.
+
+    Raises:
+        ValueError: a bad name, or one name too many.
+    """
+    w = _worker.CURRENT
+    if w is not None:
+        w.current.run.count(name, n)
+
+
 def forget_module(module: str) -> None:
     """Drop the spawnables a module registered (it is about to be loaded again, changed:
     ``satind plugins reload``). Jobs already made keep the functions they hold."""

@@ -51,6 +51,9 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             print("  shared objects: " + _line(counters, stats.SHARING))
         if any(counters.get(name) for name in stats.SPECULATION):
             print("  speculation: " + _line(counters, stats.SPECULATION))
+        app = sorted(name for name in counters if name.startswith("app_"))
+        if app:  # the plugin's own (satind.count)
+            print("  application: " + " · ".join(f"{n[4:]} {_number(counters[n])}" for n in app))
     if report["check"].startswith("failed"):
         print(
             f"satind: the result failed the plugin's check: {report['check'][8:]}", file=sys.stderr

@@ -15,11 +15,16 @@ the job is stolen, or when recovery asks) from the parent chain.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 ROOT_PATH = b""
+# Application counters (``satind.count``): their names, and how many one run may have (each
+# travels in every run-statistics reply and line).
+APP_COUNTER = re.compile(r"[a-z0-9_]{1,32}")
+MAX_APP_COUNTERS = 16
 
 
 def child_path(parent: bytes, index: int) -> bytes:
@@ -107,6 +112,7 @@ class RunState:
         "abort_wasted_s",
         "aborted",
         "aborts",
+        "app",
         "epoch",
         "inv_branching",
         "jobs_cancelled",
@@ -152,9 +158,11 @@ class RunState:
         # Paths of jobs this peer restarted after a loss; a leaf below one of them is work done
         # again (``leaves_redone``). None until a restart, so a leaf pays one attribute read.
         self.redo: list[bytes] | None = None
+        # The plugin's own counters (``satind.count``), by their stats name; None until one.
+        self.app: dict[str, int] | None = None
 
     def counters(self) -> dict[str, int | float]:
-        return {
+        out: dict[str, int | float] = {
             "spawns": self.spawns,
             "syncs": self.syncs,
             "jobs_run": self.jobs_run,
@@ -165,6 +173,25 @@ class RunState:
             "jobs_cancelled": self.jobs_cancelled,
             "abort_wasted_s": self.abort_wasted_s,
         }
+        if self.app:
+            out.update(self.app)
+        return out
+
+    def count(self, name: str, n: int) -> None:
+        """``satind.count``: add ``n`` to the application counter ``name``."""
+        key = f"app_{name}"
+        app = self.app
+        if app is None:
+            app = self.app = {}
+        if key not in app:
+            if not APP_COUNTER.fullmatch(name):
+                raise ValueError(
+                    f"counter name {name!r}: use 1 to 32 lowercase letters, digits and _"
+                )
+            if len(app) >= MAX_APP_COUNTERS:
+                raise ValueError(f"counter {name!r}: a run has at most {MAX_APP_COUNTERS} counters")
+            app[key] = 0
+        app[key] += int(n)
 
     def __repr__(self) -> str:
         return f"<RunState {self.run_id} {self.plugin} {self.counters()}>"

@@ -89,3 +89,25 @@ def test_result_before_sync_raises() -> None:
     job2 = Job(print, (), None, 0, _run(), 1.0)
     job2.value = None
     assert job2.result() is None and job2.done
+
+
+def test_application_counters_sum_under_their_stats_names_and_are_bounded() -> None:
+    run = RunState("r1", "test", 0.5)
+    assert "app_nodes" not in run.counters()
+    run.count("nodes", 3)
+    run.count("nodes", 4)
+    assert run.counters()["app_nodes"] == 7
+    with pytest.raises(ValueError, match="lowercase letters"):
+        run.count("Nodes!", 1)
+    for i in range(15):
+        run.count(f"c{i}", 1)
+    with pytest.raises(ValueError, match="at most 16"):
+        run.count("one_too_many", 1)
+    run.count("c3", 1)  # an existing one still counts
+    assert run.counters()["app_c3"] == 2
+
+
+def test_count_outside_satind_does_nothing() -> None:
+    import satind
+
+    satind.count("nodes")  # no worker: a plain call, no error
