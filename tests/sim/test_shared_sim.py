@@ -89,3 +89,13 @@ def test_guarded_steps_survive_the_loss_of_their_master(seed: int) -> None:
     # (same id, a new incarnation, step 0), and replicas of the old incarnation give way.
     report, _, _ = _run(seed, "shared-steps-master-crash")
     assert report.violations == [] and report.result_ok
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_guarded_steps_survive_the_loss_of_every_peer_and_resume(seed: int) -> None:
+    # Every peer is lost mid-run; three new peers resume from the checkpoint logs. The resumed
+    # root makes the clock again (a new incarnation, step 0) and replays the steps, reusing
+    # logged results; the new peers fetch the new clock's replica as they steal.
+    report, counters, _ = _run(seed, "shared-steps-total-loss")
+    assert report.violations == [] and report.result_ok
+    assert report.results_checkpointed > 0 and counters["replica_fetches"] > 0
