@@ -90,6 +90,8 @@ def answer(
     (the rest goes at the next exchange)."""
     out = Answer()
     for d in theirs:
+        if budget <= 0:
+            break  # the rest at the next exchange (and a digest of many entries costs little)
         obj = shared.get(d.shared_id)
         if obj is None:
             continue  # no replica here: nothing to give, nothing wanted
