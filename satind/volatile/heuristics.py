@@ -1,0 +1,149 @@
+"""The on-line scheduling heuristics of scheduling-iterative-apps-volatile-resources §6: which
+UP worker gets each of the tasks of an iteration not yet begun.
+
+Every heuristic answers the same question (``plan``): given the UP workers (their speed
+``w`` in slots per task, ``delay`` before they could start a new task, and their availability
+chain) and the number of tasks to place, the worker of each task in assignment order. The
+scheduler re-plans whenever a worker could start something, so only the first tasks of a plan
+are ever started; the rest is re-decided later (the paper's *dynamic* strategy).
+
+* RANDOM picks uniformly; RANDOM1-4 weight each worker by P_uu, P₊, π_u and 1 - π_d; their W
+  variants divide the weight by ``w``.
+* MCT places each task where it completes first (equation 1); EMCT ranks by the expected
+  time of that workload under the chain (Theorem 2); LW by the probability P₊^CT of staying
+  able to work that long; UD by P_UD(E(CT)). The starred variants (MCT*, ...) stretch the data
+  time by ⌈n_active / n_com⌉ for the master's contention (equation 2).
+
+Choices where the paper is silent (docs/volatile.md): ``n_active`` counts the workers given one
+of the tasks placed so far, and a worker not yet given one counts itself (so the first task
+pays one transfer, not zero); ties go to the lower completion time, then the lower worker id.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from satind.volatile.model import Chain
+
+RANDOM_WEIGHTS: dict[str, Callable[[Chain], float]] = {
+    "random": lambda c: 1.0,
+    "random1": lambda c: c.p[0][0],
+    "random2": lambda c: c.p_plus(),
+    "random3": lambda c: c.stationary()[0],
+    "random4": lambda c: 1 - c.stationary()[2],
+}
+GREEDY = ("mct", "emct", "lw", "ud")
+# Every heuristic by name, in Table 2's order of families.
+NAMES: tuple[str, ...] = (
+    *(f"{g}{star}" for g in ("emct", "mct", "ud", "lw") for star in ("*", "")),
+    *(f"random{i}w" for i in range(1, 5)),
+    "random",
+    *(f"random{i}" for i in range(1, 5)),
+)
+
+
+def canonical(name: str) -> str:
+    """A heuristic's name as given on a command line (``emct*``, ``EMCT-star``, ``emcts``).
+
+    Raises:
+        ValueError: no such heuristic.
+    """
+    key = name.strip().lower().replace("-star", "*").replace("_star", "*")
+    if key.endswith("s") and key[:-1] in GREEDY:
+        key = key[:-1] + "*"
+    if key not in NAMES:
+        raise ValueError(f"no heuristic {name!r}; choose one of {', '.join(NAMES)}")
+    return key
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An UP worker as a heuristic sees it."""
+
+    worker: int
+    w: float  # slots of UP time per task
+    delay: float  # slots before it could start a new task, if it stays UP (Delay(q))
+    chain: Chain
+
+
+def plan(
+    name: str,
+    candidates: Sequence[Candidate],
+    tasks: int,
+    t_data: float,
+    n_com: int,
+    rng: random.Random,
+) -> list[int]:
+    """The worker of each of ``tasks`` tasks, in assignment order (empty without
+    candidates)."""
+    if not candidates or tasks <= 0:
+        return []
+    if name.startswith("random"):
+        return _random(name, candidates, tasks, rng)
+    return _greedy(name, candidates, tasks, t_data, n_com)
+
+
+def _random(
+    name: str, candidates: Sequence[Candidate], tasks: int, rng: random.Random
+) -> list[int]:
+    base = name[:-1] if name.endswith("w") else name
+    weigh = RANDOM_WEIGHTS[base]
+    weights = [max(weigh(c.chain), 0.0) / (c.w if name.endswith("w") else 1.0) for c in candidates]
+    if sum(weights) <= 0:
+        weights = [1.0] * len(candidates)
+    picks = rng.choices(range(len(candidates)), weights=weights, k=tasks)
+    return [candidates[i].worker for i in picks]
+
+
+def _greedy(
+    name: str, candidates: Sequence[Candidate], tasks: int, t_data: float, n_com: int
+) -> list[int]:
+    star = name.endswith("*")
+    kind = name.rstrip("*")
+    # Per worker, what its criterion needs of its chain, computed once.
+    extra = []  # E(W) = W + (W - 1) * extra (Theorem 2)
+    lw_rate = []  # -log P₊: LW minimises CT * -log P₊
+    ud_first, ud_rate = [], []  # log P_UD(k) = ud_first + (k - 2) * ud_rate
+    for c in candidates:
+        e2 = c.chain.expected_time(2.0)
+        extra.append(e2 - 2.0)
+        if kind == "lw":
+            pp = c.chain.p_plus()
+            lw_rate.append(-math.log(pp) if pp > 0 else math.inf)
+        if kind == "ud":
+            first = c.chain.p_ud(2.0)
+            per = c.chain.p_ud(3.0) / first if first > 0 else 0.0
+            ud_first.append(math.log(first) if first > 0 else -math.inf)
+            ud_rate.append(math.log(per) if per > 0 else -math.inf)
+    counts = [0] * len(candidates)
+    active = 0
+    out: list[int] = []
+    for _ in range(tasks):
+        best_i = -1
+        best_key: tuple[float, float, int] | None = None
+        for i, c in enumerate(candidates):
+            n = counts[i] + 1
+            data = t_data
+            if star:
+                data = math.ceil((active + (counts[i] == 0)) / n_com) * t_data
+            ct = c.delay + data + (n - 1) * max(data, c.w) + c.w
+            if kind == "mct":
+                key = ct
+            elif kind == "emct":
+                key = ct + max(ct - 1, 0) * extra[i]
+            elif kind == "lw":
+                key = ct * lw_rate[i] if lw_rate[i] > 0 else 0.0
+            else:  # ud: maximise log P_UD(E(CT))
+                e = ct + max(ct - 1, 0) * extra[i]
+                key = -(ud_first[i] + max(e - 2, 0) * ud_rate[i])
+            candidate_key = (key, ct, c.worker)
+            if best_key is None or candidate_key < best_key:
+                best_i, best_key = i, candidate_key
+        if counts[best_i] == 0:
+            active += 1
+        counts[best_i] += 1
+        out.append(candidates[best_i].worker)
+    return out
