@@ -21,9 +21,10 @@ pays one transfer, not zero); ties go to the lower completion time, then the low
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from satind.volatile.model import Chain
@@ -79,11 +80,37 @@ def plan(
 ) -> list[int]:
     """The worker of each of ``tasks`` tasks, in assignment order (empty without
     candidates)."""
+    return list(assignments(name, candidates, tasks, t_data, n_com, rng))
+
+
+def assignments(
+    name: str,
+    candidates: Sequence[Candidate],
+    tasks: int,
+    t_data: float,
+    n_com: int,
+    rng: random.Random,
+) -> Iterator[int]:
+    """``plan``, one task at a time: a scheduler that starts only the first few stops early."""
     if not candidates or tasks <= 0:
-        return []
+        return iter(())
     if name.startswith("random"):
-        return _random(name, candidates, tasks, rng)
+        return iter(_random(name, candidates, tasks, rng))
     return _greedy(name, candidates, tasks, t_data, n_com)
+
+
+@functools.lru_cache(maxsize=65536)
+def _constants(chain: Chain) -> tuple[float, float, float, float]:
+    """What the greedy criteria need of a chain: E(W)'s slope beyond W (Theorem 2: E(W) = W +
+    (W - 1) * extra), -log P₊ (LW), and log P_UD(k) = first + (k - 2) * rate (UD)."""
+    extra = chain.expected_time(2.0) - 2.0
+    pp = chain.p_plus()
+    lw_rate = -math.log(pp) if pp > 0 else math.inf
+    first = chain.p_ud(2.0)
+    per = chain.p_ud(3.0) / first if first > 0 else 0.0
+    ud_first = math.log(first) if first > 0 else -math.inf
+    ud_rate = math.log(per) if per > 0 else -math.inf
+    return extra, lw_rate, ud_first, ud_rate
 
 
 def _random(
@@ -100,27 +127,12 @@ def _random(
 
 def _greedy(
     name: str, candidates: Sequence[Candidate], tasks: int, t_data: float, n_com: int
-) -> list[int]:
+) -> Iterator[int]:
     star = name.endswith("*")
     kind = name.rstrip("*")
-    # Per worker, what its criterion needs of its chain, computed once.
-    extra = []  # E(W) = W + (W - 1) * extra (Theorem 2)
-    lw_rate = []  # -log P₊: LW minimises CT * -log P₊
-    ud_first, ud_rate = [], []  # log P_UD(k) = ud_first + (k - 2) * ud_rate
-    for c in candidates:
-        e2 = c.chain.expected_time(2.0)
-        extra.append(e2 - 2.0)
-        if kind == "lw":
-            pp = c.chain.p_plus()
-            lw_rate.append(-math.log(pp) if pp > 0 else math.inf)
-        if kind == "ud":
-            first = c.chain.p_ud(2.0)
-            per = c.chain.p_ud(3.0) / first if first > 0 else 0.0
-            ud_first.append(math.log(first) if first > 0 else -math.inf)
-            ud_rate.append(math.log(per) if per > 0 else -math.inf)
+    consts = [_constants(c.chain) for c in candidates]
     counts = [0] * len(candidates)
     active = 0
-    out: list[int] = []
     for _ in range(tasks):
         best_i = -1
         best_key: tuple[float, float, int] | None = None
@@ -133,17 +145,17 @@ def _greedy(
             if kind == "mct":
                 key = ct
             elif kind == "emct":
-                key = ct + max(ct - 1, 0) * extra[i]
-            elif kind == "lw":
-                key = ct * lw_rate[i] if lw_rate[i] > 0 else 0.0
+                key = ct + max(ct - 1, 0) * consts[i][0]
+            elif kind == "lw":  # maximise P₊^CT: minimise CT * -log P₊
+                key = ct * consts[i][1] if consts[i][1] > 0 else 0.0
             else:  # ud: maximise log P_UD(E(CT))
-                e = ct + max(ct - 1, 0) * extra[i]
-                key = -(ud_first[i] + max(e - 2, 0) * ud_rate[i])
+                extra, _, first, rate = consts[i]
+                e = ct + max(ct - 1, 0) * extra
+                key = -(first + (max(e - 2, 0) * rate if e > 2 else 0.0))
             candidate_key = (key, ct, c.worker)
             if best_key is None or candidate_key < best_key:
                 best_i, best_key = i, candidate_key
         if counts[best_i] == 0:
             active += 1
         counts[best_i] += 1
-        out.append(candidates[best_i].worker)
-    return out
+        yield candidates[best_i].worker

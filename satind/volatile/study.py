@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from satind.volatile.heuristics import NAMES, Candidate, canonical, plan
+from satind.volatile.heuristics import NAMES, Candidate, assignments, canonical
 from satind.volatile.model import DOWN, RECLAIMED, UP, Chain, Estimator
 
 # Table 1 of the paper.
@@ -130,15 +130,18 @@ class Traces:
             else:
                 first.append(UP)
         self.states: list[list[int]] = [[s] for s in first]
+        self.slots: list[tuple[int, ...]] = []
 
-    def at(self, t: int) -> list[int]:
+    def at(self, t: int) -> tuple[int, ...]:
         """Every worker's state at slot ``t``."""
-        out = []
-        for q, states in enumerate(self.states):
-            while len(states) <= t:
-                states.append(self.chains[q].step(states[-1], self.rngs[q]))
-            out.append(states[t])
-        return out
+        slots = self.slots
+        while len(slots) <= t:
+            n = len(slots)
+            for q, states in enumerate(self.states):
+                while len(states) <= n:
+                    states.append(self.chains[q].step(states[-1], self.rngs[q]))
+            slots.append(tuple(states[n] for states in self.states))
+        return slots[t]
 
 
 @dataclass
@@ -297,7 +300,7 @@ class _Run:
         params, ws, done, copies = self.params, self.ws, self.done, self.copies
         unbegun = [i for i in range(params.m) if not done[i] and not copies[i]]
         if unbegun:
-            order = plan(
+            order = assignments(
                 self.heuristic,
                 self._candidates(up),
                 len(unbegun),
@@ -305,15 +308,17 @@ class _Run:
                 params.n_com,
                 self.rng,
             )
+            ready = sum(1 for q in up if ws[q].ready())
             seen: set[int] = set()
             at = 0
             for q in order:
-                if free <= 0 or at >= len(unbegun):
-                    break
+                if free <= 0 or at >= len(unbegun) or ready <= 0:
+                    break  # nothing more can start now: the rest of the plan waits
                 if q in seen or not ws[q].ready():
                     continue
                 seen.add(q)
                 free -= 1
+                ready -= 1
                 if self._start(q, unbegun[at]):
                     at += 1
         if params.replicas <= 0 or free <= 0 or len(up) <= self.left:
@@ -324,7 +329,7 @@ class _Run:
         ]
         if not idle or not open_tasks:
             return
-        order = plan(
+        order = assignments(
             self.heuristic,
             self._candidates(idle),
             len(idle),

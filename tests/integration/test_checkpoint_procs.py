@@ -33,8 +33,8 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path, polic
     m1 = Daemon(keys, "m1", "east", "", "--peers", "3", *opts)
     try:
         wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 3)
-        # 512 leaves of 60 ms: about 10 s on 3 peers.
-        proc = client(keys, m1.first, "submit", "tree", "3", "8", "60", "sleep")
+        # 512 leaves of 30 ms: about 5 s on 3 peers.
+        proc = client(keys, m1.first, "submit", "tree", "3", "8", "30", "sleep")
         run_id = proc.stdout.strip()
         assert proc.returncode == 0, proc.stderr
         wait_for(lambda: any(r["progress"] > 0.5 for r in status(keys, m1.first)["runs"]), 60)

@@ -22,6 +22,7 @@ from satind.net import messages as m
 from tests import independent
 from tests.integration.procs import alive, kill_all
 from tests.integration.test_daemon import Daemon, client_in_background, satind, status, wait_for
+from tests.integration.test_recovery_procs import FAST
 
 pytestmark = pytest.mark.slow
 PLUGINS = Path(__file__).parent.parent / "data" / "plugins"
@@ -241,8 +242,10 @@ def test_submit_wait_follows_its_run_when_the_master_is_killed(
     assert satind("keys", "init", str(tmp_path)).returncode == 0
     assert satind("keys", "issue", str(tmp_path), "m1").returncode == 0
     assert satind("keys", "issue", str(tmp_path), "m2").returncode == 0
-    m1 = Daemon(tmp_path, "m1", "east")
-    m2 = Daemon(tmp_path, "m2", "west", m1.first)
+    fast = tmp_path / "fast.toml"  # deaths found in about a second
+    fast.write_text(FAST)
+    m1 = Daemon(tmp_path, "m1", "east", "", "--config", str(fast))
+    m2 = Daemon(tmp_path, "m2", "west", m1.first, "--config", str(fast))
     try:
         wait_for(
             lambda: (

@@ -14,6 +14,7 @@ import pytest
 
 from tests.integration.procs import kill_all
 from tests.integration.test_daemon import Daemon, client_in_background, satind, status, wait_for
+from tests.integration.test_recovery_procs import FAST
 from tests.integration.test_run import run_json
 
 pytestmark = pytest.mark.slow
@@ -121,8 +122,10 @@ def test_barnes_hut_with_shared_bodies_survives_a_thief_and_its_master_killed(
     for args in (("init", str(tmp_path)), ("issue", str(tmp_path), "m1")):
         assert satind("keys", *args).returncode == 0
     assert satind("keys", "issue", str(tmp_path), "m2").returncode == 0
-    m1 = Daemon(tmp_path, "m1", "east")
-    m2 = Daemon(tmp_path, "m2", "west", m1.first)
+    fast = tmp_path / "fast.toml"  # deaths found in about a second
+    fast.write_text(FAST)
+    m1 = Daemon(tmp_path, "m1", "east", "", "--config", str(fast))
+    m2 = Daemon(tmp_path, "m2", "west", m1.first, "--config", str(fast))
     try:
         wait_for(
             lambda: (
@@ -130,14 +133,14 @@ def test_barnes_hut_with_shared_bodies_survives_a_thief_and_its_master_killed(
             )
         )
         submit = client_in_background(
-            tmp_path, m1.first, "submit", "barneshut", "1000", "40", "1", "shared", "--wait",
+            tmp_path, m1.first, "submit", "barneshut", "500", "50", "1", "shared", "--wait",
             "--json",
         )  # fmt: skip
         try:
             wait_for(lambda: any(r["progress"] > 0 for r in status(tmp_path, m2.first)["runs"]))
-            time.sleep(1.0)
+            time.sleep(0.5)
             kill_all([m2.children[0]])  # a thief
-            time.sleep(1.5)
+            time.sleep(1.0)
             kill_all([m1.children[0]])  # the master
             out, err = submit.communicate(timeout=240)
         finally:
