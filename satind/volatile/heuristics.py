@@ -22,10 +22,11 @@ pays one transfer, not zero); ties go to the lower completion time, then the low
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from satind.volatile.model import Chain
 
@@ -60,9 +61,8 @@ def canonical(name: str) -> str:
     return key
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """An UP worker as a heuristic sees it."""
+class Candidate(NamedTuple):
+    """An UP worker as a heuristic sees it (a tuple: schedulers make many)."""
 
     worker: int
     w: float  # slots of UP time per task
@@ -125,34 +125,49 @@ def _random(
     return [candidates[i].worker for i in picks]
 
 
+def _key(kind: str, ct: float, consts: tuple[float, float, float, float]) -> float:
+    """The criterion a greedy heuristic minimises for a completion time ``ct``."""
+    if kind == "mct":
+        return ct
+    extra, lw_rate, first, rate = consts
+    if kind == "emct":
+        return ct + max(ct - 1, 0) * extra
+    if kind == "lw":  # maximise P₊^CT: minimise CT * -log P₊
+        return ct * lw_rate if lw_rate > 0 else 0.0
+    e = ct + max(ct - 1, 0) * extra  # ud: maximise log P_UD(E(CT))
+    return -(first + ((e - 2) * rate if e > 2 else 0.0))
+
+
 def _greedy(
     name: str, candidates: Sequence[Candidate], tasks: int, t_data: float, n_com: int
 ) -> Iterator[int]:
-    star = name.endswith("*")
     kind = name.rstrip("*")
     consts = [_constants(c.chain) for c in candidates]
+    if not name.endswith("*"):
+        # Without contention a worker's next CT grows with its own tasks only: a heap of each
+        # worker's next (key, CT, id) gives the same choices as scanning them all.
+        heap = []
+        for i, c in enumerate(candidates):
+            ct = c.delay + t_data + c.w
+            heap.append((_key(kind, ct, consts[i]), ct, c.worker, i, 1))
+        heapq.heapify(heap)
+        for _ in range(tasks):
+            _, _, worker, i, n = heapq.heappop(heap)
+            yield worker
+            c = candidates[i]
+            ct = c.delay + t_data + n * max(t_data, c.w) + c.w
+            heapq.heappush(heap, (_key(kind, ct, consts[i]), ct, worker, i, n + 1))
+        return
     counts = [0] * len(candidates)
     active = 0
     for _ in range(tasks):
         best_i = -1
         best_key: tuple[float, float, int] | None = None
         for i, c in enumerate(candidates):
-            n = counts[i] + 1
-            data = t_data
-            if star:
-                data = math.ceil((active + (counts[i] == 0)) / n_com) * t_data
-            ct = c.delay + data + (n - 1) * max(data, c.w) + c.w
-            if kind == "mct":
-                key = ct
-            elif kind == "emct":
-                key = ct + max(ct - 1, 0) * consts[i][0]
-            elif kind == "lw":  # maximise P₊^CT: minimise CT * -log P₊
-                key = ct * consts[i][1] if consts[i][1] > 0 else 0.0
-            else:  # ud: maximise log P_UD(E(CT))
-                extra, _, first, rate = consts[i]
-                e = ct + max(ct - 1, 0) * extra
-                key = -(first + (max(e - 2, 0) * rate if e > 2 else 0.0))
-            candidate_key = (key, ct, c.worker)
+            n = counts[i]
+            data = math.ceil((active + (n == 0)) / n_com) * t_data
+            ct = c.delay + data + n * (data if data > c.w else c.w) + c.w
+            candidate_key = (_key(kind, ct, consts[i]), ct, c.worker)
             if best_key is None or candidate_key < best_key:
                 best_i, best_key = i, candidate_key
         if counts[best_i] == 0:
