@@ -9,12 +9,14 @@ from satind.api import Handle as Handle
 from satind.api import Spawnable as Spawnable
 from satind.api import abort as abort
 from satind.api import count as count
+from satind.api import pause_point as pause_point
 from satind.api import spawnable as spawnable
 from satind.api import sync as sync
 from satind.engine.errors import JobAborted as JobAborted
 from satind.engine.errors import LimitExceeded as LimitExceeded
 from satind.engine.errors import RemoteJobError as RemoteJobError
 from satind.engine.jobs import ResultNotReady as ResultNotReady
+from satind.iterative import iterative_plugin as iterative_plugin
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed
 from satind.plugin import Plugin as Plugin

@@ -111,6 +111,26 @@ class Spawnable(Generic[R]):
         w.jobs.append(job)
         return job
 
+    def push(self, *args: Any) -> Handle[R]:
+        """Spawn ``fn(*args)`` as a task of an iterative run (satind/iterative.py): it goes to
+        the master's scheduler, which places it on a worker with the run's heuristic, instead
+        of the queue thieves steal from. See ``sync``. Outside satind it runs at once."""
+        w = _worker.CURRENT
+        if w is None:
+            try:
+                return _Done(self.fn(*args), None)
+            except Exception as exc:
+                return _Done(None, exc)
+        cur = w.current
+        cur.pending += 1
+        index = cur.nspawn
+        cur.nspawn = index + 1
+        run = cur.run
+        run.pushed = True
+        job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
+        w.hooks.task_ready(job)
+        return job
+
     def spawn_inlet(self, handler: Callable[[Exception], Any], *args: Any) -> Handle[Any]:
         """Spawn ``fn(*args)`` with an inlet: if the job raises an exception, ``handler(exc)``
         runs in the spawner's frame (on this peer, whichever peer ran the job), at a sync of
@@ -191,6 +211,16 @@ def abort() -> None:
     w = _worker.CURRENT
     if w is not None:
         w.abort_children(w.current)
+
+
+def pause_point() -> None:
+    """A point where a long job may be suspended: if this peer's machine was reclaimed by its
+    owner (`satind reclaim`), the job waits here until it is released, then goes on. Costs one
+    attribute read otherwise. Jobs are suspended anyway before they start; call this in a long
+    loop so that a reclaim takes effect within it. Outside satind it does nothing."""
+    w = _worker.CURRENT
+    if w is not None and w.reclaimed:
+        w.suspend()
 
 
 def count(name: str, n: int = 1) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from satind.volatile.heuristics import NAMES as HEURISTICS
+
 StealAlgorithm = Literal["rs", "crs"]
 CheckpointPolicy = Literal["orphans", "tic", "sel"]
 OnSigterm = Literal["leave", "drain"]
@@ -248,6 +250,25 @@ class SharedConfig:
 
 
 @dataclass(frozen=True)
+class IterativeConfig:
+    """Iterative master-worker runs on volatile workers (satind/iterative.py, core/iterative.py;
+    scheduling-iterative-apps-volatile-resources, docs/volatile.md)."""
+
+    # Which heuristic places the tasks: emct, emct*, mct, mct*, ud, ud*, lw, lw*, random,
+    # random1..4, random1w..4w (satind/volatile/heuristics.py). EMCT did best in the paper.
+    heuristic: str = "emct"
+    # transfers. Tasks the master sends at once (the paper's n_com = BW / bw): a task's
+    # transfer lasts until the worker acknowledges it.
+    n_com: int = 4
+    # seconds. The scheduler's time slot: it samples every worker's state (UP, RECLAIMED,
+    # DOWN) once per slot to learn its availability, and places tasks.
+    slot_s: float = 0.05
+    # copies. Extra copies of a task at most, given to idle workers when UP workers outnumber
+    # the tasks left (§6.1); the first to finish cancels the others. 0: none.
+    replicas: int = 2
+
+
+@dataclass(frozen=True)
 class CheckpointConfig:
     """Checkpoint logs of finished results (recovery/checkpoint.py), for runs that must
     survive the loss of every peer, and for suspend/resume."""
@@ -447,6 +468,7 @@ class Config:
     membership: MembershipConfig = field(default_factory=MembershipConfig)
     ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
     shared: SharedConfig = field(default_factory=SharedConfig)
+    iterative: IterativeConfig = field(default_factory=IterativeConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
@@ -474,6 +496,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("steal", "algorithm"): ("rs", "crs"),
     ("daemon", "on_sigterm"): ("leave", "drain"),
     ("checkpoint", "policy"): ("orphans", "tic", "sel"),
+    ("iterative", "heuristic"): HEURISTICS,
 }
 
 

@@ -86,6 +86,9 @@ class Plugin:
     # Filled by discovery: where the plugin came from and the sha256 of its module's source.
     source: str = field(default="", compare=False)
     code_hash: str = field(default="", compare=False)
+    # The module that defines the plugin when its entry lives elsewhere (an iterative
+    # application's entry is satind.iterative.drive): discovery finds it there only.
+    module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.entry, Spawnable):
@@ -180,7 +183,10 @@ def _plugins_in(module: types.ModuleType, source: str, code_hash: str = "") -> l
     found = []
     code_hash = code_hash or _module_hash(module)
     for value in vars(module).values():
-        if isinstance(value, Plugin) and value.entry.fn.__module__ == module.__name__:
+        if isinstance(value, Plugin) and module.__name__ in (
+            value.entry.fn.__module__,
+            value.module,
+        ):
             found.append(_stamped(value, source, code_hash))
     return found
 

@@ -36,6 +36,8 @@ CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
     "logs": runs.logs,
     "status": system.status,
     "drain": system.drain,
+    "reclaim": system.reclaim,
+    "release": system.reclaim,
     "stop": system.stop,
 }
 

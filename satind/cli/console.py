@@ -32,6 +32,7 @@ STATE_STYLE = {
     "alive": "green",
     "suspect": "yellow",
     "draining": "cyan",
+    "reclaimed": "magenta",
     "dead": "red",
     "left": "dim",
 }
@@ -56,6 +57,7 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
         "CPU%",
         "RSS MB",
         "checkpoint",
+        "up %",
     )
     shown = [c for c in columns if not narrow or c in NARROW]
     for column in shown:
@@ -79,6 +81,7 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
             f"{p.cpu_percent:.0f}",
             f"{p.rss_mb:.0f}",
             _checkpoint_cell(p),
+            "?" if p.availability < 0 else f"{100 * p.availability:.0f}",
         ]
         for column, value in zip(columns[3:], values, strict=True):
             cells[column] = value if known else "-"
@@ -96,7 +99,7 @@ def _checkpoint_cell(p: m.PeerStatus) -> str:
 
 def runs_table(reply: m.StatusReply) -> Table:
     table = Table(title="runs", title_justify="left")
-    columns = ("run", "plugin", "master", "state", "done", "elapsed s", "jobs")
+    columns = ("run", "plugin", "master", "state", "done", "elapsed s", "jobs", "iteration")
     recovery = ("jobs_restarted", "results_reused", "leaves_redone", "orphan_table_size")
     for column in (*columns, "restarted", "reused", "redone", "orphans"):
         table.add_column(column)
@@ -109,6 +112,7 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{100 * r.progress:.1f}%",
             f"{r.elapsed_s:.1f}",
             f"{int(r.counters.get('jobs_run', 0)):,}",
+            str(int(r.counters["iteration"])) if "iteration" in r.counters else "-",
             *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),
         )
     return table
@@ -170,11 +174,11 @@ async def watch_status(client: Client, cfg: Config) -> None:
                 addresses = {
                     p.name: p.address
                     for p in reply.peers
-                    if p.address and p.state in ("alive", "draining")
+                    if p.address and p.state in ("alive", "draining", "reclaimed")
                 }
                 jobs = sum(p.jobs_run for p in reply.peers)
                 steals = sum(p.stolen_local + p.stolen_wide for p in reply.peers)
-                up = sum(1 for p in reply.peers if p.state in ("alive", "draining"))
+                up = sum(1 for p in reply.peers if p.state in ("alive", "draining", "reclaimed"))
                 rates = Text(f"cluster: {_rates(seen, '', now, jobs, steals)} · {up} peers up")
                 live_runs = {r.run_id for r in reply.runs if r.state in ("running", "queued")}
                 for run_id in [r for r in tasks if r not in live_runs]:

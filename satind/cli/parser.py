@@ -299,6 +299,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     drain.add_argument("--cluster", help="drain every peer of this cluster")
     client_options(drain)
 
+    for verb, what in (
+        (
+            "reclaim",
+            "the machine's owner takes peers back: they suspend their work (kept, not lost) "
+            "and take none until released; masters count them RECLAIMED meanwhile (an "
+            "iterative run's scheduler learns how often each worker is reclaimed)",
+        ),
+        ("release", "give reclaimed peers back: their suspended work goes on where it was"),
+    ):
+        cmd = commands[verb] = sub.add_parser(verb, help=what.split(":")[0], description=what)
+        cmd.add_argument("peers", metavar="PEER_ID", nargs="+", help="peers (NAME/INDEX)")
+        client_options(cmd)
+
     stop = commands["stop"] = sub.add_parser(
         "stop",
         help="stop the daemon's machine (its peers leave and exit)",

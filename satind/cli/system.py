@@ -44,6 +44,17 @@ async def drain(args: argparse.Namespace, cfg: Config) -> int:
     return EXIT_OK
 
 
+async def reclaim(args: argparse.Namespace, cfg: Config) -> int:
+    """`satind reclaim PEER...` and `satind release PEER...`."""
+    async with connected(args, cfg) as client:
+        msg = m.ReclaimRequest(client.requests.new(), list(args.peers), args.command == "reclaim")
+        reply = await client.control(msg)
+    if not reply.ok:
+        raise CliError(reply.message, EXIT_FAILED)
+    print(f"{reply.message}: {', '.join(reply.affected)}")
+    return EXIT_OK
+
+
 async def stop(args: argparse.Namespace, cfg: Config) -> int:
     async with connected(args, cfg) as client:
         reply = await client.control(m.StopRequest(client.requests.new(), args.all, args.drain))

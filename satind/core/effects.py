@@ -121,11 +121,12 @@ class StealUpdate:
 
 @dataclass(frozen=True, slots=True)
 class Later:
-    """After ``delay`` seconds, apply what ``then()`` returns then (a combining interval that
-    ends, a guard that waited long enough: core/sharing.py)."""
+    """After ``delay`` seconds, apply what ``then(now)`` returns then (a combining interval
+    that ends, a guard that waited long enough: core/sharing.py; a scheduler's slot:
+    core/iterative.py)."""
 
     delay: float
-    then: Callable[[], list[Effect]]
+    then: Callable[[float], list[Effect]]
 
 
 @dataclass(frozen=True, slots=True)

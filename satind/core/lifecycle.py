@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from satind import plugin as plugins
-from satind.core import sharing
+from satind.core import iterative, sharing
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -227,6 +227,7 @@ def drop(state: PeerState, run_id: str) -> Effects:
         return []
     state.custody.forget_run(run_id)
     sharing.forget_run(state, run_id)
+    iterative.forget_run(state, run_id)
     state.cancelled = {job for job in state.cancelled if job.run.run_id != run_id}
     state.orphans.forget_run(run_id)
     run.state.aborted = True

@@ -108,7 +108,7 @@ def call_made(state: PeerState, update: m.SharedUpdate) -> Effects:
     if sh.outbox_bytes >= state.cfg.shared.combine_bytes:
         return flush(state)
     if first:
-        return [Later(state.cfg.shared.combine_s, lambda: flush(state)), *_digests(state)]
+        return [Later(state.cfg.shared.combine_s, lambda _now: flush(state)), *_digests(state)]
     return []
 
 
@@ -146,7 +146,7 @@ def _digests(state: PeerState) -> Effects:
     sh.digesting = True
     sh.digest_turn = zlib.crc32(state.name.encode())
 
-    def round_() -> Effects:
+    def round_(_now: float) -> Effects:
         if not state.replicas:
             sh.digesting = False  # started again by the next call, update or replica
             return []
@@ -233,10 +233,10 @@ def guard_waiting(state: PeerState, job: Job, waiting: bool = True) -> Effects:
         again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
         return [
             *_ask(state, job.origin, set(sh.refs.get(job, []))),
-            Later(again, lambda: fetch(again)),
+            Later(again, lambda _now: fetch(again)),
         ]
 
-    return [Later(cfg.guard_wait_s, lambda: fetch(cfg.guard_wait_s))]
+    return [Later(cfg.guard_wait_s, lambda _now: fetch(cfg.guard_wait_s))]
 
 
 def tick(state: PeerState, now: float) -> Effects:

@@ -18,6 +18,7 @@ from satind import plugin as plugin_mod
 from satind import stats
 from satind.config import Config
 from satind.core.custody import Custody
+from satind.core.iterative import Scheduling
 from satind.core.runs import RunTable
 from satind.core.sharing import Sharing
 from satind.engine.jobs import Job
@@ -53,6 +54,9 @@ class PeerState:
     run_ids: Callable[[], str] = new_run_id
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
+    # Reclaimed by the machine's owner (`satind reclaim`): no stealing, the compute side
+    # suspended until released (node/peer.py ``reclaim``).
+    reclaimed: bool = False
     # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
     needs_orphans: bool = True
     # The compute side wants work, and how many frames it has open (as of that news).
@@ -66,6 +70,8 @@ class PeerState:
     # ``Worker.shared``: the network side only reads which ids exist), and the bookkeeping.
     replicas: dict[str, object] = field(default_factory=dict)
     sharing: Sharing = field(default_factory=Sharing)
+    # Iterative runs (core/iterative.py): a master's scheduler, and every run's last barrier.
+    iterative: Scheduling = field(default_factory=Scheduling)
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)
     _victims: tuple[int, Candidates] | None = None
@@ -110,6 +116,7 @@ class PeerState:
         )
         out["abort_messages"] = self.abort_messages
         out.update(self.sharing.counters.as_dict())
+        out.update(self.iterative.counters.as_dict())
         out["messages"] = traffic.messages
         out["bytes"] = traffic.bytes
         out["messages_wide"] = traffic.messages_wide
@@ -128,4 +135,4 @@ class PeerState:
     def has_active_runs(self) -> bool:
         """Whether there is any work to steal for (no run, no stealing: an idle system is
         quiet)."""
-        return not self.draining and self.runs.has_work()
+        return not self.draining and not self.reclaimed and self.runs.has_work()

@@ -48,6 +48,10 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
         # of an aborted frame or job (core/aborts.py): nobody waits for it. Given away, it
         # would be run again under the run's id.
         job = queue.steal_of(msg.run) if msg.run else queue.steal()
+    if job is not None and job.run.pushed:
+        # A task its master placed here (core/iterative.py): it runs here, not elsewhere.
+        state.queue.give_back(job)
+        job = None
     if job is not None and job.parent is not None and job.run.orphans is not None:
         holder = job.run.orphans.get(job.path)
         if holder is not None:

@@ -65,6 +65,15 @@ class WorkerHooks(Protocol):
         ``shared.guard_wait_s``, its replicas are fetched from its victim. ``waiting``
         False: its guard holds now (it is queued to run)."""
 
+    def task_ready(self, job: Job) -> None:
+        """A task of an iterative run was pushed (``Spawnable.push``): the network side's
+        scheduler places it on a worker (core/iterative.py); its result comes back as a
+        child's."""
+
+    def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
+        """An iterative run passed a barrier: ``state`` (encoded) is what a new master
+        resumes from (core/iterative.py keeps it on every member)."""
+
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
 

@@ -122,6 +122,7 @@ class RunState:
         "orphans",
         "plugin",
         "progress",
+        "pushed",
         "redo",
         "run_id",
         "spawns",
@@ -160,6 +161,9 @@ class RunState:
         self.redo: list[bytes] | None = None
         # The plugin's own counters (``satind.count``), by their stats name; None until one.
         self.app: dict[str, int] | None = None
+        # An iterative run (satind/iterative.py): its tasks are pushed to workers by the
+        # master's scheduler (core/iterative.py), never stolen.
+        self.pushed = False
 
     def counters(self) -> dict[str, int | float]:
         out: dict[str, int | float] = {

@@ -181,6 +181,11 @@ class Worker:
         # Recent global calls applied here, to answer other peers' digests (the network side
         # sets its size from shared.log_bytes).
         self.shared_log = UpdateLog()
+        # Iterative runs' last barriers, run -> (epoch, iteration, encoded state): the network
+        # side's dict (core/iterative.py), read by a root that starts (satind/iterative.py).
+        self.barriers: dict[str, tuple[int, int, bytes]] = {}
+        # Reclaimed by the machine's owner: suspended at the next safe point (``reclaim``).
+        self.reclaimed = False
         self.parked: list[Job] = []
         self.peer_name = ""
         # Jobs without a local parent that failed in engine code deep in the stack, to be
@@ -249,8 +254,25 @@ class Worker:
         finally:
             CURRENT = None
 
+    def reclaim(self, reclaimed: bool) -> None:
+        """Thread-safe: the machine's owner reclaimed it (True) or released it (False). The
+        compute side suspends at its next safe point — before it starts a job, or at a
+        ``satind.pause_point()`` in a long one — and resumes where it was."""
+        self.reclaimed = reclaimed
+        self.post(Wakeup())
+
+    def suspend(self) -> None:
+        """Reclaimed: compute nothing until released, still handling the mailbox (results
+        and cancellations keep arriving)."""
+        while self.reclaimed and not self._stopped:
+            event = self.mailbox.get(self.cfg.wait_poll_s)
+            if event is not None:
+                self._handle(event)
+
     def run_job(self, job: Job) -> None:
         """Run one job to completion, children included, and report it."""
+        if self.reclaimed:
+            self.suspend()
         parent = job.parent
         if parent is None:
             if job.run.aborted:

@@ -138,6 +138,7 @@ class Swim:
             and known.incarnation == update.incarnation
             and known.instance == update.instance
             and known.draining == update.draining
+            and known.reclaimed == update.reclaimed
             and known.state is STATES.get(update.state)
             and update.state != "suspect"
         ):
@@ -498,3 +499,7 @@ class Swim:
     def set_draining(self) -> None:
         update = self.table.set_state_of_me(State.ALIVE, draining=True)
         self._broadcast(update)
+
+    def set_reclaimed(self, reclaimed: bool) -> None:
+        """Reclaimed by the machine's owner, or released: every member hears it at once."""
+        self._broadcast(self.table.set_state_of_me(State.ALIVE, reclaimed=reclaimed))

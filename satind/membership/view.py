@@ -54,6 +54,9 @@ class Member:
     incarnation: int = 0
     instance: int = 0
     draining: bool = False
+    # Reclaimed by its machine's owner (`satind reclaim`): alive, computing nothing until
+    # released (scheduling-iterative-apps-volatile-resources' RECLAIMED state).
+    reclaimed: bool = False
     # plugin name -> code hash: a master refuses a run some member has another version of.
     plugins: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -75,6 +78,7 @@ class Member:
             incarnation=self.incarnation,
             instance=self.instance,
             draining=self.draining,
+            reclaimed=self.reclaimed,
             plugins=dict(self.plugins) if state == State.ALIVE else {},
             origin=origin,
         )
@@ -93,6 +97,7 @@ def member_from(update: MemberUpdate) -> Member:
         incarnation=update.incarnation,
         instance=update.instance,
         draining=update.draining,
+        reclaimed=update.reclaimed,
         plugins=dict(update.plugins),
     )
 
@@ -211,8 +216,10 @@ class MemberTable:
             return new.incarnation > old.incarnation
         if new.state > old.state:
             return True
-        # Same incarnation and state: only a change of the draining flag is news.
-        return new.state == old.state and new.draining != old.draining
+        # Same incarnation and state: only a change of the draining or reclaimed flag is news.
+        return new.state == old.state and (
+            new.draining != old.draining or new.reclaimed != old.reclaimed
+        )
 
     def _refute(self, news: Member) -> MemberUpdate | None:
         me = self._me
@@ -238,13 +245,16 @@ class MemberTable:
             if member.name != self._me.name and member.name not in self._members:
                 self._put(member)
 
-    def set_state_of_me(self, state: State, draining: bool | None = None) -> MemberUpdate:
-        """Change our own state (leave, drain), bumping the incarnation so it wins."""
+    def set_state_of_me(
+        self, state: State, draining: bool | None = None, reclaimed: bool | None = None
+    ) -> MemberUpdate:
+        """Change our own state (leave, drain, reclaim), bumping the incarnation so it wins."""
         me = replace(
             self._me,
             state=state,
             incarnation=self._me.incarnation + 1,
             draining=self._me.draining if draining is None else draining,
+            reclaimed=self._me.reclaimed if reclaimed is None else reclaimed,
         )
         self.set_me(me)
         return me.update()

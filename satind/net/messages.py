@@ -549,6 +549,58 @@ class SharedDigest(Message):
 
 
 @dataclass(frozen=True)
+class TaskPush(Message):
+    """Master to worker: run this task of an iterative run (the master's scheduler chose you,
+    core/iterative.py). Its result goes back as a ``JobResult``; an ``Abort`` cancels it
+    (another copy finished first)."""
+
+    TYPE: ClassVar[int] = 97
+    job: JobSpec
+
+
+@dataclass(frozen=True)
+class TaskAck(Message):
+    """Worker to master: the task arrived (its transfer is over: the master may start
+    another, within ``iterative.n_com``)."""
+
+    TYPE: ClassVar[int] = 98
+    run_id: str
+    path: bytes
+
+
+@dataclass(frozen=True)
+class Barrier(Message):
+    """Master to every member: an iterative run passed a barrier; ``state`` (an application
+    value) is what a new master resumes it from."""
+
+    TYPE: ClassVar[int] = 99
+    run_id: str
+    epoch: int
+    iteration: int
+    state: bytes
+
+
+@dataclass(frozen=True)
+class ReclaimRequest(Message):
+    """Client to any peer: the named peers' machines are reclaimed by their owner
+    (``reclaim`` True: they suspend their work and take none) or released (False)."""
+
+    TYPE: ClassVar[int] = 100
+    req: int
+    peers: list[str]
+    reclaim: bool
+
+
+@dataclass(frozen=True)
+class Reclaim(Message):
+    """Peer to peer: you are reclaimed (or released), as a client asked."""
+
+    TYPE: ClassVar[int] = 101
+    reclaim: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class Drain(Message):
     """Peer to peer: stop taking work, finish it, leave."""
 
@@ -605,6 +657,11 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     ReplicaRequest,
     ReplicaReply,
     SharedDigest,
+    TaskPush,
+    TaskAck,
+    Barrier,
+    ReclaimRequest,
+    Reclaim,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -633,6 +690,7 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         StatusRequest,
         ResultRequest,
         DrainRequest,
+        ReclaimRequest,
         StopRequest,
         ResumeRequest,
         SuspendRequest,

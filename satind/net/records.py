@@ -54,6 +54,8 @@ class JobSpec:
     # Ids of the shared objects its arguments refer to (satind/shared.py): a thief without a
     # replica of one fetches it from the victim before the job runs.
     shared: list[str] = field(default_factory=list)
+    # A task of an iterative run, pushed by its master (core/iterative.py): never stolen on.
+    pushed: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ class MemberUpdate:
     # The member's process start time (ns): a restarted peer is a newer instance.
     instance: int
     draining: bool = False
+    # Reclaimed by its machine's owner (`satind reclaim`): alive, computing nothing.
+    reclaimed: bool = False
     # plugin name -> code hash; sent with "alive" updates.
     plugins: dict[str, str] = field(default_factory=dict)
     # For "suspect": who suspects (Lifeguard counts independent suspicions).
@@ -131,7 +135,7 @@ class PeerStatus:
 
     name: str
     cluster: str
-    state: str  # alive, suspect, dead, left or draining
+    state: str  # alive, suspect, dead, left, draining or reclaimed
     queue: int = 0
     jobs_run: int = 0
     jobs_given: int = 0
@@ -149,6 +153,9 @@ class PeerStatus:
     checkpoint_age_s: float = -1.0
     # Where clients reach it (`status --watch` moves to another peer when its own leaves).
     address: str = ""
+    # The fraction of time it is UP as the answering peer's iterative scheduler estimates it
+    # (core/iterative.py; -1: not known there).
+    availability: float = -1.0
 
 
 @dataclass(frozen=True)

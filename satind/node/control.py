@@ -388,6 +388,27 @@ def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
         peer.spawn_task(stop_soon)
 
 
+def on_reclaim_request(peer: Peer, link: Link, msg: m.ReclaimRequest) -> None:
+    known = {mem.name for mem in peer.table.alive()}
+    unknown = [t for t in msg.peers if t not in known]
+    if unknown or not msg.peers:
+        what = ", ".join(unknown) if unknown else "(none named)"
+        link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
+        return
+    reason = f"asked by {link.remote_name}"
+    for target in msg.peers:
+        if target == peer.name:
+            peer.reclaim(msg.reclaim, reason)
+        else:
+            peer.post(target, m.Reclaim(msg.reclaim, f"{reason} via {peer.name}"))
+    what = "reclaiming" if msg.reclaim else "releasing"
+    link.post(m.ControlReply(msg.req, True, f"{what} {len(msg.peers)} peer(s)", list(msg.peers)))
+
+
+def on_reclaim(peer: Peer, link: Link, msg: m.Reclaim) -> None:
+    peer.reclaim(msg.reclaim, msg.reason)
+
+
 def on_shutdown(peer: Peer, link: Link, msg: m.Shutdown) -> None:
     log.info("shutdown requested by %s: %s", link.remote_name, msg.reason)
     peer.leave()

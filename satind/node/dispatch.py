@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from satind.core import aborts, custody, master, sharing, victim
+from satind.core import aborts, custody, iterative, master, sharing, victim
 from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
@@ -81,7 +81,22 @@ def _steal_request(peer: Peer, link: Link, msg: m.StealRequest) -> Effects:
 
 
 def _job_result(peer: Peer, link: Link, msg: m.JobResult) -> Effects:
-    return custody.on_job_result(peer.state, link.remote_name, msg)
+    fx = custody.on_job_result(peer.state, link.remote_name, msg)
+    if (msg.run_id, msg.path) in peer.state.iterative.placed:
+        fx += iterative.finished(peer.state, (msg.run_id, msg.path), link.remote_name, peer.now())
+    return fx
+
+
+def _task_push(peer: Peer, link: Link, msg: m.TaskPush) -> Effects:
+    return iterative.on_push(peer.state, link.remote_name, msg, peer.now())
+
+
+def _task_ack(peer: Peer, link: Link, msg: m.TaskAck) -> Effects:
+    return iterative.on_ack(peer.state, link.remote_name, msg, peer.now())
+
+
+def _barrier(peer: Peer, link: Link, msg: m.Barrier) -> Effects:
+    return iterative.on_barrier(peer.state, msg)
 
 
 def _job_query(peer: Peer, link: Link, msg: m.JobQuery) -> Effects:
@@ -140,6 +155,9 @@ _HANDLERS: dict[type, Any] = {
     m.ReplicaRequest: _core(_replica_request),
     m.ReplicaReply: _core(_replica_reply),
     m.SharedDigest: _core(_shared_digest),
+    m.TaskPush: _core(_task_push),
+    m.TaskAck: _core(_task_ack),
+    m.Barrier: _core(_barrier),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),
@@ -149,6 +167,8 @@ _HANDLERS: dict[type, Any] = {
     m.ResultRequest: control.on_result_request,
     m.StatusRequest: status.on_status,
     m.DrainRequest: control.on_drain_request,
+    m.ReclaimRequest: control.on_reclaim_request,
+    m.Reclaim: control.on_reclaim,
     m.StopRequest: control.on_stop_request,
     m.Shutdown: control.on_shutdown,
     m.Drain: control.on_drain,
@@ -181,6 +201,7 @@ _CLIENT_OK: frozenset[type] = frozenset(
         m.ResultRequest,
         m.StatusRequest,
         m.DrainRequest,
+        m.ReclaimRequest,
         m.StopRequest,
         m.Shutdown,
     }

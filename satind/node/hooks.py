@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from satind.core import aborts, sharing, thief
+from satind.core import aborts, iterative, sharing, thief
 from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.recovery import drain, orphans
@@ -77,6 +77,16 @@ class ComputeHooks:
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         self.peer.compute.soon(
             lambda: self.peer.apply(sharing.guard_waiting(self.peer.state, job, waiting))
+        )
+
+    def task_ready(self, job: Job) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(iterative.task_ready(self.peer.state, job, self.peer.now()))
+        )
+
+    def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(iterative.barrier(self.peer.state, run_id, iteration, state))
         )
 
     def job_logged(self, job: Job, value: bytes) -> None:

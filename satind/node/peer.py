@@ -175,6 +175,7 @@ class Peer:
         self.worker = self.compute.worker
         self.state.queue = self.worker.queue
         self.state.replicas = self.worker.shared  # type: ignore[assignment]
+        self.worker.barriers = self.state.iterative.barriers
         self.worker.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
@@ -284,6 +285,19 @@ class Peer:
             self.stop()
 
         self.spawn_task(after_announcing)
+
+    def reclaim(self, reclaimed: bool, reason: str) -> None:
+        """The machine's owner reclaims it (True: suspend the work here, take none) or
+        releases it (False: go on where it was). Every member hears it at once; a master's
+        scheduler counts this worker RECLAIMED meanwhile (core/iterative.py)."""
+        if self.state.reclaimed == reclaimed:
+            return
+        log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
+        self.state.reclaimed = reclaimed
+        self.swim.set_reclaimed(reclaimed)
+        self.worker.reclaim(reclaimed)
+        self.thief.update()
+        self.changed()
 
     def drain(self, reason: str) -> None:
         """Stop taking work, finish what is here, then leave (recovery/drain.py)."""
@@ -406,7 +420,7 @@ class Peer:
 
     async def _later(self, fx: Later) -> None:
         await trio.sleep(fx.delay)
-        self.apply(fx.then())
+        self.apply(fx.then(self.now()))
 
     def _log(self, fx: Log) -> None:
         record = fx.record

@@ -8,6 +8,7 @@ line and its share of every run, and adds the shares up onto the master's line f
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ def on_status(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
             for mem in peer.table.everyone()
             if mem.name != peer.name
         ]
-        link.post(m.StatusReply(msg.req, [local_status(peer), *view], local_runs(peer)))
+        peers = with_availability(peer, [local_status(peer), *view])
+        link.post(m.StatusReply(msg.req, peers, local_runs(peer)))
         return
     peer.spawn_answer(link, msg.req, _deep, peer, link, msg)
 
@@ -57,11 +59,27 @@ async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
                     member.name, member.cluster, state_label(member), address=str(member.address)
                 )
             )
+    peers = with_availability(peer, peers)
     link.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
 
+def with_availability(peer: Peer, peers: list[m.PeerStatus]) -> list[m.PeerStatus]:
+    """Each worker's availability as this peer's iterative scheduler estimates it."""
+    views = peer.state.iterative.workers
+    out = []
+    for p in peers:
+        view = views.get(p.name)
+        if view is not None:
+            up = view.estimator.chain().stationary()[0]
+            p = dataclasses.replace(p, availability=round(up, 3))
+        out.append(p)
+    return out
+
+
 def state_label(member: Member) -> str:
-    return "draining" if member.draining and member.alive else member.state.label
+    if member.draining and member.alive:
+        return "draining"
+    return "reclaimed" if member.reclaimed and member.alive else member.state.label
 
 
 def local_status(peer: Peer) -> m.PeerStatus:
@@ -70,6 +88,8 @@ def local_status(peer: Peer) -> m.PeerStatus:
     label = state.table.me.state.label
     if state.draining and not state.table.me.state.gone:
         label = "draining"
+    elif state.reclaimed and not state.table.me.state.gone:
+        label = "reclaimed"
     checkpoint = state.checkpoint
     last = peer.checkpointer.last_at
     return m.PeerStatus(
@@ -124,7 +144,11 @@ def local_runs(peer: Peer) -> list[m.RunStatus]:
         progress = float(counters.pop("progress", 0.0))
         out.append(_row(run.info, PART, progress, 0.0, counters))
     for run in runs.mastered_by(peer.name):
-        out.append(_row(run.info, run.status, 0.0, now - run.started))
+        barrier = state.iterative.barriers.get(run.info.run_id)
+        extra: dict[str, int | float] | None = (
+            {"iteration": barrier[1]} if barrier is not None else None
+        )
+        out.append(_row(run.info, run.status, 0.0, now - run.started, extra))
     out += [_row(run.info, QUEUED) for run in runs.queue]
     for finished in runs.finished.values():
         ok = finished.result.error is None
@@ -158,6 +182,7 @@ def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
     for run_id, head in heads.items():
         if head.state == "running" and run_id in shares:
             total = stats.total(dict(s.counters) for s in shares[run_id])
+            total.update(head.counters)  # the master's own: an iterative run's iteration
             progress = sum(s.progress for s in shares[run_id])
             head = m.RunStatus(
                 head.run_id,

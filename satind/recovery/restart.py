@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from satind.core import iterative
 from satind.core.effects import Changed, Effects, ToCompute
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
@@ -47,6 +48,13 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
     fx: Effects = []
     for job in state.custody.take_back_all(thief):
         if job.run.aborted:
+            continue
+        if job.run.pushed:
+            # A task of an iterative run: placed again by the scheduler, unless another copy
+            # still runs (core/iterative.py).
+            if iterative.requeue(state, job, thief):
+                state.steal.jobs_restarted += 1
+                log.info("placing %s%s again: %s is %s", job.run.run_id, job.path.hex(), thief, why)
             continue
         state.steal.jobs_restarted += 1
         job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the compute side reads it

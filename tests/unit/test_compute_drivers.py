@@ -79,6 +79,12 @@ class Hooks:
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         pass
 
+    def task_ready(self, job: Job) -> None:
+        pass
+
+    def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
+        pass
+
     def job_logged(self, job: Job, value: bytes) -> None:
         pass
 

@@ -61,6 +61,12 @@ class Hooks:
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         self.events.put(("guard", (job, waiting)))
 
+    def task_ready(self, job: Job) -> None:
+        self.events.put(("task", job))
+
+    def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
+        self.events.put(("barrier", (run_id, iteration, state)))
+
     def job_logged(self, job: Job, value: bytes) -> None:
         self.events.put(("logged", job))
 

@@ -1,0 +1,392 @@
+"""The master's scheduler of iterative runs (scheduling-iterative-apps-volatile-resources §6;
+the plugin side is satind/iterative.py, the heuristics satind/volatile/heuristics.py).
+
+* **Tasks are pushed, not stolen.** The run's root pushes each iteration's tasks
+  (``Spawnable.push``); they come here instead of the work queue. Every ``iterative.slot_s``
+  (and whenever a task comes, arrives or ends) the scheduler plans the tasks not placed over
+  the UP workers with the run's heuristic and sends each worker it chose and that can take
+  one now a ``TaskPush``: a worker holds at most one task beyond the one it computes, and at
+  most ``n_com`` pushes are in transfer at once (a push's transfer ends with the worker's
+  ``TaskAck``). Custody (core/custody.py) keeps the record, so results, lost workers and
+  aborts work as for stolen jobs; a worker's jobs of a pushed run are never stolen on.
+* **Workers' states** come from membership: an alive member is UP, a reclaimed one
+  RECLAIMED (``satind reclaim``), a dead or departed one DOWN. Once per slot each worker's
+  state is observed into its availability estimator (volatile/model.py); a worker's speed is
+  the mean time its tasks took, its Delay what its held tasks still need.
+* **Replicas**: when UP workers outnumber the run's tasks left, idle workers get copies of
+  unfinished tasks (at most ``replicas`` extra); the first result is applied, the other
+  holders get an ``Abort``.
+* **Barriers**: at each barrier the root sends its state here; it goes to every member
+  (``Barrier``), so that a new master (election) resumes the run from the last barrier instead
+  of from its start.
+* The master is not a worker (the paper's master only schedules) unless it is alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from satind.api import name_of
+from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.engine.frames import ChildResult, JobArrived
+from satind.engine.jobs import Job
+from satind.net import codec
+from satind.net import messages as m
+from satind.volatile.heuristics import Candidate, assignments
+from satind.volatile.model import DOWN, RECLAIMED, UP, Estimator
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, bytes]
+
+
+@dataclass
+class WorkerView:
+    """What the master knows of one worker."""
+
+    estimator: Estimator = field(default_factory=Estimator)
+    state: int = UP
+    # Mean seconds a task took there (None until one finished), over ``tasks_done``.
+    task_s: float | None = None
+    tasks_done: int = 0
+    # Tasks it holds (key -> when pushed), and those of them still in transfer.
+    holding: dict[Key, float] = field(default_factory=dict)
+    in_transfer: set[Key] = field(default_factory=set)
+
+
+@dataclass
+class IterativeCounters:
+    """Names are those of the run JSON ``stats`` (stats.py)."""
+
+    tasks_pushed: int = 0
+    task_replicas: int = 0
+    tasks_requeued: int = 0
+    barriers: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(vars(self))
+
+
+@dataclass
+class Scheduling:
+    """A peer's iterative-run bookkeeping: as a master (its runs' tasks) and as a member
+    (every run's last barrier)."""
+
+    counters: IterativeCounters = field(default_factory=IterativeCounters)
+    pending: dict[str, deque[Job]] = field(default_factory=dict)
+    # Every placed task not finished, and who holds a copy of it.
+    placed: dict[Key, Job] = field(default_factory=dict)
+    holders: dict[Key, set[str]] = field(default_factory=dict)
+    workers: dict[str, WorkerView] = field(default_factory=dict)
+    ticking: bool = False
+    rng: random.Random = field(default_factory=lambda: random.Random(1))
+    # run -> (epoch, iteration, state): read by the compute side when a root starts.
+    barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
+
+
+# -- tasks in ----------------------------------------------------------------------------------
+
+
+def task_ready(state: PeerState, job: Job, now: float) -> Effects:
+    """Hook ``task_ready``: a task to place."""
+    sched = state.iterative
+    if not state.others():
+        return [ToCompute(JobArrived(job))]  # alone: the master computes (nobody else can)
+    sched.pending.setdefault(job.run.run_id, deque()).append(job)
+    return _tick_soon(state) + schedule(state, now)
+
+
+def _tick_soon(state: PeerState) -> Effects:
+    sched = state.iterative
+    if sched.ticking:
+        return []
+    sched.ticking = True
+    every = state.cfg.iterative.slot_s
+
+    def tick(now: float) -> Effects:
+        if not sched.pending and not sched.placed:
+            sched.ticking = False
+            return []
+        observe(state)
+        return [*schedule(state, now), Later(every, tick)]
+
+    return [Later(every, tick)]
+
+
+def observe(state: PeerState) -> None:
+    """One slot: every known worker's state into its estimator."""
+    sched = state.iterative
+    for mem in state.table.everyone():
+        if mem.name == state.name:
+            continue
+        view = sched.workers.setdefault(mem.name, WorkerView())
+        if not mem.alive:
+            view.state = DOWN
+        elif mem.reclaimed:
+            view.state = RECLAIMED
+        else:
+            view.state = UP
+        view.estimator.observe(view.state)
+
+
+# -- placing -------------------------------------------------------------------------------
+
+
+def schedule(state: PeerState, now: float) -> Effects:
+    """Place what can be placed now, run by run."""
+    cfg = state.cfg.iterative
+    sched = state.iterative
+    fx: Effects = []
+    alive = set(state.others())
+    for name in alive:
+        sched.workers.setdefault(name, WorkerView())
+    for run_id in list(sched.pending):
+        queue = sched.pending[run_id]
+        if not queue:
+            del sched.pending[run_id]
+            continue
+        free = cfg.n_com - sum(len(v.in_transfer) for v in sched.workers.values())
+        ups = sorted(
+            n for n in alive if sched.workers[n].state != RECLAIMED and not _draining(state, n)
+        )
+        if free <= 0 or not ups:
+            continue
+        ready = {n for n in ups if len(sched.workers[n].holding) <= 1}
+        order = assignments(
+            cfg.heuristic,
+            [_candidate(state, i, n, now) for i, n in enumerate(ups)],
+            len(queue),
+            _transfer_slots(state),
+            cfg.n_com,
+            sched.rng,
+        )
+        started: set[str] = set()
+        for i in order:
+            if free <= 0 or not queue or not (ready - started):
+                break
+            worker = ups[i]
+            if worker in started or worker not in ready:
+                continue
+            started.add(worker)
+            free -= 1
+            fx += _push(state, queue.popleft(), worker, now)
+    fx += _replicas(state, alive, now)
+    return fx
+
+
+def _replicas(state: PeerState, alive: set[str], now: float) -> Effects:
+    """Copies of unfinished tasks for idle workers, when UP workers outnumber tasks left."""
+    cfg = state.cfg.iterative
+    sched = state.iterative
+    if cfg.replicas <= 0 or any(sched.pending.values()):
+        return []
+    free = cfg.n_com - sum(len(v.in_transfer) for v in sched.workers.values())
+    ups = [n for n in alive if sched.workers[n].state == UP and not _draining(state, n)]
+    idle = sorted(n for n in ups if not sched.workers[n].holding)
+    open_keys = [k for k, h in sched.holders.items() if 1 <= len(h) <= cfg.replicas]
+    if free <= 0 or not idle or not open_keys or len(ups) <= len(sched.placed):
+        return []
+    fx: Effects = []
+    order = assignments(
+        cfg.heuristic,
+        [_candidate(state, i, n, now) for i, n in enumerate(idle)],
+        len(idle),
+        _transfer_slots(state),
+        cfg.n_com,
+        sched.rng,
+    )
+    done: set[str] = set()
+    for i in order:
+        worker = idle[i]
+        if free <= 0:
+            break
+        if worker in done:
+            continue
+        done.add(worker)
+        open_keys.sort(key=lambda k: (len(sched.holders[k]), k))
+        key = open_keys[0]
+        if len(sched.holders[key]) > cfg.replicas:
+            break
+        free -= 1
+        sched.counters.task_replicas += 1
+        fx += _push(state, sched.placed[key], worker, now)
+    return fx
+
+
+def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
+    """Send ``job`` to ``worker`` (its arguments encoded here: tasks carry small inputs)."""
+    run = state.runs.active.get(job.run.run_id)
+    if run is None or job.run.aborted:
+        return []
+    key = (job.run.run_id, job.path)
+    refs: list[Any] = []
+    try:
+        args = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
+    except codec.EncodeError as exc:
+        return [ToCompute(ChildResult(job, None, exc))]  # its sync raises why
+    from satind.core.victim import shared_ids
+
+    spec = m.JobSpec(
+        run_id=run.info.run_id,
+        plugin=run.info.plugin,
+        code_hash=run.info.code_hash,
+        master=run.info.master,
+        branching=run.info.branching,
+        path=job.path,
+        fn=name_of(job.fn),
+        args=args,
+        epoch=run.info.epoch,
+        shared=shared_ids(refs),
+        pushed=True,
+    )
+    sched = state.iterative
+    state.custody.give(key, job, worker, now)
+    sched.placed[key] = job
+    sched.holders.setdefault(key, set()).add(worker)
+    view = sched.workers.setdefault(worker, WorkerView())
+    view.holding[key] = now
+    view.in_transfer.add(key)
+    sched.counters.tasks_pushed += 1
+    log.debug("pushed %s%s to %s", key[0], key[1].hex(), worker)
+    return [Send(worker, m.TaskPush(spec))]
+
+
+def _candidate(state: PeerState, index: int, name: str, now: float) -> Candidate:
+    """A worker for the heuristics, in slots: its speed, its Delay, its chain."""
+    sched = state.iterative
+    slot = state.cfg.iterative.slot_s
+    view = sched.workers[name]
+    known = [v.task_s for v in sched.workers.values() if v.task_s is not None]
+    task_s = (
+        view.task_s if view.task_s is not None else (sum(known) / len(known) if known else slot)
+    )
+    w = max(task_s / slot, 1.0)
+    busy = 0.0
+    if view.holding:
+        oldest = min(view.holding.values())
+        busy = max(len(view.holding) * task_s - (now - oldest), 0.0) / slot
+    return Candidate(index, w, busy, view.estimator.chain())
+
+
+def _transfer_slots(state: PeerState) -> float:
+    return 1.0  # a task's input is small next to a slot on a LAN; with emulated links, more
+
+
+def _draining(state: PeerState, name: str) -> bool:
+    mem = state.table.get(name)
+    return mem is None or mem.draining
+
+
+# -- what comes back -------------------------------------------------------------------------
+
+
+def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects:
+    """A push arrived: its transfer is over, another may start."""
+    view = state.iterative.workers.get(worker)
+    if view is not None:
+        view.in_transfer.discard((msg.run_id, msg.path))
+    return schedule(state, now)
+
+
+def finished(state: PeerState, key: Key, thief: str, now: float) -> Effects:
+    """The first result of a placed task came (custody applies it): the worker's speed, and
+    the other copies are cancelled."""
+    sched = state.iterative
+    if sched.placed.pop(key, None) is None:
+        return []
+    fx: Effects = []
+    for holder in sorted(sched.holders.pop(key, set())):
+        view = sched.workers.get(holder)
+        pushed = view.holding.pop(key, None) if view is not None else None
+        if view is not None:
+            view.in_transfer.discard(key)
+        if holder == thief and view is not None and pushed is not None:
+            took = now - pushed
+            view.tasks_done += 1
+            view.task_s = (
+                took
+                if view.task_s is None
+                else view.task_s + (took - view.task_s) / view.tasks_done
+            )
+        elif holder != thief:
+            fx.append(Send(holder, m.Abort(key[0], key[1])))
+    return fx + schedule(state, now)
+
+
+def requeue(state: PeerState, job: Job, worker: str) -> bool:
+    """``worker`` is lost with its copy of ``job``: True when the job goes back to be placed
+    again (no other copy runs)."""
+    sched = state.iterative
+    key = (job.run.run_id, job.path)
+    holders = sched.holders.get(key, set())
+    holders.discard(worker)
+    view = sched.workers.get(worker)
+    if view is not None:
+        view.holding.pop(key, None)
+        view.in_transfer.discard(key)
+    if holders:
+        return False
+    sched.holders.pop(key, None)
+    sched.placed.pop(key, None)
+    sched.counters.tasks_requeued += 1
+    sched.pending.setdefault(job.run.run_id, deque()).appendleft(job)
+    return True
+
+
+# -- barriers --------------------------------------------------------------------------------
+
+
+def barrier(state: PeerState, run_id: str, iteration: int, data: bytes) -> Effects:
+    """Hook ``barrier``: keep it, and send it to every member."""
+    run = state.runs.active.get(run_id)
+    epoch = run.info.epoch if run is not None else 0
+    state.iterative.barriers[run_id] = (epoch, iteration, data)
+    state.iterative.counters.barriers += 1
+    msg = m.Barrier(run_id, epoch, iteration, data)
+    return [Send(peer, msg) for peer in state.others()]
+
+
+def on_barrier(state: PeerState, msg: m.Barrier) -> Effects:
+    """A master's barrier: kept if it is the run's latest."""
+    have = state.iterative.barriers.get(msg.run_id)
+    if have is None or (msg.epoch, msg.iteration) > (have[0], have[1]):
+        state.iterative.barriers[msg.run_id] = (msg.epoch, msg.iteration, msg.state)
+    return []
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+def on_push(state: PeerState, master: str, msg: m.TaskPush, now: float) -> Effects:
+    """A task pushed to us: acknowledged at once, then run like a stolen job."""
+    from satind.core import sharing
+    from satind.core.thief import accept_stolen
+
+    fx: Effects = [Send(master, m.TaskAck(msg.job.run_id, msg.job.path))]
+    job, more = accept_stolen(state, msg.job, master)
+    fx += more
+    if job is None:
+        return fx
+    job.run.pushed = True
+    return fx + sharing.arrive(state, job, msg.job.shared, master, now)
+
+
+def forget_run(state: PeerState, run_id: str) -> None:
+    """A run is over here."""
+    sched = state.iterative
+    sched.pending.pop(run_id, None)
+    for key in [k for k in sched.placed if k[0] == run_id]:
+        sched.placed.pop(key, None)
+        for holder in sched.holders.pop(key, set()):
+            view = sched.workers.get(holder)
+            if view is not None:
+                view.holding.pop(key, None)
+                view.in_transfer.discard(key)
+    sched.barriers.pop(run_id, None)

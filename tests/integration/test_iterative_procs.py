@@ -1,0 +1,195 @@
+"""Iterative master-worker runs on real peer processes (scheduling-iterative-apps-volatile-
+resources; satind/iterative.py, core/iterative.py): k-means gives the sequential answer bit for
+bit on local peers; on daemons, with a worker reclaimed then released and another SIGKILLed
+mid-iteration; and when its master is SIGKILLed (a new master resumes from the last barrier)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.procs import kill_all
+from tests.integration.test_daemon import (
+    Daemon,
+    client,
+    client_in_background,
+    satind,
+    status,
+    wait_for,
+)
+from tests.integration.test_recovery_procs import FAST
+from tests.integration.test_run import run_json
+
+pytestmark = pytest.mark.slow
+
+KMEANS = ["kmeans", "60000", "6", "12", "3", "40"]
+
+# An iterative plugin written from docs/plugins.md: a power iteration x <- A x (mod a prime) on
+# a seeded sparse matrix, a fixed number of iterations, one task per block of rows. Each task
+# also sleeps (an emulated slow worker), so a run lasts long enough to be interfered with.
+POWER = """
+import random
+import time
+
+from satind import UsageError, iterative_plugin
+
+P = 1_000_003
+
+
+def matrix(n, seed):
+    rng = random.Random(seed)
+    return [[(rng.randrange(n), rng.randrange(1, P)) for _ in range(4)] for _ in range(n)]
+
+
+def parse(argv):
+    if len(argv) != 4:
+        raise UsageError("give N BLOCKS ITERATIONS TASK_MS")
+    return tuple(int(a) for a in argv)
+
+
+def initial(args):
+    return [1] * args[0]
+
+
+def tasks(args, x, iteration):
+    n, blocks = args[0], args[1]
+    return [[b * n // blocks, (b + 1) * n // blocks, x] for b in range(blocks)]
+
+
+def task(args, item):
+    start, stop, x = item
+    rows = matrix(args[0], 7)
+    time.sleep(args[3] / 1000)
+    return [sum(a * x[j] for j, a in rows[i]) % P for i in range(start, stop)]
+
+
+def combine(args, x, results, iteration):
+    return [v for block in results for v in block]
+
+
+def done(args, x, iterations):
+    return iterations >= args[2]
+
+
+def sequential(args):
+    x, it = initial(args), 0
+    while not done(args, x, it):
+        x = combine(args, x, [task(args, t) for t in tasks(args, x, it)], it)
+        it += 1
+    return x
+
+
+def check(args, x):
+    if x != sequential((args[0], args[1], args[2], 0)):
+        raise AssertionError("not the sequential answer")
+
+
+PLUGIN = iterative_plugin(
+    "power",
+    usage="power N BLOCKS ITERATIONS TASK_MS",
+    parse=parse,
+    initial=initial,
+    tasks=tasks,
+    task=task,
+    combine=combine,
+    done=done,
+    check=check,
+    report=lambda argv, x: sum(x) % P,
+)
+"""
+POWER_RUN = ["power", "300", "6", "40", "60"]  # 40 iterations of 6 tasks of 60 ms
+
+
+def test_kmeans_on_local_peers_equals_a_sequential_run() -> None:
+    out = run_json(*KMEANS, "--peers", "4")
+    assert out["check"] == "ok"  # the check runs the same iterations without satind
+    stats = out["stats"]
+    # Tasks were pushed by the master's scheduler, never stolen.
+    assert stats["tasks_pushed"] >= 12 and stats["barriers"] >= 1
+    assert stats["stolen_local"] == 0
+
+
+def _two_machines(tmp_path: Path) -> tuple[Daemon, Daemon]:
+    for args in (("init", str(tmp_path)), ("issue", str(tmp_path), "m1")):
+        assert satind("keys", *args).returncode == 0
+    assert satind("keys", "issue", str(tmp_path), "m2").returncode == 0
+    fast = tmp_path / "fast.toml"  # deaths found in about a second
+    fast.write_text(FAST)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "power.py").write_text(POWER)
+    opts = ["--config", str(fast), "--plugin-path", str(plugins)]
+    m1 = Daemon(tmp_path, "m1", "east", "", *opts)
+    m2 = Daemon(tmp_path, "m2", "west", m1.first, *opts)
+    return m1, m2
+
+
+def _jobs_run(keys: Path, to: str, name: str) -> int:
+    return int(next(p["jobs_run"] for p in status(keys, to)["peers"] if p["name"] == name))
+
+
+def _peers(keys: Path, to: str) -> dict[str, str]:
+    return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
+
+
+def test_a_reclaimed_worker_suspends_and_a_killed_one_loses_nothing(tmp_path: Path) -> None:
+    m1, m2 = _two_machines(tmp_path)
+    try:
+        wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 4)
+        submit = client_in_background(tmp_path, m1.first, "submit", *POWER_RUN, "--wait", "--json")
+        try:
+
+            def iteration() -> int:
+                runs = status(tmp_path, m1.first)["runs"]
+                return max((int(r["counters"].get("iteration", 0)) for r in runs), default=0)
+
+            wait_for(lambda: iteration() >= 2)
+            proc = client(tmp_path, m1.first, "reclaim", "m2/0")
+            assert proc.returncode == 0, proc.stderr
+            wait_for(lambda: _peers(tmp_path, m1.first)["m2/0"] == "reclaimed")
+            time.sleep(0.5)  # a task it was running when reclaimed ends (no pause point)
+            ran = _jobs_run(tmp_path, m1.first, "m2/0")
+            reclaimed_at = iteration()
+            wait_for(lambda: iteration() >= reclaimed_at + 2)  # the others go on
+            assert _jobs_run(tmp_path, m1.first, "m2/0") == ran  # it computed nothing
+            kill_all([m2.children[1]])  # m2/1, mid-iteration: its tasks are placed again
+            time.sleep(1.0)
+            proc = client(tmp_path, m1.first, "release", "m2/0")
+            assert proc.returncode == 0, proc.stderr
+            wait_for(lambda: _peers(tmp_path, m1.first)["m2/0"] == "alive")
+            out, err = submit.communicate(timeout=180)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        result = json.loads(out)
+        assert result["check"] == "ok", result
+    finally:
+        m1.kill()
+        m2.kill()
+
+
+def test_an_iterative_run_survives_the_loss_of_its_master(tmp_path: Path) -> None:
+    m1, m2 = _two_machines(tmp_path)
+    try:
+        wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 4)
+        submit = client_in_background(tmp_path, m1.first, "submit", *POWER_RUN, "--wait", "--json")
+        try:
+            wait_for(
+                lambda: any(
+                    r["counters"].get("iteration", 0) >= 3
+                    for r in status(tmp_path, m1.first)["runs"]
+                )
+            )
+            kill_all([m1.children[0]])  # the master, SIGKILL
+            out, err = submit.communicate(timeout=180)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        assert "following run" in err
+        assert json.loads(out)["check"] == "ok"
+    finally:
+        m1.kill()
+        m2.kill()
