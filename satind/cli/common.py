@@ -24,6 +24,22 @@ def load_config(path: Path | None) -> config_mod.Config:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
+def heuristic_flag(args: argparse.Namespace) -> str | None:
+    """``--heuristic``'s value as config takes it (``emct-star`` -> ``emct*``), or None.
+
+    Raises:
+        CliError: no such heuristic.
+    """
+    if args.heuristic is None:
+        return None
+    from satind.volatile.heuristics import canonical
+
+    try:
+        return canonical(args.heuristic)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
 def flags_of(cfg: config_mod.Config, flags: dict[str, dict[str, Any]]) -> config_mod.Config:
     """The configuration with the command's flags over it (``config.apply_flags``)."""
     try:

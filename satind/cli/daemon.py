@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from satind._trio import run_flat
-from satind.cli.common import flags_of, load_config
+from satind.cli.common import flags_of, heuristic_flag, load_config
 from satind.cli.exits import EXIT_USAGE, CliError
 from satind.net import tls
 from satind.net.transport import parse_address
@@ -48,7 +48,13 @@ def start(args: argparse.Namespace) -> int:
         "enabled": True if args.metrics_port is not None else None,
         "port": args.metrics_port,
     }
-    cfg = flags_of(cfg, {"daemon": daemon, "checkpoint": checkpoint, "metrics": metrics})
+    flags = {
+        "daemon": daemon,
+        "checkpoint": checkpoint,
+        "metrics": metrics,
+        "iterative": {"heuristic": heuristic_flag(args)},
+    }
+    cfg = flags_of(cfg, flags)
     try:
         supervisor = Supervisor(cfg, args.log_level)
         return int(run_flat(supervisor.run))

@@ -13,7 +13,7 @@ from pathlib import Path
 from satind import config as config_mod
 from satind import plugin as plugins
 from satind._trio import run_flat
-from satind.cli.common import env_default, flags_of, load_config
+from satind.cli.common import env_default, flags_of, heuristic_flag, load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, FOR_FAILURE, CliError
 from satind.cli.report import print_report, run_report
 from satind.net import tls
@@ -28,7 +28,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--peers must be at least 1", EXIT_USAGE)
     if not 1 <= args.clusters <= peers:
         raise CliError(f"--clusters must be between 1 and --peers ({peers})", EXIT_USAGE)
-    cfg = flags_of(load_config(args.config), {"steal": {"algorithm": args.steal}})
+    cfg = flags_of(
+        load_config(args.config),
+        {"steal": {"algorithm": args.steal}, "iterative": {"heuristic": heuristic_flag(args)}},
+    )
     request = LocalRun(
         plugin=plugin,
         argv=args.args,

@@ -9,6 +9,16 @@ from satind import __version__
 from satind import config as config_mod
 
 
+def heuristic_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--heuristic",
+        metavar="NAME",
+        help="how masters place the tasks of iterative runs on workers: emct (default), "
+        "emct*, mct, mct*, ud, ud*, lw, lw*, random, random1-4, random1w-4w "
+        "(docs/volatile.md; config iterative.heuristic)",
+    )
+
+
 def client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--to",
@@ -96,6 +106,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         default=None,
         help="work stealing: rs = random, crs = cluster-aware random (default: config, crs)",
     )
+    heuristic_option(run)
     run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     run.add_argument(
         "--plugin-path",
@@ -155,6 +166,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         ),
     )
     start.add_argument("--config", type=Path, help="TOML config file (see configs/)")
+    heuristic_option(start)
     start.add_argument("--listen", metavar="HOST:PORT", help="address of peer 0")
     start.add_argument("--seeds", metavar="HOST:PORT,...", help="peers of other machines")
     start.add_argument("--cluster", help="this machine's cluster label")
