@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Group = Literal["run", "steal", "traffic", "recovery", "checkpoint", "speculation", "sharing"]
+Group = Literal[
+    "run", "steal", "traffic", "recovery", "checkpoint", "speculation", "sharing", "iterative"
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ STATS: tuple[Stat, ...] = (
         "sharing",
         "global calls sent again in answer to a digest",
     ),
+    Stat("tasks_pushed", "tasks", "iterative", "iterative tasks a master sent to workers"),
+    Stat("task_replicas", "tasks", "iterative", "extra copies of iterative tasks sent"),
+    Stat("tasks_requeued", "tasks", "iterative", "iterative tasks placed again (worker lost)"),
+    Stat("barriers", "barriers", "iterative", "iterations an iterative run's master finished"),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
 )
@@ -95,6 +101,8 @@ RECOVERY: tuple[str, ...] = (
 )
 # Printed when a run aborted anything (satin-grid-programming-model §3.3).
 SPECULATION: tuple[str, ...] = ("aborts", "abort_messages", "jobs_cancelled", "abort_wasted_s")
+# Printed for an iterative run (satind/iterative.py).
+ITERATIVE: tuple[str, ...] = ("barriers", "tasks_pushed", "task_replicas", "tasks_requeued")
 # Printed when a run used shared objects (satin-grid-programming-model §3.2).
 SHARING: tuple[str, ...] = (
     "shared_updates_sent",

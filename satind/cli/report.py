@@ -49,6 +49,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             print("  recovery: " + _line(counters, stats.RECOVERY))
         if any(counters.get(name) for name in stats.SHARING):
             print("  shared objects: " + _line(counters, stats.SHARING))
+        if any(counters.get(name) for name in stats.ITERATIVE):
+            print("  iterative: " + _line(counters, stats.ITERATIVE))
         if any(counters.get(name) for name in stats.SPECULATION):
             print("  speculation: " + _line(counters, stats.SPECULATION))
         app = sorted(name for name in counters if name.startswith("app_"))
