@@ -5,10 +5,11 @@ the plugin side is satind/iterative.py, the heuristics satind/volatile/heuristic
   (``Spawnable.push``); they come here instead of the work queue. Every ``iterative.slot_s``
   (and whenever a task comes, arrives or ends) the scheduler plans the tasks not placed over
   the UP workers with the run's heuristic and sends each worker it chose and that can take
-  one now a ``TaskPush``: a worker holds at most one task beyond the one it computes, and at
-  most ``n_com`` pushes are in transfer at once (a push's transfer ends with the worker's
-  ``TaskAck``). Custody (core/custody.py) keeps the record, so results, lost workers and
-  aborts work as for stolen jobs; a worker's jobs of a pushed run are never stolen on.
+  one now a ``TaskPush``: a worker holds at most one task beyond the one it computes and
+  receives one at a time, and at most ``n_com`` pushes are in transfer at once (a push's
+  transfer ends with the worker's ``TaskAck``). Custody (core/custody.py) keeps the record,
+  so results, lost workers and aborts work as for stolen jobs; a worker's jobs of a pushed
+  run are never stolen on.
 * **Workers' states** come from membership: an alive member is UP, a reclaimed one
   RECLAIMED (``satind reclaim``), a dead or departed one DOWN. Once per slot each worker's
   state is observed into its availability estimator (volatile/model.py); a worker's speed is
@@ -97,6 +98,7 @@ class Scheduling:
 def task_ready(state: PeerState, job: Job, now: float) -> Effects:
     """Hook ``task_ready``: a task to place."""
     sched = state.iterative
+    job.run.pushed = True
     if not state.others():
         return [ToCompute(JobArrived(job))]  # alone: the master computes (nobody else can)
     sched.pending.setdefault(job.run.run_id, deque()).append(job)
@@ -158,7 +160,12 @@ def schedule(state: PeerState, now: float) -> Effects:
         )
         if free <= 0 or not ups:
             continue
-        ready = {n for n in ups if len(sched.workers[n].holding) <= 1}
+        # One task beyond the one it computes, and one transfer at a time on its link.
+        ready = {
+            n
+            for n in ups
+            if len(sched.workers[n].holding) <= 1 and not sched.workers[n].in_transfer
+        }
         order = assignments(
             cfg.heuristic,
             [_candidate(state, i, n, now) for i, n in enumerate(ups)],

@@ -1,0 +1,123 @@
+"""The master's scheduler of iterative runs (core/iterative.py), case by case: who gets a task,
+how many transfers at once, reclaimed workers, replicas cancelled by the first result, lost
+workers' tasks placed again, a master alone, barriers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from satind.config import Config, IterativeConfig
+from satind.core import iterative
+from satind.core.effects import Effect, Send, ToCompute
+from satind.core.state import PeerState
+from satind.engine.frames import JobArrived
+from satind.engine.jobs import Job
+from satind.membership.view import State
+from satind.net import messages as m
+from tests.core.support import job_of, known_run, make_state
+
+
+def _setup(others: tuple[str, ...] = ("b/0", "c/0"), **cfg: object) -> tuple[PeerState, list[Job]]:
+    state = make_state("a/0", others)
+    state.cfg = replace(Config(), iterative=replace(IterativeConfig(), **cfg))  # type: ignore[arg-type]
+    run = known_run(state)
+    root = job_of(run.state)
+    tasks = [job_of(run.state, (i,), parent=root, index=i) for i in range(4)]
+    return state, tasks
+
+
+def _pushes(fx: list[Effect]) -> list[tuple[str, bytes]]:
+    return [
+        (e.dest, e.msg.job.path)
+        for e in fx
+        if isinstance(e, Send) and isinstance(e.msg, m.TaskPush)
+    ]
+
+
+def _ready(state: PeerState, tasks: list[Job]) -> list[Effect]:
+    fx: list[Effect] = []
+    for job in tasks:
+        fx += iterative.task_ready(state, job, 0.0)
+    return fx
+
+
+def test_each_free_worker_gets_a_task_and_one_more_after_its_transfer_ends() -> None:
+    state, tasks = _setup(n_com=4)
+    pushes = _pushes(_ready(state, tasks))
+    assert sorted(to for to, _ in pushes) == ["b/0", "c/0"]  # one per worker per round
+    assert all(job.run.pushed for job in tasks)  # never stolen (victim.py skips them)
+    # b/0 acknowledges: it may hold one task beyond the one it computes.
+    path = next(p for to, p in pushes if to == "b/0")
+    more = _pushes(iterative.on_ack(state, "b/0", m.TaskAck("r1", path), 0.1))
+    assert [to for to, _ in more] == ["b/0"]
+    # c/0 has not acknowledged yet: its transfer still counts; b/0 holds two now.
+    assert _pushes(iterative.schedule(state, 0.2)) == []
+
+
+def test_at_most_n_com_transfers_at_once() -> None:
+    state, tasks = _setup(n_com=1)
+    pushes = _pushes(_ready(state, tasks))
+    assert len(pushes) == 1
+    to, path = pushes[0]
+    assert len(_pushes(iterative.on_ack(state, to, m.TaskAck("r1", path), 0.1))) == 1
+
+
+def test_a_reclaimed_worker_gets_nothing_and_its_availability_is_learned() -> None:
+    state, tasks = _setup(n_com=4)
+    known = state.table.get("c/0")
+    assert known is not None
+    state.table.apply(replace(known, reclaimed=True, incarnation=known.incarnation + 1).update())
+    iterative.observe(state)
+    assert [to for to, _ in _pushes(_ready(state, tasks))] == ["b/0"]
+    for _ in range(50):
+        iterative.observe(state)
+    views = state.iterative.workers
+    up_b = views["b/0"].estimator.chain().stationary()[0]
+    up_c = views["c/0"].estimator.chain().stationary()[0]
+    assert up_c < up_b
+
+
+def test_replicas_for_idle_workers_and_the_first_result_cancels_them() -> None:
+    state, tasks = _setup(("b/0", "c/0", "d/0"), n_com=4, replicas=2)
+    pushes = _pushes(_ready(state, tasks[:1]))  # one task, three idle workers
+    holders = sorted(to for to, _ in pushes)
+    assert holders == ["b/0", "c/0", "d/0"]  # the task and two copies
+    assert state.iterative.counters.task_replicas == 2
+    key = ("r1", tasks[0].path)
+    fx = iterative.finished(state, key, "c/0", 1.0)
+    aborts = sorted(e.dest for e in fx if isinstance(e, Send) and isinstance(e.msg, m.Abort))
+    assert aborts == ["b/0", "d/0"]
+    assert key not in state.iterative.placed
+    assert state.iterative.workers["c/0"].task_s == 1.0  # its speed, measured
+
+
+def test_a_lost_workers_task_is_placed_again_unless_a_copy_runs() -> None:
+    state, tasks = _setup(n_com=4, replicas=0)
+    pushes = _pushes(_ready(state, tasks[:1]))
+    to, _ = pushes[0]
+    assert iterative.requeue(state, tasks[0], to)
+    assert list(state.iterative.pending["r1"]) == [tasks[0]]
+    assert state.iterative.counters.tasks_requeued == 1
+    # With a copy elsewhere, losing one holder places nothing again.
+    state2, tasks2 = _setup(("b/0", "c/0", "d/0"), n_com=4, replicas=2)
+    _ready(state2, tasks2[:1])
+    assert not iterative.requeue(state2, tasks2[0], "b/0")
+
+
+def test_a_master_alone_computes_its_tasks() -> None:
+    state, tasks = _setup(())
+    fx = iterative.task_ready(state, tasks[0], 0.0)
+    assert fx == [ToCompute(JobArrived(tasks[0]))]
+
+
+def test_dead_workers_are_down_and_barriers_keep_the_latest() -> None:
+    state, tasks = _setup(n_com=4)
+    from tests.core.support import declare
+
+    declare(state, "c/0", State.DEAD)
+    iterative.observe(state)
+    assert [to for to, _ in _pushes(_ready(state, tasks))] == ["b/0"]
+    iterative.on_barrier(state, m.Barrier("r1", 0, 3, b"three"))
+    iterative.on_barrier(state, m.Barrier("r1", 0, 2, b"two"))  # late: older
+    iterative.on_barrier(state, m.Barrier("r1", 1, 1, b"epoch 1"))  # a new master's
+    assert state.iterative.barriers["r1"] == (1, 1, b"epoch 1")
