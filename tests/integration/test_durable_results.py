@@ -12,6 +12,7 @@ import pytest
 
 from tests import independent
 from tests.integration.test_daemon import Daemon, client, client_in_background, status, wait_for
+from tests.integration.test_recovery_procs import FAST
 
 pytestmark = pytest.mark.slow
 GOOD = ["tree", "3", "4", "5", "sleep"]  # 81 leaves of 5 ms
@@ -62,14 +63,16 @@ def test_a_result_is_fetched_from_survivors_after_its_master_was_drained_or_kill
 
 def test_a_run_queued_by_a_master_that_is_killed_is_run_by_a_survivor(keys: Path) -> None:
     config = keys / "one-at-a-time.toml"
-    config.write_text("[run]\nmax_concurrent = 1\n")
+    config.write_text(FAST + "[run]\nmax_concurrent = 1\n")  # deaths found in about a second
+    fast = keys / "fast.toml"
+    fast.write_text(FAST)
     m1 = Daemon(keys, "m1", "east", "", "--config", str(config))
-    m2 = Daemon(keys, "m2", "west", m1.first)  # runs up to 4 at once
+    m2 = Daemon(keys, "m2", "west", m1.first, "--config", str(fast))  # runs up to 4 at once
     waiting = []
     try:
         wait_for(lambda: len(status(keys, m2.first)["peers"]) == 4)
         # m1/0 runs a long run and queues the next one.
-        for argv in (["tree", "3", "8", "100", "sleep"], GOOD):
+        for argv in (["tree", "3", "8", "60", "sleep"], GOOD):
             waiting.append(
                 client_in_background(keys, m1.first, "submit", *argv, "--wait", "--json")
             )

@@ -56,7 +56,7 @@ def _raytracer_sha(width: int, height: int) -> str:
 CASES: list[tuple[list[str], int, list[str], bool, Callable[[], Any]]] = [
     # Spinning leaves, so that the kill waits until the thief has computed (holds stolen
     # work) however slowly the machine starts the run.
-    (["tree", "3", "8", "20", "busy"], 4, ["local/3"], True, lambda: independent.tree(3, 8)),
+    (["tree", "3", "8", "30", "busy"], 4, ["local/3"], True, lambda: independent.tree(3, 8)),
     (["tree", "3", "8", "40", "sleep"], 4, ["local/0"], False, lambda: independent.tree(3, 8)),
     # OEIS A000170: 14 queens have 365,596 solutions.
     (["nqueens", "14"], 6, ["local/4"], True, lambda: 365_596),
