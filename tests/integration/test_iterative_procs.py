@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,6 +102,7 @@ PLUGIN = iterative_plugin(
 )
 """
 POWER_RUN = ["power", "300", "6", "40", "60"]  # 40 iterations of 6 tasks of 60 ms
+POWER_LONG = ["power", "300", "6", "70", "60"]  # 70 of them
 
 
 def test_kmeans_on_local_peers_equals_a_sequential_run() -> None:
@@ -135,28 +137,43 @@ def _peers(keys: Path, to: str) -> dict[str, str]:
     return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
 
 
-def test_a_reclaimed_worker_suspends_and_a_killed_one_loses_nothing(tmp_path: Path) -> None:
+def _iteration(keys: Path, to: str, run_id: str) -> int:
+    """The iteration a run is at; a run no longer running fails the test (its tasks must be
+    longer: the test acts on a running run)."""
+    run = next(r for r in status(keys, to)["runs"] if r["run_id"] == run_id)
+    assert run["state"] == "running", f"run {run_id} is {run['state']}: make it longer"
+    return int(run["counters"].get("iteration", 0))
+
+
+def _submit(keys: Path, to: str, argv: list[str]) -> tuple[str, Any]:
+    """A run submitted with --wait: its id (once the master has it) and the waiting client."""
+    submit = client_in_background(keys, to, "submit", *argv, "--wait", "--json")
+    assert submit.stderr is not None
+    line = submit.stderr.readline()  # "satind: run RUN_ID submitted"
+    assert "submitted" in line, line
+    return line.split()[2], submit
+
+
+def test_reclaim_release_and_kills_of_a_worker_and_of_the_master(tmp_path: Path) -> None:
     m1, m2 = _two_machines(tmp_path)
     try:
         wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 4)
-        submit = client_in_background(tmp_path, m1.first, "submit", *POWER_RUN, "--wait", "--json")
+        # 1. A worker reclaimed suspends (computes nothing) while the others go on; another is
+        # SIGKILLed mid-iteration (its tasks are placed again); the first is released.
+        run_id, submit = _submit(tmp_path, m1.first, POWER_LONG)
         try:
-
-            def iteration() -> int:
-                runs = status(tmp_path, m1.first)["runs"]
-                return max((int(r["counters"].get("iteration", 0)) for r in runs), default=0)
-
-            wait_for(lambda: iteration() >= 2)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 2)
             proc = client(tmp_path, m1.first, "reclaim", "m2/0")
             assert proc.returncode == 0, proc.stderr
             wait_for(lambda: _peers(tmp_path, m1.first)["m2/0"] == "reclaimed")
             time.sleep(0.5)  # a task it was running when reclaimed ends (no pause point)
             ran = _jobs_run(tmp_path, m1.first, "m2/0")
-            reclaimed_at = iteration()
-            wait_for(lambda: iteration() >= reclaimed_at + 2)  # the others go on
+            reclaimed_at = _iteration(tmp_path, m1.first, run_id)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= reclaimed_at + 2)
             assert _jobs_run(tmp_path, m1.first, "m2/0") == ran  # it computed nothing
-            kill_all([m2.children[1]])  # m2/1, mid-iteration: its tasks are placed again
+            kill_all([m2.children[1]])  # m2/1, mid-iteration
             time.sleep(1.0)
+            assert _iteration(tmp_path, m1.first, run_id) > 0  # still running
             proc = client(tmp_path, m1.first, "release", "m2/0")
             assert proc.returncode == 0, proc.stderr
             wait_for(lambda: _peers(tmp_path, m1.first)["m2/0"] == "alive")
@@ -164,25 +181,11 @@ def test_a_reclaimed_worker_suspends_and_a_killed_one_loses_nothing(tmp_path: Pa
         finally:
             submit.kill()
         assert submit.returncode == 0, err
-        result = json.loads(out)
-        assert result["check"] == "ok", result
-    finally:
-        m1.kill()
-        m2.kill()
-
-
-def test_an_iterative_run_survives_the_loss_of_its_master(tmp_path: Path) -> None:
-    m1, m2 = _two_machines(tmp_path)
-    try:
-        wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 4)
-        submit = client_in_background(tmp_path, m1.first, "submit", *POWER_RUN, "--wait", "--json")
+        assert json.loads(out)["check"] == "ok"
+        # 2. The master SIGKILLed mid-run: a survivor resumes from the last barrier.
+        run_id, submit = _submit(tmp_path, m1.first, POWER_RUN)
         try:
-            wait_for(
-                lambda: any(
-                    r["counters"].get("iteration", 0) >= 3
-                    for r in status(tmp_path, m1.first)["runs"]
-                )
-            )
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 3)
             kill_all([m1.children[0]])  # the master, SIGKILL
             out, err = submit.communicate(timeout=180)
         finally:
