@@ -266,6 +266,9 @@ class IterativeConfig:
     # copies. Extra copies of a task at most, given to idle workers when UP workers outnumber
     # the tasks left (§6.1); the first to finish cancels the others. 0: none.
     replicas: int = 2
+    # slots. How long a master watches a worker before `satind status` shows its estimated
+    # availability (before that the estimate is mostly its prior, about 50%).
+    shown_after_slots: int = 100
 
 
 @dataclass(frozen=True)

@@ -64,12 +64,14 @@ async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
 
 
 def with_availability(peer: Peer, peers: list[m.PeerStatus]) -> list[m.PeerStatus]:
-    """Each worker's availability as this peer's iterative scheduler estimates it."""
+    """Each worker's availability as this peer's iterative scheduler estimates it — once it
+    has watched it for ``iterative.shown_after_slots`` slots (before, it is mostly the prior)."""
     views = peer.state.iterative.workers
+    enough = peer.cfg.iterative.shown_after_slots
     out = []
     for p in peers:
         view = views.get(p.name)
-        if view is not None:
+        if view is not None and view.estimator.observed() >= enough:
             up = view.estimator.chain().stationary()[0]
             p = dataclasses.replace(p, availability=round(up, 3))
         out.append(p)

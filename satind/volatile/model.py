@@ -136,6 +136,10 @@ class Estimator:
     counts: list[list[int]] = field(default_factory=lambda: [[0, 0, 0] for _ in range(3)])
     last: int | None = None
 
+    def observed(self) -> int:
+        """Transitions seen so far."""
+        return sum(map(sum, self.counts))
+
     def observe(self, state: int) -> None:
         """The worker's state at the next slot."""
         if self.last is not None:
