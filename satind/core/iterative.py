@@ -198,7 +198,13 @@ def _replicas(state: PeerState, alive: set[str], now: float) -> Effects:
     ups = [n for n in alive if sched.workers[n].state == UP and not _draining(state, n)]
     idle = sorted(n for n in ups if not sched.workers[n].holding)
     open_keys = [k for k, h in sched.holders.items() if 1 <= len(h) <= cfg.replicas]
-    if free <= 0 or not idle or not open_keys or len(ups) <= len(sched.placed):
+    if len(ups) <= len(sched.placed):
+        # Not more UP workers than tasks left: only tasks that no UP worker holds (their
+        # holders are reclaimed) get copies — else the barrier waits for the owners' release.
+        open_keys = [
+            k for k in open_keys if all(sched.workers[h].state != UP for h in sched.holders[k])
+        ]
+    if free <= 0 or not idle or not open_keys:
         return []
     fx: Effects = []
     order = assignments(

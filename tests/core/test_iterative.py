@@ -4,6 +4,7 @@ workers' tasks placed again, a master alone, barriers."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 
 from satind.config import Config, IterativeConfig
@@ -121,3 +122,25 @@ def test_dead_workers_are_down_and_barriers_keep_the_latest() -> None:
     iterative.on_barrier(state, m.Barrier("r1", 0, 2, b"two"))  # late: older
     iterative.on_barrier(state, m.Barrier("r1", 1, 1, b"epoch 1"))  # a new master's
     assert state.iterative.barriers["r1"] == (1, 1, b"epoch 1")
+
+
+def test_a_task_held_only_by_a_reclaimed_worker_gets_a_copy_on_an_idle_one() -> None:
+    # Two tasks on two workers, then b/0 is reclaimed and a third worker is idle: UP workers
+    # (c/0, d/0) do not outnumber the tasks left (2), but b/0's task would wait for its
+    # owner: it gets a copy; c/0's does not.
+    state, tasks = _setup(("b/0", "c/0"), n_com=4, replicas=2)
+    state.iterative.pending["r1"] = deque(tasks[:2])  # both at once: one each, no copies
+    pushes = _pushes(iterative.schedule(state, 0.0))
+    held = dict((to, path) for to, path in pushes)
+    assert sorted(held) == ["b/0", "c/0"]
+    for to, path in pushes:
+        iterative.on_ack(state, to, m.TaskAck("r1", path), 0.1)
+    known = state.table.get("b/0")
+    assert known is not None
+    state.table.apply(replace(known, reclaimed=True, incarnation=known.incarnation + 1).update())
+    from tests.core.support import member
+
+    state.table.add_known([member("d/0")])
+    iterative.observe(state)
+    copies = _pushes(iterative.schedule(state, 0.2))
+    assert copies == [("d/0", held["b/0"])]
