@@ -28,10 +28,10 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from satind.api import name_of
 from satind.core.effects import Effects, Later, Send, ToCompute
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
@@ -166,14 +166,7 @@ def schedule(state: PeerState, now: float) -> Effects:
             for n in ups
             if len(sched.workers[n].holding) <= 1 and not sched.workers[n].in_transfer
         }
-        order = assignments(
-            cfg.heuristic,
-            [_candidate(state, i, n, now) for i, n in enumerate(ups)],
-            len(queue),
-            _transfer_slots(state),
-            cfg.n_com,
-            sched.rng,
-        )
+        order = _plan(state, ups, len(queue), now)
         started: set[str] = set()
         for i in order:
             if free <= 0 or not queue or not (ready - started):
@@ -207,14 +200,7 @@ def _replicas(state: PeerState, alive: set[str], now: float) -> Effects:
     if free <= 0 or not idle or not open_keys:
         return []
     fx: Effects = []
-    order = assignments(
-        cfg.heuristic,
-        [_candidate(state, i, n, now) for i, n in enumerate(idle)],
-        len(idle),
-        _transfer_slots(state),
-        cfg.n_com,
-        sched.rng,
-    )
+    order = _plan(state, idle, len(idle), now)
     done: set[str] = set()
     for i in order:
         worker = idle[i]
@@ -244,21 +230,9 @@ def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
         args = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
     except codec.EncodeError as exc:
         return [ToCompute(ChildResult(job, None, exc))]  # its sync raises why
-    from satind.core.victim import shared_ids
+    from satind.core.victim import job_spec, shared_ids
 
-    spec = m.JobSpec(
-        run_id=run.info.run_id,
-        plugin=run.info.plugin,
-        code_hash=run.info.code_hash,
-        master=run.info.master,
-        branching=run.info.branching,
-        path=job.path,
-        fn=name_of(job.fn),
-        args=args,
-        epoch=run.info.epoch,
-        shared=shared_ids(refs),
-        pushed=True,
-    )
+    spec = job_spec(run.info, job, args, shared_ids(refs), pushed=True)
     sched = state.iterative
     state.custody.give(key, job, worker, now)
     sched.placed[key] = job
@@ -269,6 +243,19 @@ def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
     sched.counters.tasks_pushed += 1
     log.debug("pushed %s%s to %s", key[0], key[1].hex(), worker)
     return [Send(worker, m.TaskPush(spec))]
+
+
+def _plan(state: PeerState, workers: list[str], tasks: int, now: float) -> Iterator[int]:
+    """The run's heuristic over ``workers``: the index in it of each task's worker, lazily."""
+    cfg = state.cfg.iterative
+    return assignments(
+        cfg.heuristic,
+        [_candidate(state, i, n, now) for i, n in enumerate(workers)],
+        tasks,
+        _transfer_slots(state),
+        cfg.n_com,
+        state.iterative.rng,
+    )
 
 
 def _candidate(state: PeerState, index: int, name: str, now: float) -> Candidate:

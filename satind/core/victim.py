@@ -94,23 +94,31 @@ def hand_out(
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
         log.warning("cannot give away %r: %s", job, args)
         return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table))]
-    spec = m.JobSpec(
-        run_id=run.info.run_id,
-        plugin=run.info.plugin,
-        code_hash=run.info.code_hash,
-        master=run.info.master,
-        branching=run.info.branching,
-        path=job.path,
-        fn=name_of(job.fn),
-        args=args,
-        epoch=run.info.epoch,
-        shared=shared or [],
-    )
+    spec = job_spec(run.info, job, args, shared or [])
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)
     state.steal.jobs_given += 1
     log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
     return [HandOut(link, m.StealReply(msg.req, spec, table), job), Checkpoint("theft")]
+
+
+def job_spec(
+    info: m.RunInfo, job: Job, args: bytes, shared: list[str], pushed: bool = False
+) -> m.JobSpec:
+    """``job`` for the wire: stolen (``hand_out``) or pushed to a worker (core/iterative.py)."""
+    return m.JobSpec(
+        run_id=info.run_id,
+        plugin=info.plugin,
+        code_hash=info.code_hash,
+        master=info.master,
+        branching=info.branching,
+        path=job.path,
+        fn=name_of(job.fn),
+        args=args,
+        epoch=info.epoch,
+        shared=shared,
+        pushed=pushed,
+    )
 
 
 def shared_ids(refs: list[Any]) -> list[str]:
