@@ -38,11 +38,15 @@ def sweep_rows(rows: Plate, above: list[float] | None, below: list[float] | None
         if up is None or down is None:
             out.append(list(row))  # a boundary row of the plate
             continue
-        cols = len(row)
-        new = [row[0]] + [0.0] * (cols - 2) + [row[-1]] if cols > 1 else list(row)
-        for j in range(1, cols - 1):
-            new[j] = (up[j] + down[j] + row[j - 1] + row[j + 1]) / 4
-        out.append(new)
+        if len(row) < 3:
+            out.append(list(row))  # no interior cell
+            continue
+        # Cell j from up[j] + down[j] + row[j-1] + row[j+1], added in that order.
+        inner = [
+            (u + d + left + right) / 4
+            for u, d, left, right in zip(up[1:-1], down[1:-1], row[:-2], row[2:], strict=True)
+        ]
+        out.append([row[0], *inner, row[-1]])
     return out
 
 

@@ -24,5 +24,6 @@ from satind.plugin import PluginFailed as PluginFailed
 from satind.plugin import UsageError as UsageError
 from satind.shared import SharedObject as SharedObject
 from satind.shared import global_method as global_method
+from satind.spmd import spmd_plugin as spmd_plugin
 
 __version__ = "0.1.0"

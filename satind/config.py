@@ -272,6 +272,35 @@ class IterativeConfig:
 
 
 @dataclass(frozen=True)
+class SpmdConfig:
+    """Reconfigurable iterative SPMD runs (satind/spmd.py, core/spmd.py;
+    mpi-ios-reconfigurable-iterative-apps, docs/spmd.md)."""
+
+    # Migrate entities when the gain pays (IOS); off: they stay where they were placed (the
+    # paper's static MPICH2 runs, for comparison). Drains and crashes move them regardless.
+    migrate: bool = True
+    # iterations. Every this many, each entity's registered state goes to the master and from
+    # there to every member (the barrier a crash or a new master resumes from).
+    checkpoint_every: int = 20
+    # Γ above this migrates (the paper: above 0). A margin, so that measurement noise between
+    # equal machines does not move entities back and forth.
+    min_gain: float = 0.05
+    # seconds. The fixed part of a migration's estimated cost M (messages, a pause at the
+    # barrier); the rest is the registered state's bytes over ``bandwidth_bytes_s``.
+    migration_latency_s: float = 0.05
+    # bytes per second assumed between members when estimating M.
+    bandwidth_bytes_s: float = 50e6
+    # The base of Γ's logarithm (the paper does not say; natural by default).
+    log_base: float = 2.718281828459045
+    # seconds. How often a peer samples its CPUs' load (/proc/stat), the resource profile an
+    # idle peer sends with its steal requests.
+    profile_s: float = 1.0
+    # seconds. A holder proposes one entity to one thief at a time: it waits this long for
+    # the move before proposing to that thief again.
+    propose_wait_s: float = 2.0
+
+
+@dataclass(frozen=True)
 class CheckpointConfig:
     """Checkpoint logs of finished results (recovery/checkpoint.py), for runs that must
     survive the loss of every peer, and for suspend/resume."""
@@ -472,6 +501,7 @@ class Config:
     ft: FaultToleranceConfig = field(default_factory=FaultToleranceConfig)
     shared: SharedConfig = field(default_factory=SharedConfig)
     iterative: IterativeConfig = field(default_factory=IterativeConfig)
+    spmd: SpmdConfig = field(default_factory=SpmdConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 Group = Literal[
-    "run", "steal", "traffic", "recovery", "checkpoint", "speculation", "sharing", "iterative"
+    "run",
+    "steal",
+    "traffic",
+    "recovery",
+    "checkpoint",
+    "speculation",
+    "sharing",
+    "iterative",
+    "spmd",
 ]
 
 
@@ -73,6 +81,11 @@ STATS: tuple[Stat, ...] = (
     Stat("task_replicas", "tasks", "iterative", "extra copies of iterative tasks sent"),
     Stat("tasks_requeued", "tasks", "iterative", "iterative tasks placed again (worker lost)"),
     Stat("barriers", "barriers", "iterative", "iterations an iterative run's master finished"),
+    Stat("entity_moves", "entities", "spmd", "SPMD entities migrated (gain, drain)"),
+    Stat("ghosts_sent", "messages", "spmd", "ghost data sent to neighbour entities"),
+    Stat("ghost_bytes", "bytes", "spmd", "bytes of ghost data sent"),
+    Stat("migrations_proposed", "entities", "spmd", "entities a holder proposed to a thief"),
+    Stat("rollbacks", "rollbacks", "spmd", "SPMD runs rolled back to a checkpoint (holder lost)"),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
 )
@@ -103,6 +116,14 @@ RECOVERY: tuple[str, ...] = (
 SPECULATION: tuple[str, ...] = ("aborts", "abort_messages", "jobs_cancelled", "abort_wasted_s")
 # Printed for an iterative run (satind/iterative.py).
 ITERATIVE: tuple[str, ...] = ("barriers", "tasks_pushed", "task_replicas", "tasks_requeued")
+# Printed for an SPMD run (satind/spmd.py).
+SPMD: tuple[str, ...] = (
+    "entity_moves",
+    "migrations_proposed",
+    "ghosts_sent",
+    "ghost_bytes",
+    "rollbacks",
+)
 # Printed when a run used shared objects (satin-grid-programming-model §3.2).
 SHARING: tuple[str, ...] = (
     "shared_updates_sent",

@@ -51,6 +51,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             print("  shared objects: " + _line(counters, stats.SHARING))
         if any(counters.get(name) for name in stats.ITERATIVE):
             print("  iterative: " + _line(counters, stats.ITERATIVE))
+        if any(counters.get(name) for name in stats.SPMD):
+            print("  spmd: " + _line(counters, stats.SPMD))
         if any(counters.get(name) for name in stats.SPECULATION):
             print("  speculation: " + _line(counters, stats.SPECULATION))
         app = sorted(name for name in counters if name.startswith("app_"))

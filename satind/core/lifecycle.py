@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from satind import plugin as plugins
-from satind.core import iterative, sharing
+from satind.core import iterative, sharing, spmd
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -228,6 +228,7 @@ def drop(state: PeerState, run_id: str) -> Effects:
     state.custody.forget_run(run_id)
     sharing.forget_run(state, run_id)
     iterative.forget_run(state, run_id)
+    spmd.forget_run(state, run_id)
     state.cancelled = {job for job in state.cancelled if job.run.run_id != run_id}
     state.orphans.forget_run(run_id)
     run.state.aborted = True

@@ -21,6 +21,7 @@ from satind.core.custody import Custody
 from satind.core.iterative import Scheduling
 from satind.core.runs import RunTable
 from satind.core.sharing import Sharing
+from satind.core.spmd import Spmd
 from satind.engine.jobs import Job
 from satind.engine.stealing import Candidates, StealCounters, candidates
 from satind.engine.workqueue import WorkQueue
@@ -72,6 +73,8 @@ class PeerState:
     sharing: Sharing = field(default_factory=Sharing)
     # Iterative runs (core/iterative.py): a master's scheduler, and every run's last barrier.
     iterative: Scheduling = field(default_factory=Scheduling)
+    # SPMD runs (core/spmd.py): a master's locators, a holder's entities and their ghosts.
+    spmd: Spmd = field(default_factory=Spmd)
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)
     _victims: tuple[int, Candidates] | None = None
@@ -117,6 +120,7 @@ class PeerState:
         out["abort_messages"] = self.abort_messages
         out.update(self.sharing.counters.as_dict())
         out.update(self.iterative.counters.as_dict())
+        out.update(self.spmd.counters.as_dict())
         out["messages"] = traffic.messages
         out["bytes"] = traffic.bytes
         out["messages_wide"] = traffic.messages_wide

@@ -74,6 +74,23 @@ class WorkerHooks(Protocol):
         """An iterative run passed a barrier: ``state`` (encoded) is what a new master
         resumes from (core/iterative.py keeps it on every member)."""
 
+    def entity_done(
+        self,
+        run_id: str,
+        entity: int,
+        gen: int,
+        iteration: int,
+        state: Any,
+        ghosts: dict[int, bytes],
+        measured: tuple[float, float, int],
+    ) -> None:
+        """An SPMD entity was placed or stepped here: its registered state as of the start of
+        ``iteration``, the encoded data for each neighbour, and (CPU s, wall s, state bytes)
+        (core/spmd.py keeps it and sends the ghosts)."""
+
+    def spmd_iteration(self, run_id: str, iteration: int, profiles: list[Any]) -> None:
+        """An SPMD run's root passed the end of an iteration (each entity's profile)."""
+
     def job_logged(self, job: Job, value: bytes) -> None:
         """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
 

@@ -18,7 +18,9 @@ from typing import ClassVar
 from satind.net.records import Broadcasts as Broadcasts
 
 # The records nested in messages (re-exported: codec.py resolves field types here).
+from satind.net.records import EntityTask as EntityTask
 from satind.net.records import ErrorInfo as ErrorInfo
+from satind.net.records import GhostData as GhostData
 from satind.net.records import JobSpec as JobSpec
 from satind.net.records import MemberPlugins as MemberPlugins
 from satind.net.records import MemberUpdate as MemberUpdate
@@ -32,7 +34,7 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class StealRequest(Message):
     wide: bool
     orphans: bool = False
     run: str = ""
+    # The share of a CPU one more entity of an SPMD run would get at the thief (its resource
+    # profile, core/spmd.py); -1: not measured.
+    cpu: float = -1.0
 
 
 @dataclass(frozen=True)
@@ -556,6 +561,8 @@ class TaskPush(Message):
 
     TYPE: ClassVar[int] = 97
     job: JobSpec
+    # An entity job of an SPMD run (core/spmd.py): it waits at the worker for its ghosts.
+    entity: EntityTask | None = None
 
 
 @dataclass(frozen=True)
@@ -598,6 +605,64 @@ class Reclaim(Message):
     TYPE: ClassVar[int] = 101
     reclaim: bool
     reason: str
+
+
+@dataclass(frozen=True)
+class Ghost(Message):
+    """Holder to holder: an entity's data for its neighbour ``entity`` (core/spmd.py); sent
+    peer to peer, never through the master. A peer the entity left forwards it."""
+
+    TYPE: ClassVar[int] = 102
+    run_id: str
+    entity: int
+    ghost: GhostData
+
+
+@dataclass(frozen=True)
+class EntityMove(Message):
+    """Master to holder: send ``entity`` (its registered state and the ghosts it holds) to
+    ``to``, now that its step is over."""
+
+    TYPE: ClassVar[int] = 103
+    run_id: str
+    entity: int
+    to: str
+
+
+@dataclass(frozen=True)
+class EntityState(Message):
+    """Old holder to new holder: an entity moves to you (its registered state as of the
+    start of ``iteration`` of generation ``gen``, and the ghosts that came for it)."""
+
+    TYPE: ClassVar[int] = 104
+    run_id: str
+    entity: int
+    gen: int
+    iteration: int
+    state: bytes
+    ghosts: list[GhostData]
+    cpu_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class EntityMoved(Message):
+    """New holder to master: ``entity`` is installed here (the locator follows)."""
+
+    TYPE: ClassVar[int] = 105
+    run_id: str
+    entity: int
+
+
+@dataclass(frozen=True)
+class MigrateRequest(Message):
+    """Holder to master: moving ``entity`` to ``to`` pays (its gain Γ, mpi-ios §5), or, with
+    ``to`` empty, the holder drains and the entity must go anywhere."""
+
+    TYPE: ClassVar[int] = 106
+    run_id: str
+    entity: int
+    to: str
+    gain: float
 
 
 @dataclass(frozen=True)
@@ -662,6 +727,11 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Barrier,
     ReclaimRequest,
     Reclaim,
+    Ghost,
+    EntityMove,
+    EntityState,
+    EntityMoved,
+    MigrateRequest,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives

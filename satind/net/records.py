@@ -59,6 +59,35 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class EntityTask:
+    """What a holder's core needs to know of a pushed entity job of an SPMD run
+    (core/spmd.py): which entity, which phase (0 place, 1 step, 2 collect), the iteration
+    and generation (a rollback to a checkpoint starts a new one), the run's length, and
+    where the entity's neighbours are (the master's locator when it pushed)."""
+
+    entity: int
+    phase: int
+    iteration: int
+    gen: int
+    iterations: int
+    neighbours: list[int] = field(default_factory=list)
+    holders: list[str] = field(default_factory=list)
+    # A step whose iteration ends at a checkpoint: it returns its registered state.
+    checkpoint: bool = False
+
+
+@dataclass(frozen=True)
+class GhostData:
+    """Data ``sender`` (an entity) computed for a neighbour at the end of an iteration: what
+    the neighbour's step ``iteration`` reads (the ghost rows of heat2d)."""
+
+    sender: int
+    gen: int
+    iteration: int
+    data: bytes
+
+
+@dataclass(frozen=True)
 class SharedUpdate:
     """One global method call on a shared object: the ``seq``-th by ``sender`` on it."""
 
@@ -156,6 +185,8 @@ class PeerStatus:
     # The fraction of time it is UP as the answering peer's iterative scheduler estimates it
     # (core/iterative.py; -1: not known there).
     availability: float = -1.0
+    # Entities of SPMD runs it holds (core/spmd.py).
+    entities: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from satind.core import aborts, custody, iterative, master, sharing, victim
+from satind.core import aborts, custody, iterative, master, sharing, spmd, victim
 from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
@@ -84,11 +84,35 @@ def _job_result(peer: Peer, link: Link, msg: m.JobResult) -> Effects:
     fx = custody.on_job_result(peer.state, link.remote_name, msg)
     if (msg.run_id, msg.path) in peer.state.iterative.placed:
         fx += iterative.finished(peer.state, (msg.run_id, msg.path), link.remote_name, peer.now())
+    elif msg.run_id in peer.state.spmd.runs:
+        fx += spmd.finished(peer.state, msg.run_id, msg.path, peer.now())
     return fx
 
 
 def _task_push(peer: Peer, link: Link, msg: m.TaskPush) -> Effects:
+    if msg.entity is not None:
+        return spmd.on_push(peer.state, link.remote_name, msg)
     return iterative.on_push(peer.state, link.remote_name, msg, peer.now())
+
+
+def _ghost(peer: Peer, link: Link, msg: m.Ghost) -> Effects:
+    return spmd.on_ghost(peer.state, msg)
+
+
+def _entity_move(peer: Peer, link: Link, msg: m.EntityMove) -> Effects:
+    return spmd.on_move(peer.state, msg)
+
+
+def _entity_state(peer: Peer, link: Link, msg: m.EntityState) -> Effects:
+    return spmd.on_state(peer.state, msg)
+
+
+def _entity_moved(peer: Peer, link: Link, msg: m.EntityMoved) -> Effects:
+    return spmd.on_moved(peer.state, link.remote_name, msg)
+
+
+def _migrate_request(peer: Peer, link: Link, msg: m.MigrateRequest) -> Effects:
+    return spmd.on_migrate_request(peer.state, link.remote_name, msg)
 
 
 def _task_ack(peer: Peer, link: Link, msg: m.TaskAck) -> Effects:
@@ -158,6 +182,11 @@ _HANDLERS: dict[type, Any] = {
     m.TaskPush: _core(_task_push),
     m.TaskAck: _core(_task_ack),
     m.Barrier: _core(_barrier),
+    m.Ghost: _core(_ghost),
+    m.EntityMove: _core(_entity_move),
+    m.EntityState: _core(_entity_state),
+    m.EntityMoved: _core(_entity_moved),
+    m.MigrateRequest: _core(_migrate_request),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),

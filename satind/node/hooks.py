@@ -8,9 +8,9 @@ turn.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from satind.core import aborts, iterative, sharing, thief
+from satind.core import aborts, iterative, sharing, spmd, thief
 from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.recovery import drain, orphans
@@ -80,9 +80,39 @@ class ComputeHooks:
         )
 
     def task_ready(self, job: Job) -> None:
+        placer = spmd.task_ready if spmd.is_entity_job(job) else iterative.task_ready
         self.peer.compute.soon(
-            lambda: self.peer.apply(iterative.task_ready(self.peer.state, job, self.peer.now()))
+            lambda: self.peer.apply(placer(self.peer.state, job, self.peer.now()))
         )
+
+    def entity_done(
+        self,
+        run_id: str,
+        entity: int,
+        gen: int,
+        iteration: int,
+        state: Any,
+        ghosts: dict[int, bytes],
+        measured: tuple[float, float, int],
+    ) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(
+                spmd.entity_done(
+                    self.peer.state,
+                    run_id,
+                    entity,
+                    gen,
+                    iteration,
+                    state,
+                    ghosts,
+                    measured,
+                    self.peer.now(),
+                )
+            )
+        )
+
+    def spmd_iteration(self, run_id: str, iteration: int, profiles: list[Any]) -> None:
+        self.peer.compute.soon(spmd.profile, self.peer.state, run_id, iteration, profiles)
 
     def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
         self.peer.compute.soon(

@@ -60,6 +60,7 @@ from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.metrics import MetricsServer
+from satind.node.profiler import profile_loop
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
 from satind.recovery import drain, orphans, restart
@@ -160,6 +161,8 @@ class Peer:
                 emulation=cfg.emulation,
             )
         self.state.traffic = self.transport.counters
+        # A compute thread of our own: a real machine, whose CPUs the profiler reads.
+        self._real_compute = compute is None
         self.compute: ComputeDriver = (
             compute(ComputeHooks(self))
             if compute is not None
@@ -176,6 +179,8 @@ class Peer:
         self.state.queue = self.worker.queue
         self.state.replicas = self.worker.shared  # type: ignore[assignment]
         self.worker.barriers = self.state.iterative.barriers
+        self.worker.entities = self.state.spmd.held
+        self.worker.entity_tasks = self.state.spmd.tasks
         self.worker.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
@@ -248,6 +253,8 @@ class Peer:
                 await nursery.start(self.compute.serve)
                 nursery.start_soon(self._custody_loop)
                 nursery.start_soon(flush_loop, self)
+                if self._real_compute:
+                    nursery.start_soon(profile_loop, self.state)
                 if self.cfg.metrics.enabled:
                     self.metrics = MetricsServer(self, self.cfg.metrics)
                     await nursery.start(self.metrics.run)
@@ -303,7 +310,7 @@ class Peer:
         """Stop taking work, finish what is here, then leave (recovery/drain.py)."""
         if self.state.draining:
             return
-        self.apply(drain.start(self.state, reason))
+        self.apply(drain.start(self.state, reason, self.now()))
         self.swim.set_draining()
 
         async def finish() -> None:

@@ -112,6 +112,7 @@ def local_status(peer: Peer) -> m.PeerStatus:
         checkpoint_bytes=checkpoint.bytes_written,
         checkpoint_age_s=-1.0 if last is None else round(peer.now() - last, 1),
         address=str(state.table.me.address),
+        entities=len(state.spmd.held),
     )
 
 
@@ -150,6 +151,9 @@ def local_runs(peer: Peer) -> list[m.RunStatus]:
         extra: dict[str, int | float] | None = (
             {"iteration": barrier[1]} if barrier is not None else None
         )
+        place = state.spmd.runs.get(run.info.run_id)
+        if place is not None:  # an SPMD run: its iteration, and the entities it moved
+            extra = {"iteration": place.iteration, "entity_moves": place.moves}
         out.append(_row(run.info, run.status, 0.0, now - run.started, extra))
     out += [_row(run.info, QUEUED) for run in runs.queue]
     for finished in runs.finished.values():

@@ -19,6 +19,7 @@ from typing import Protocol
 import trio
 
 from satind.config import StealConfig
+from satind.core.spmd import offer
 from satind.core.state import PeerState
 from satind.engine.stealing import backoff_delay, plan_round
 from satind.net import messages as m
@@ -126,7 +127,12 @@ class Thief:
         req = requests.new()
         started, wall = trio.current_time(), time.time()
         for_run = self._run
-        self.host.post(victim, m.StealRequest(req, wide, self.host.state.needs_orphans, for_run))
+        self.host.post(
+            victim,
+            m.StealRequest(
+                req, wide, self.host.state.needs_orphans, for_run, offer(self.host.state)
+            ),
+        )
         reply = await requests.reply_within(req, within_s)
         job = reply.job if isinstance(reply, m.StealReply) else None
         # For the run's trace: what the thief stole for (a waiting sync's run, else any).

@@ -53,13 +53,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def start(state: PeerState, reason: str) -> Effects:
+def start(state: PeerState, reason: str, now: float = 0.0) -> Effects:
     """Stop taking work; the node announces it and waits for ``drained``."""
     if state.draining:
         return []
     log.info("draining: %s", reason)
     state.draining = True
-    return [StealUpdate()]
+    from satind.core.spmd import drain_requests
+
+    return [StealUpdate(), *drain_requests(state, now)]
 
 
 def drained(state: PeerState) -> bool:
@@ -72,6 +74,8 @@ def drained(state: PeerState) -> bool:
         and state.worker_frames == 0
         and not any(key[0] not in handed for key in state.custody.given)
         and not state.queue.jobs
+        # Entities of SPMD runs move away first (core/spmd.py asks their masters).
+        and not state.spmd.held
         # A run handed over counts until its heir announced the new epoch: leaving before,
         # the members would elect a master of their own for it as well.
         and not state.runs.mastered_by(state.name)

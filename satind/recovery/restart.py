@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from satind.core import iterative
+from satind.core import iterative, spmd
 from satind.core.effects import Changed, Effects, ToCompute
+from satind.core.spmd import is_entity_job
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
 from satind.recovery.orphans import Orphans, keep_orphan
@@ -39,6 +40,7 @@ def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
     after = change.after
     if after.state.gone or change.replaced:
         fx += restart_jobs_of(state, after.name, after.state.label)
+        fx += spmd.member_gone(state, after.name)
         fx += elect(state, now)
     return fx
 
@@ -48,6 +50,9 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
     fx: Effects = []
     for job in state.custody.take_back_all(thief):
         if job.run.aborted:
+            continue
+        if is_entity_job(job):
+            fx += spmd.lost_job(state, job)  # an SPMD run rolls back (core/spmd.py)
             continue
         if job.run.pushed:
             # A task of an iterative run: placed again by the scheduler, unless another copy

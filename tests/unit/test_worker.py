@@ -67,6 +67,21 @@ class Hooks:
     def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
         self.events.put(("barrier", (run_id, iteration, state)))
 
+    def entity_done(
+        self,
+        run_id: str,
+        entity: int,
+        gen: int,
+        iteration: int,
+        state: Any,
+        ghosts: dict[int, bytes],
+        measured: tuple[float, float, int],
+    ) -> None:
+        pass
+
+    def spmd_iteration(self, run_id: str, iteration: int, profiles: list[Any]) -> None:
+        pass
+
     def job_logged(self, job: Job, value: bytes) -> None:
         self.events.put(("logged", job))
 

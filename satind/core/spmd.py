@@ -1,0 +1,645 @@
+"""Reconfigurable iterative SPMD runs (mpi-ios-reconfigurable-iterative-apps; the plugin side
+is satind/spmd.py, the gain satind/reconfig/gain.py). docs/spmd.md tells the whole story.
+
+An SPMD run is a fixed set of **entities** (the paper's MPI processes), each with registered
+state (what must move when it moves: PCM's registration), that step once per iteration and
+exchange data with their neighbours in between (ghost rows). The run's root, on the master,
+pushes each iteration's entity jobs; this module does the rest:
+
+* **Master: the locator.** Each entity lives on one member (``Placement.locator``). An entity
+  job goes to its holder (``TaskPush`` with an ``EntityTask`` naming the holders of its
+  neighbours), never to a heuristic's choice and never to a thief. Entities are first
+  spread evenly over the usable members, the master included.
+* **Holder: registered state and ghosts.** A holder keeps each entity's state between
+  iterations (``Held``, shared with the compute side). At the end of a step its compute side
+  hands over the new state and the data for each neighbour; the data goes straight to the
+  neighbour's holder (``Ghost``), not through the master. A step job waits at its holder until
+  the ghosts of its iteration are in; a holder an entity left forwards late ghosts.
+* **Reconfiguration at iteration boundaries.** An idle peer's steal requests carry its
+  resource profile (the CPU share one more entity would get there). A holder that gets one
+  and has nothing to give weighs each of its entities with the gain Γ (§5): the CPU the
+  entity uses here against what it would get there, minus the migration's cost over its
+  remaining life. When Γ > ``spmd.min_gain`` it asks the master (``MigrateRequest``), which
+  moves the entity as soon as its current step is over (``EntityMove`` to the holder, the
+  state to the new holder in ``EntityState``, ``EntityMoved`` back): no step of that entity
+  runs meanwhile; its next push waits for the move. A draining holder asks for all its
+  entities to go anywhere, and does not leave before they are gone.
+* **Crashes.** Every ``spmd.checkpoint_every`` iterations the steps return their registered
+  state, and the root passes a barrier with all of it (to every member, so that a new master
+  resumes from it). When a holder dies, every unfinished entity job of its runs fails with
+  ``EntityLost`` and the root rolls the whole run back to that checkpoint in a new generation
+  (ghosts of older generations are dropped); the lost entities go to other members.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from satind.core.effects import Effects, Send, ToCompute
+from satind.engine.frames import ChildResult, JobArrived
+from satind.engine.jobs import Job
+from satind.net import codec
+from satind.net import messages as m
+from satind.reconfig.gain import gain
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+PLACE, STEP, COLLECT = 0, 1, 2
+Key = tuple[str, int]  # (run id, entity)
+
+# The spawnable functions whose jobs are entity jobs (satind/spmd.py registers its own).
+# Their arguments are (plugin, args, entity, phase, iteration, gen, iterations, neighbours,
+# entities, restore).
+ENTITY_FNS: set[Callable[..., Any]] = set()
+
+
+class EntityLost(Exception):
+    """An entity job cannot finish: a holder of the run died. The root rolls back to the
+    last checkpoint (satind/spmd.py)."""
+
+
+def is_entity_job(job: Job) -> bool:
+    return job.fn in ENTITY_FNS
+
+
+@dataclass
+class Held:
+    """An entity this peer holds: its registered state as of the start of ``iteration``, and
+    its profile here (the paper's application-level profiler). The compute side reads
+    ``state`` and ``ready`` (the ghosts of the step it runs) and nothing else."""
+
+    gen: int
+    iteration: int
+    state: Any
+    ready: dict[int, bytes] = field(default_factory=dict)
+    # Seconds of CPU and of wall time its last steps took here, ghost bytes it sends per
+    # iteration, and the bytes of its encoded state (as last measured).
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    bytes_out: int = 0
+    size: int = 0
+    # Seconds between the ends of its steps here (an iteration's time), and the last end.
+    period_s: float = 0.0
+    stepped_at: float | None = None
+    # When it was last proposed to a thief or asked to leave (one request at a time).
+    proposed_at: float = float("-inf")
+
+
+@dataclass
+class Placement:
+    """The master's record of one SPMD run."""
+
+    locator: dict[int, str] = field(default_factory=dict)
+    gen: int = 0
+    iterations: int = 0
+    iteration: int = 0
+    # Moves asked for (entity -> target; "" anywhere) and under way.
+    wanted: dict[int, str] = field(default_factory=dict)
+    moving: dict[int, str] = field(default_factory=dict)
+    # Each entity's unfinished job, and pushes held back until the entity's move is over.
+    jobs: dict[int, Job] = field(default_factory=dict)
+    held_back: dict[int, Job] = field(default_factory=dict)
+    lost: set[int] = field(default_factory=set)
+    moves: int = 0
+    # Per entity, the last iteration's profile: [cpu_s, wall_s, ghost bytes].
+    profile: list[list[float]] = field(default_factory=list)
+
+
+@dataclass
+class SpmdCounters:
+    """Names are those of the run JSON ``stats`` (stats.py)."""
+
+    entity_moves: int = 0
+    ghosts_sent: int = 0
+    ghost_bytes: int = 0
+    migrations_proposed: int = 0
+    rollbacks: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(vars(self))
+
+
+@dataclass
+class Spmd:
+    counters: SpmdCounters = field(default_factory=SpmdCounters)
+    # As a master: its SPMD runs.
+    runs: dict[str, Placement] = field(default_factory=dict)
+    # As a holder: its entities (the same dict as ``Worker.entities``), ghosts that came for
+    # them by (gen, iteration) and sender, step jobs waiting for their ghosts, and where
+    # entities that left went.
+    held: dict[Key, Held] = field(default_factory=dict)
+    # The last entity job that came for each entity here (its neighbours' holders).
+    tasks: dict[Key, m.EntityTask] = field(default_factory=dict)
+    inbox: dict[Key, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
+    waiting: dict[Key, tuple[Job, m.EntityTask]] = field(default_factory=dict)
+    moved: dict[Key, str] = field(default_factory=dict)
+    # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
+    proposed: dict[str, float] = field(default_factory=dict)
+    # The CPU share a thread would get on this peer's CPUs, as the node last measured it
+    # (-1: not measured).
+    cpu_share: float = -1.0
+
+
+def offer(state: PeerState) -> float:
+    """What one more entity would get here: the resource profile a steal request carries."""
+    share = state.spmd.cpu_share
+    return -1.0 if share < 0 else share / (len(state.spmd.held) + 1)
+
+
+# -- the master: placing entity jobs --------------------------------------------------------
+
+
+def task_ready(state: PeerState, job: Job, now: float) -> Effects:
+    """Hook ``task_ready`` for an entity job: to the entity's holder."""
+    job.run.pushed = True
+    run_id = job.run.run_id
+    entity, phase, _, gen, iterations, _, count = job.args[2:9]
+    place = state.spmd.runs.setdefault(run_id, Placement())
+    place.iterations = iterations
+    if phase == PLACE and gen != place.gen:
+        # A new generation (the run's start, or a rollback): every entity gets a holder
+        # before any is placed, so that each knows where its neighbours are.
+        place.gen = gen
+        place.lost.clear()
+        place.wanted.clear()
+        for e in range(count):
+            holder = place.locator.get(e)
+            if holder is None or not _usable(state, holder):
+                place.locator.pop(e, None)
+                place.locator[e] = _least_loaded(state, place, exclude="")
+    holder = place.locator.get(entity)
+    if entity in place.lost or holder is None or not _alive(state, holder):
+        return [ToCompute(ChildResult(job, None, EntityLost(f"entity {entity} was lost")))]
+    if entity in place.moving:
+        place.held_back[entity] = job
+        return []
+    return _send(state, place, job, now)
+
+
+def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
+    from satind.core.victim import job_spec
+
+    run_id = job.run.run_id
+    entity, phase, iteration, gen, iterations, neighbours = job.args[2:8]
+    holder = place.locator[entity]
+    checkpoint = phase == STEP and (
+        (iteration + 1) % max(state.cfg.spmd.checkpoint_every, 1) == 0
+        or iteration + 1 == iterations
+    )
+    task = m.EntityTask(
+        entity,
+        phase,
+        iteration,
+        gen,
+        iterations,
+        list(neighbours),
+        [place.locator.get(n, "") for n in neighbours],
+        checkpoint,
+    )
+    place.jobs[entity] = job
+    if holder == state.name:
+        return arrive(state, job, task)
+    run = state.runs.active.get(run_id)
+    if run is None or job.run.aborted:
+        return []
+    try:
+        args = codec.encode_value(job.args, state.cfg.net.max_frame_bytes)
+    except codec.EncodeError as exc:
+        place.jobs.pop(entity, None)
+        return [ToCompute(ChildResult(job, None, exc))]
+    spec = job_spec(run.info, job, args, [], pushed=True)
+    state.custody.give((run_id, job.path), job, holder, now)
+    return [Send(holder, m.TaskPush(spec, task))]
+
+
+def _alive(state: PeerState, name: str) -> bool:
+    if name == state.name:
+        return True
+    mem = state.table.get(name)
+    return mem is not None and mem.alive
+
+
+def _usable(state: PeerState, name: str) -> bool:
+    """A member that may take entities: alive, not draining, not reclaimed."""
+    if name == state.name:
+        return not state.draining and not state.reclaimed
+    mem = state.table.get(name)
+    return mem is not None and mem.alive and not mem.draining and not mem.reclaimed
+
+
+def _least_loaded(state: PeerState, place: Placement, exclude: str) -> str:
+    """The usable member holding the fewest of this run's entities (ties: by name)."""
+    names = sorted(
+        n for n in {state.name, *state.others()} if n != exclude and _usable(state, n)
+    ) or [state.name]
+    counts = {n: 0 for n in names}
+    for holder in (*place.locator.values(), *place.moving.values()):
+        if holder in counts:
+            counts[holder] += 1
+    return min(names, key=lambda n: (counts[n], n))
+
+
+def finished(state: PeerState, run_id: str, path: bytes, now: float) -> Effects:
+    """The result of an entity job came (custody applies it): its step is over, so a move
+    asked for can happen now."""
+    place = state.spmd.runs.get(run_id)
+    if place is None:
+        return []
+    for entity, job in list(place.jobs.items()):
+        if job.path == path:
+            del place.jobs[entity]
+            return _maybe_move(state, run_id, place, entity)
+    return []
+
+
+def _maybe_move(state: PeerState, run_id: str, place: Placement, entity: int) -> Effects:
+    if entity not in place.wanted or entity in place.moving or entity in place.jobs:
+        return []
+    to = place.wanted.pop(entity)
+    holder = place.locator.get(entity, "")
+    if not to:
+        to = _least_loaded(state, place, exclude=holder)
+    if to == holder or not _usable(state, to) or not _alive(state, holder):
+        return []
+    place.moving[entity] = to
+    log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
+    if holder == state.name:
+        return ship(state, run_id, entity, to)
+    return [Send(holder, m.EntityMove(run_id, entity, to))]
+
+
+def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest) -> Effects:
+    """A holder asks for one of its entities to move (Γ paid off, or it drains)."""
+    place = state.spmd.runs.get(msg.run_id)
+    if place is None or place.locator.get(msg.entity) != holder:
+        return []
+    if msg.entity in place.moving or (msg.to and not _usable(state, msg.to)):
+        return []
+    if msg.to and not state.cfg.spmd.migrate:
+        return []
+    place.wanted[msg.entity] = msg.to
+    return _maybe_move(state, msg.run_id, place, msg.entity)
+
+
+def on_moved(state: PeerState, holder: str, msg: m.EntityMoved) -> Effects:
+    """The entity is installed at its new holder: the locator follows, held pushes go."""
+    place = state.spmd.runs.get(msg.run_id)
+    if place is None or place.moving.get(msg.entity) != holder:
+        return []
+    del place.moving[msg.entity]
+    place.locator[msg.entity] = holder
+    place.moves += 1
+    state.spmd.counters.entity_moves += 1
+    job = place.held_back.pop(msg.entity, None)
+    return _send(state, place, job, 0.0) if job is not None else []
+
+
+def profile(state: PeerState, run_id: str, iteration: int, profiles: list[list[float]]) -> None:
+    """Hook from the root: an iteration ended, with each entity's profile."""
+    place = state.spmd.runs.get(run_id)
+    if place is not None:
+        place.iteration = iteration
+        place.profile = profiles
+
+
+def placement(state: PeerState) -> dict[str, int]:
+    """Entities per member over this master's runs (for the status)."""
+    out: dict[str, int] = {}
+    for place in state.spmd.runs.values():
+        for holder in place.locator.values():
+            out[holder] = out.get(holder, 0) + 1
+    return out
+
+
+# -- the master: crashes --------------------------------------------------------------------
+
+
+def lost_job(state: PeerState, job: Job) -> Effects:
+    """An entity job whose holder died (custody gave it back): it fails."""
+    place = state.spmd.runs.get(job.run.run_id)
+    if place is not None:
+        for entity, j in list(place.jobs.items()):
+            if j is job:
+                del place.jobs[entity]
+                place.lost.add(entity)
+    return [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
+
+
+def member_gone(state: PeerState, name: str) -> Effects:
+    """A member died: its entities are lost; every unfinished entity job of those runs fails
+    (they may wait for ghosts that will never come), and the root rolls back."""
+    fx: Effects = []
+    for run_id, place in state.spmd.runs.items():
+        lost = {e for e, h in place.locator.items() if h == name}
+        lost |= {e for e, h in place.moving.items() if h == name}
+        if not lost:
+            continue
+        log.info("%s lost entities %s of %s", name, sorted(lost), run_id)
+        state.spmd.counters.rollbacks += 1
+        place.lost |= lost
+        for entity in lost:
+            place.moving.pop(entity, None)
+        place.wanted.clear()
+        for entity, job in list(place.jobs.items()):
+            holder = place.locator.get(entity, "")
+            if holder == state.name:
+                if not drop_waiting(state, job):
+                    continue  # running here: it has its ghosts and ends by itself
+            else:
+                key = (run_id, job.path)
+                if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
+                    continue  # already given back (its holder is the dead one)
+                if _alive(state, holder):
+                    fx.append(Send(holder, m.Abort(key[0], key[1])))
+            del place.jobs[entity]
+            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
+        for entity, job in list(place.held_back.items()):
+            del place.held_back[entity]
+            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
+    return fx
+
+
+# -- the holder --------------------------------------------------------------------------------
+
+
+def on_push(state: PeerState, master: str, msg: m.TaskPush) -> Effects:
+    """An entity job pushed to us by its master."""
+    from satind.core.thief import accept_stolen
+
+    assert msg.entity is not None
+    job, fx = accept_stolen(state, msg.job, master)
+    if job is None:
+        return fx
+    job.run.pushed = True
+    return fx + arrive(state, job, msg.entity)
+
+
+def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
+    """An entity job here: a step waits for its ghosts; the others run at once."""
+    key = (job.run.run_id, task.entity)
+    state.spmd.tasks[key] = task
+    if task.phase != STEP:
+        if task.phase == PLACE:
+            state.spmd.moved.pop(key, None)
+        return [ToCompute(JobArrived(job))]
+    state.spmd.waiting[key] = (job, task)
+    return _try_start(state, key)
+
+
+def _try_start(state: PeerState, key: Key) -> Effects:
+    spmd = state.spmd
+    waiting = spmd.waiting.get(key)
+    held = spmd.held.get(key)
+    if waiting is None or held is None:
+        return []
+    job, task = waiting
+    if (held.gen, held.iteration) != (task.gen, task.iteration):
+        return []
+    box = spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
+    if any(n not in box for n in task.neighbours):
+        return []
+    del spmd.waiting[key]
+    held.ready = box
+    _prune(spmd, key, (task.gen, task.iteration + 1))
+    return [ToCompute(JobArrived(job))]
+
+
+def _prune(spmd: Spmd, key: Key, keep_from: tuple[int, int]) -> None:
+    """Drop ghosts older than ``keep_from`` (consumed, or of an older generation)."""
+    box = spmd.inbox.get(key)
+    if box:
+        for tag in [t for t in box if t < keep_from]:
+            del box[tag]
+
+
+def drop_waiting(state: PeerState, job: Job) -> bool:
+    """An aborted entity job that has not started: gone. True if it was one."""
+    for key, (j, _) in list(state.spmd.waiting.items()):
+        if j is job:
+            del state.spmd.waiting[key]
+            return True
+    return False
+
+
+def entity_done(
+    state: PeerState,
+    run_id: str,
+    entity: int,
+    gen: int,
+    iteration: int,
+    value: Any,
+    ghosts: dict[int, bytes],
+    measured: tuple[float, float, int],
+    now: float,
+) -> Effects:
+    """Hook from the compute side: an entity's state as of the start of ``iteration`` (after
+    its place or its step), with the data for its neighbours, and what the step cost
+    (CPU seconds, wall seconds, state bytes or 0 when not measured)."""
+    spmd = state.spmd
+    key = (run_id, entity)
+    held = spmd.held.get(key)
+    cpu_s, wall_s, size = measured
+    if held is None or held.gen != gen:
+        held = Held(gen, iteration, value)
+        spmd.held[key] = held
+        _prune(spmd, key, (gen, iteration))
+    else:
+        if held.stepped_at is not None and iteration == held.iteration + 1:
+            held.period_s = _mean(held.period_s, now - held.stepped_at)
+        held.cpu_s = _mean(held.cpu_s, cpu_s) if wall_s > 0 else held.cpu_s
+        held.wall_s = _mean(held.wall_s, wall_s) if wall_s > 0 else held.wall_s
+        held.iteration, held.state = iteration, value
+    held.stepped_at = now
+    held.ready = {}
+    if size:
+        held.size = size
+    spmd.moved.pop(key, None)
+    task = spmd.tasks.get(key)
+    fx: Effects = []
+    sent = 0
+    if task is not None:
+        where = dict(zip(task.neighbours, task.holders, strict=False))
+        for neighbour, data in sorted(ghosts.items()):
+            ghost = m.GhostData(entity, gen, iteration, data)
+            sent += len(data)
+            fx += deliver(state, run_id, neighbour, ghost, where.get(neighbour, ""))
+    held.bytes_out = sent
+    spmd.counters.ghosts_sent += len(ghosts)
+    spmd.counters.ghost_bytes += sent
+    fx += _try_start(state, key)
+    run = state.runs.active.get(run_id)
+    master = run.info.master if run is not None else ""
+    if master == state.name:
+        place = spmd.runs.get(run_id)
+        mine = place is not None and place.locator.get(entity) == state.name
+        if place is not None and mine and place.jobs.pop(entity, None) is not None:
+            fx += _maybe_move(state, run_id, place, entity)
+    if state.draining:
+        fx += _leave_request(state, key, master, now)
+    return fx
+
+
+def _mean(old: float, new: float) -> float:
+    """An exponential mean: recent iterations count most (load changes)."""
+    return new if old <= 0 else 0.5 * old + 0.5 * new
+
+
+def deliver(state: PeerState, run_id: str, entity: int, ghost: m.GhostData, holder: str) -> Effects:
+    if holder and holder != state.name:
+        return [Send(holder, m.Ghost(run_id, entity, ghost))]
+    return on_ghost(state, m.Ghost(run_id, entity, ghost))
+
+
+def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
+    """A neighbour's data for one of our entities (or one that left: forwarded)."""
+    spmd = state.spmd
+    key = (msg.run_id, msg.entity)
+    g = msg.ghost
+    held = spmd.held.get(key)
+    if held is None and key in spmd.moved:
+        return [Send(spmd.moved[key], msg)]
+    if held is not None and (g.gen, g.iteration) < (held.gen, held.iteration):
+        return []  # of an older generation, or consumed
+    if msg.run_id not in state.runs.active:
+        return []
+    box = spmd.inbox.setdefault(key, {})
+    box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
+    return _try_start(state, key)
+
+
+def on_move(state: PeerState, msg: m.EntityMove) -> Effects:
+    """The master says: send this entity away (its step is over)."""
+    return ship(state, msg.run_id, msg.entity, msg.to)
+
+
+def ship(state: PeerState, run_id: str, entity: int, to: str) -> Effects:
+    spmd = state.spmd
+    key = (run_id, entity)
+    held = spmd.held.pop(key, None)
+    if held is None:
+        return []
+    try:
+        data = codec.encode_value(held.state, state.cfg.net.max_frame_bytes)
+    except codec.EncodeError as exc:
+        log.error("entity %d of %s cannot move: %s", entity, run_id, exc)
+        spmd.held[key] = held
+        return []
+    ghosts = [
+        m.GhostData(sender, gen, iteration, d)
+        for (gen, iteration), box in sorted(spmd.inbox.pop(key, {}).items())
+        for sender, d in sorted(box.items())
+    ]
+    spmd.tasks.pop(key, None)
+    spmd.moved[key] = to
+    msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
+    if to == state.name:
+        return on_state(state, msg)
+    return [Send(to, msg)]
+
+
+def on_state(state: PeerState, msg: m.EntityState) -> Effects:
+    """An entity moves here: install it, tell the master."""
+    spmd = state.spmd
+    key = (msg.run_id, msg.entity)
+    run = state.runs.active.get(msg.run_id)
+    if run is None:
+        return []
+    try:
+        value = codec.decode_value(msg.state)
+    except codec.DecodeError as exc:
+        log.error("entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc)
+        return []
+    spmd.moved.pop(key, None)
+    held = Held(msg.gen, msg.iteration, value, size=len(msg.state))
+    spmd.held[key] = held
+    box = spmd.inbox.setdefault(key, {})
+    for g in msg.ghosts:
+        box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
+    _prune(spmd, key, (msg.gen, msg.iteration))
+    master = run.info.master
+    done = m.EntityMoved(msg.run_id, msg.entity)
+    if master == state.name:
+        return on_moved(state, state.name, done)
+    return [Send(master, done)]
+
+
+def holds_entities(state: PeerState) -> bool:
+    return bool(state.spmd.held)
+
+
+def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effects:
+    """A steal request we could not serve, with the thief's resource profile: would one of
+    our entities do better there? (IOS's work-stealing trigger, §3 and §5.)"""
+    cfg = state.cfg.spmd
+    spmd = state.spmd
+    if cpu < 0 or not cfg.migrate or state.draining or not spmd.held:
+        return []
+    if now - spmd.proposed.get(thief, float("-inf")) < cfg.propose_wait_s:
+        return []
+    busy = sum(h.wall_s for h in spmd.held.values())
+    best: tuple[float, Key] | None = None
+    for key, held in spmd.held.items():
+        task = spmd.tasks.get(key)
+        if (
+            now - held.proposed_at < cfg.propose_wait_s
+            or held.wall_s <= 0
+            or busy <= 0
+            or task is None
+        ):
+            continue
+        used = min(held.cpu_s / busy, 1.0)
+        life = max(task.iterations - held.iteration, 0) * held.period_s
+        cost = cfg.migration_latency_s + held.size / cfg.bandwidth_bytes_s
+        decision = gain({"cpu": 1.0}, {"cpu": cpu}, {"cpu": used}, cost, life, cfg.log_base)
+        if decision.gain > cfg.min_gain and (best is None or decision.gain > best[0]):
+            best = (decision.gain, key)
+    if best is None:
+        return []
+    value, (run_id, entity) = best
+    run = state.runs.active.get(run_id)
+    if run is None:
+        return []
+    spmd.proposed[thief] = now
+    spmd.held[(run_id, entity)].proposed_at = now
+    spmd.counters.migrations_proposed += 1
+    log.info("proposing entity %d of %s to %s (gain %.3f)", entity, run_id, thief, value)
+    msg = m.MigrateRequest(run_id, entity, thief, value)
+    if run.info.master == state.name:
+        return on_migrate_request(state, state.name, msg)
+    return [Send(run.info.master, msg)]
+
+
+def _leave_request(state: PeerState, key: Key, master: str, now: float) -> Effects:
+    held = state.spmd.held.get(key)
+    if held is None or not master or now - held.proposed_at < state.cfg.spmd.propose_wait_s:
+        return []
+    held.proposed_at = now
+    msg = m.MigrateRequest(key[0], key[1], "", 0.0)
+    if master == state.name:
+        return on_migrate_request(state, state.name, msg)
+    return [Send(master, msg)]
+
+
+def drain_requests(state: PeerState, now: float) -> Effects:
+    """Draining: every entity here asks to go (the master moves each after its step)."""
+    fx: Effects = []
+    for key in list(state.spmd.held):
+        run = state.runs.active.get(key[0])
+        if run is not None:
+            fx += _leave_request(state, key, run.info.master, now)
+    return fx
+
+
+def forget_run(state: PeerState, run_id: str) -> None:
+    """A run is over here."""
+    spmd = state.spmd
+    spmd.runs.pop(run_id, None)
+    for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved):
+        for key in [k for k in table if k[0] == run_id]:
+            del table[key]

@@ -1,0 +1,257 @@
+"""Iterative SPMD applications (mpi-ios-reconfigurable-iterative-apps): a fixed set of entities,
+each with registered state, that step once per iteration and exchange data with their
+neighbours in between. A plugin describes one with ``spmd_plugin``; satind places the entities
+on members, carries the neighbours' data straight from holder to holder, and moves entities at
+iteration boundaries when another member would run them better, or when their holder drains
+or dies (core/spmd.py). See docs/spmd.md and docs/plugins.md.
+
+The answer must not depend on where entities ran: ``step`` must be a function of the entity's
+state, its ghosts and the iteration alone — then a run that migrated entities gives the same
+bits as a run that did not.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from satind.api import spawnable, sync
+from satind.core.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
+from satind.engine import worker as _worker
+from satind.net.codec import decode_value, encode_value
+from satind.plugin import Plugin
+
+# A generation's number: a new master's epoch comes first, so that its generations are newer
+# than any its predecessor began (ghosts of older generations are dropped).
+_GEN_PER_EPOCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class SpmdApp:
+    """What ``drive`` and ``entity_job`` call (see ``spmd_plugin``)."""
+
+    entities: Callable[[Any], int]
+    neighbours: Callable[[Any, int], Sequence[int]]
+    iterations: Callable[[Any], int]
+    initial: Callable[[Any, int], Any]
+    ghost: Callable[[Any, int, Any, int], Any]
+    step: Callable[[Any, int, Any, dict[int, Any], int], Any]
+    gather: Callable[[Any, list[Any]], Any]
+
+
+# SPMD applications by plugin name: filled when their module is imported, on every peer.
+APPS: dict[str, SpmdApp] = {}
+
+
+def spmd_plugin(
+    name: str,
+    *,
+    usage: str,
+    parse: Callable[[Sequence[str]], Any],
+    entities: Callable[[Any], int],
+    neighbours: Callable[[Any, int], Sequence[int]],
+    iterations: Callable[[Any], int],
+    initial: Callable[[Any, int], Any],
+    ghost: Callable[[Any, int, Any, int], Any],
+    step: Callable[[Any, int, Any, dict[int, Any], int], Any],
+    gather: Callable[[Any, list[Any]], Any],
+    check: Callable[[Any, Any], None] | None = None,
+    report: Callable[[Sequence[str], Any], Any] | None = None,
+    description: str = "",
+) -> Plugin:
+    """Describe an SPMD application; the result is the module's ``PLUGIN``.
+
+    Args:
+        name: what users type after ``satind run``.
+        usage: the argument synopsis.
+        parse: command-line arguments -> the application's arguments (one value, passed to
+            every function below as ``args``); raises ``UsageError``.
+        entities: ``entities(args)`` -> how many entities (numbered from 0).
+        neighbours: ``neighbours(args, e)`` -> the entities ``e`` exchanges data with; the
+            relation must be symmetric.
+        iterations: ``iterations(args)`` -> how many iterations the run makes.
+        initial: ``initial(args, e)`` -> entity ``e``'s registered state before the first
+            iteration: everything that must move when it moves (a CBOR value).
+        ghost: ``ghost(args, e, state, n)`` -> what neighbour ``n`` needs of ``e``'s state
+            for its next step (a CBOR value; heat2d: an edge row).
+        step: ``step(args, e, state, ghosts, iteration)`` -> ``e``'s next state; ``ghosts``
+            maps each neighbour to what its ``ghost`` gave for this iteration.
+        gather: ``gather(args, states)`` -> the run's result from the final states, in
+            entity order.
+        check: optional ``check(args, result)``; raises when the answer is wrong.
+        report: optional ``report(argv, result)`` -> what users see.
+        description: one line for ``satind plugins``.
+    """
+    APPS[name] = SpmdApp(entities, neighbours, iterations, initial, ghost, step, gather)
+    home = sys._getframe(1).f_globals.get("__name__", "")  # discovery looks in the caller
+    return Plugin(
+        name=name,
+        entry=drive,
+        usage=usage,
+        parse=lambda argv: (name, parse(argv)),
+        max_branching=None,
+        check=(lambda args, result: check(args[1], result)) if check is not None else None,
+        report=report,
+        description=description,
+        module=home,
+    )
+
+
+@spawnable
+def entity_job(
+    name: str,
+    args: Any,
+    entity: int,
+    phase: int,
+    iteration: int,
+    gen: int,
+    iterations: int,
+    neighbours: list[int],
+    count: int,
+    restore: bytes | None,
+) -> Any:
+    """One entity job, on the entity's holder (core/spmd.py routes it there). Place: make
+    (or restore) the entity and send its ghosts; step: one iteration; collect: its state.
+    A step returns its profile [CPU s, wall s, ghost bytes] and, at a checkpoint, its
+    encoded state."""
+    app = APPS[name]
+    w = _worker.CURRENT
+    if w is None:  # outside satind (a test calling the function): nothing to keep
+        raise RuntimeError("entity jobs run on satind peers only")
+    run_id = w.current.run.run_id
+    key = (run_id, entity)
+    started, cpu0 = time.perf_counter(), time.thread_time()
+    if phase == COLLECT:
+        return w.entities[key].state
+    if phase == PLACE:
+        state = decode_value(restore) if restore is not None else app.initial(args, entity)
+        size = len(encode_value(state))
+        _done(w, app, args, run_id, entity, gen, iteration, state, neighbours, 0.0, 0.0, size)
+        return None
+    held = w.entities[key]
+    ghosts = {n: decode_value(data) for n, data in held.ready.items()}
+    state = app.step(args, entity, held.state, ghosts, iteration)
+    cpu_s, wall_s = time.thread_time() - cpu0, time.perf_counter() - started
+    task = w.entity_tasks.get(key)
+    saved = encode_value(state) if task is not None and task.checkpoint else None
+    sent = _done(
+        w,
+        app,
+        args,
+        run_id,
+        entity,
+        gen,
+        iteration + 1,
+        state,
+        neighbours,
+        cpu_s,
+        wall_s,
+        len(saved) if saved is not None else 0,
+    )
+    return [cpu_s, wall_s, sent, saved]
+
+
+ENTITY_FNS.add(entity_job.fn)
+
+
+def _done(
+    w: _worker.Worker,
+    app: SpmdApp,
+    args: Any,
+    run_id: str,
+    entity: int,
+    gen: int,
+    iteration: int,
+    state: Any,
+    neighbours: list[int],
+    cpu_s: float,
+    wall_s: float,
+    size: int,
+) -> int:
+    """Hand the entity's new state and its neighbours' ghosts to the network side."""
+    ghosts = {n: encode_value(app.ghost(args, entity, state, n)) for n in neighbours}
+    w.hooks.entity_done(run_id, entity, gen, iteration, state, ghosts, (cpu_s, wall_s, size))
+    return sum(len(g) for g in ghosts.values())
+
+
+@spawnable
+def drive(name: str, args: Any) -> Any:
+    """The root of an SPMD run: place the entities, step them iteration after iteration,
+    gather their states. From the last checkpoint when a holder died or a new master runs
+    it again."""
+    app = APPS[name]
+    count = app.entities(args)
+    total = app.iterations(args)
+    neighbours = [sorted(set(app.neighbours(args, e))) for e in range(count)]
+    w = _worker.CURRENT
+    run_id = w.current.run.run_id if w is not None else ""
+    gen = (w.current.run.epoch if w is not None else 0) * _GEN_PER_EPOCH
+    saved = w.barriers.get(run_id) if w is not None else None
+    checkpoint: list[bytes] | None = None
+    at = 0
+    if w is not None and saved is not None:
+        at, checkpoint, w.current.nspawn = decode_value(saved[2])
+
+    def phase(kind: int, iteration: int, restore: list[bytes] | None) -> list[Any] | None:
+        """Every entity's job of one phase; None when an entity was lost."""
+        handles = [
+            entity_job.push(
+                name,
+                args,
+                e,
+                kind,
+                iteration,
+                gen,
+                total,
+                neighbours[e],
+                count,
+                restore[e] if restore is not None else None,
+            )
+            for e in range(count)
+        ]
+        sync()
+        results = []
+        lost = False
+        for h in handles:
+            try:
+                results.append(h.result())
+            except EntityLost:
+                lost = True
+        return None if lost else results
+
+    if w is None:
+        return _sequential(app, args, count, total, neighbours)
+    while True:  # each pass a generation: the first, or a rollback to the last checkpoint
+        gen += 1
+        iteration = at
+        if phase(PLACE, iteration, checkpoint) is None:
+            continue
+        while iteration < total:
+            results = phase(STEP, iteration, None)
+            if results is None:
+                break
+            iteration += 1
+            w.hooks.spmd_iteration(run_id, iteration, [r[:3] for r in results])
+            if all(r[3] is not None for r in results):
+                at, checkpoint = iteration, [r[3] for r in results]
+                w.hooks.barrier(run_id, at, encode_value([at, checkpoint, w.current.nspawn]))
+        else:
+            states = phase(COLLECT, iteration, None)
+            if states is not None:
+                return app.gather(args, states)
+
+
+def _sequential(
+    app: SpmdApp, args: Any, count: int, total: int, neighbours: list[list[int]]
+) -> Any:
+    """The same run without satind (a plugin's function called outside a peer)."""
+    states = [app.initial(args, e) for e in range(count)]
+    for iteration in range(total):
+        ghosts = [
+            {n: app.ghost(args, n, states[n], e) for n in neighbours[e]} for e in range(count)
+        ]
+        states = [app.step(args, e, states[e], ghosts[e], iteration) for e in range(count)]
+    return app.gather(args, states)
