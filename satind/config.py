@@ -284,7 +284,7 @@ class SpmdConfig:
     checkpoint_every: int = 20
     # Γ above this migrates (the paper: above 0). A margin, so that measurement noise between
     # equal machines does not move entities back and forth.
-    min_gain: float = 0.05
+    min_gain: float = 0.15
     # seconds. The fixed part of a migration's estimated cost M (messages, a pause at the
     # barrier); the rest is the registered state's bytes over ``bandwidth_bytes_s``.
     migration_latency_s: float = 0.05
@@ -297,7 +297,11 @@ class SpmdConfig:
     profile_s: float = 1.0
     # seconds. A holder proposes one entity to one thief at a time: it waits this long for
     # the move before proposing to that thief again.
-    propose_wait_s: float = 2.0
+    propose_wait_s: float = 1.0
+    # seconds. A holder does not propose entities to a peer it received one from this
+    # recently: measurements are noisy (a CPU shared with other threads and processes), and
+    # without it two equal peers pass entities back and forth near the balance.
+    settle_s: float = 10.0
 
 
 @dataclass(frozen=True)

@@ -141,15 +141,25 @@ class Spmd:
     moved: dict[Key, str] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)
+    # Peers an entity came from, and when (none goes back soon: ``spmd.settle_s``).
+    came_from: dict[str, float] = field(default_factory=dict)
     # The CPU share a thread would get on this peer's CPUs, as the node last measured it
     # (-1: not measured).
     cpu_share: float = -1.0
 
 
 def offer(state: PeerState) -> float:
-    """What one more entity would get here: the resource profile a steal request carries."""
-    share = state.spmd.cpu_share
-    return -1.0 if share < 0 else share / (len(state.spmd.held) + 1)
+    """What one more entity would get here (a share of a CPU): the resource profile a steal
+    request carries. While this peer steps entities, its speed is what their steps measured
+    (CPU seconds per wall second: load, GIL and all), the same measure a holder weighs its
+    own entities with — so that the two sides of Γ agree and an entity that moved does not
+    move back at once. Without entities, the CPU share the profiler predicts."""
+    held = [h for h in state.spmd.held.values() if h.wall_s > 0]
+    if held:
+        speed = min(sum(h.cpu_s for h in held) / sum(h.wall_s for h in held), 1.0)
+    else:
+        speed = state.spmd.cpu_share
+    return -1.0 if speed < 0 else speed / (len(state.spmd.held) + 1)
 
 
 # -- the master: placing entity jobs --------------------------------------------------------
@@ -254,11 +264,13 @@ def finished(state: PeerState, run_id: str, path: bytes, now: float) -> Effects:
     for entity, job in list(place.jobs.items()):
         if job.path == path:
             del place.jobs[entity]
-            return _maybe_move(state, run_id, place, entity)
+            return _maybe_move(state, run_id, place, entity, now)
     return []
 
 
-def _maybe_move(state: PeerState, run_id: str, place: Placement, entity: int) -> Effects:
+def _maybe_move(
+    state: PeerState, run_id: str, place: Placement, entity: int, now: float
+) -> Effects:
     if entity not in place.wanted or entity in place.moving or entity in place.jobs:
         return []
     to = place.wanted.pop(entity)
@@ -270,11 +282,11 @@ def _maybe_move(state: PeerState, run_id: str, place: Placement, entity: int) ->
     place.moving[entity] = to
     log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
     if holder == state.name:
-        return ship(state, run_id, entity, to)
+        return ship(state, run_id, entity, to, now)
     return [Send(holder, m.EntityMove(run_id, entity, to))]
 
 
-def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest) -> Effects:
+def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now: float) -> Effects:
     """A holder asks for one of its entities to move (Γ paid off, or it drains)."""
     place = state.spmd.runs.get(msg.run_id)
     if place is None or place.locator.get(msg.entity) != holder:
@@ -284,7 +296,7 @@ def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest) -> 
     if msg.to and not state.cfg.spmd.migrate:
         return []
     place.wanted[msg.entity] = msg.to
-    return _maybe_move(state, msg.run_id, place, msg.entity)
+    return _maybe_move(state, msg.run_id, place, msg.entity, now)
 
 
 def on_moved(state: PeerState, holder: str, msg: m.EntityMoved) -> Effects:
@@ -479,15 +491,16 @@ def entity_done(
         place = spmd.runs.get(run_id)
         mine = place is not None and place.locator.get(entity) == state.name
         if place is not None and mine and place.jobs.pop(entity, None) is not None:
-            fx += _maybe_move(state, run_id, place, entity)
+            fx += _maybe_move(state, run_id, place, entity, now)
     if state.draining:
         fx += _leave_request(state, key, master, now)
     return fx
 
 
 def _mean(old: float, new: float) -> float:
-    """An exponential mean: recent iterations count most (load changes)."""
-    return new if old <= 0 else 0.5 * old + 0.5 * new
+    """An exponential mean over the last few iterations: it follows a change of load within
+    a few iterations and smooths the noise of single ones."""
+    return new if old <= 0 else 0.7 * old + 0.3 * new
 
 
 def deliver(state: PeerState, run_id: str, entity: int, ghost: m.GhostData, holder: str) -> Effects:
@@ -513,12 +526,12 @@ def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
     return _try_start(state, key)
 
 
-def on_move(state: PeerState, msg: m.EntityMove) -> Effects:
+def on_move(state: PeerState, msg: m.EntityMove, now: float) -> Effects:
     """The master says: send this entity away (its step is over)."""
-    return ship(state, msg.run_id, msg.entity, msg.to)
+    return ship(state, msg.run_id, msg.entity, msg.to, now)
 
 
-def ship(state: PeerState, run_id: str, entity: int, to: str) -> Effects:
+def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Effects:
     spmd = state.spmd
     key = (run_id, entity)
     held = spmd.held.pop(key, None)
@@ -539,11 +552,11 @@ def ship(state: PeerState, run_id: str, entity: int, to: str) -> Effects:
     spmd.moved[key] = to
     msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
     if to == state.name:
-        return on_state(state, msg)
+        return on_state(state, state.name, msg, now)
     return [Send(to, msg)]
 
 
-def on_state(state: PeerState, msg: m.EntityState) -> Effects:
+def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> Effects:
     """An entity moves here: install it, tell the master."""
     spmd = state.spmd
     key = (msg.run_id, msg.entity)
@@ -556,6 +569,7 @@ def on_state(state: PeerState, msg: m.EntityState) -> Effects:
         log.error("entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc)
         return []
     spmd.moved.pop(key, None)
+    spmd.came_from[sender] = now
     held = Held(msg.gen, msg.iteration, value, size=len(msg.state))
     spmd.held[key] = held
     box = spmd.inbox.setdefault(key, {})
@@ -582,8 +596,14 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
         return []
     if now - spmd.proposed.get(thief, float("-inf")) < cfg.propose_wait_s:
         return []
+    if now - spmd.came_from.get(thief, float("-inf")) < cfg.settle_s:
+        return []
+    # This peer's speed (CPU seconds per wall second of its steps) and each entity's part of
+    # its stepping time: an entity uses speed x part of a CPU here.
     busy = sum(h.wall_s for h in spmd.held.values())
+    speed = min(sum(h.cpu_s for h in spmd.held.values()) / busy, 1.0) if busy > 0 else 0.0
     best: tuple[float, Key] | None = None
+    why = ""
     for key, held in spmd.held.items():
         task = spmd.tasks.get(key)
         if (
@@ -593,12 +613,13 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
             or task is None
         ):
             continue
-        used = min(held.cpu_s / busy, 1.0)
+        used = speed * held.wall_s / busy
         life = max(task.iterations - held.iteration, 0) * held.period_s
         cost = cfg.migration_latency_s + held.size / cfg.bandwidth_bytes_s
         decision = gain({"cpu": 1.0}, {"cpu": cpu}, {"cpu": used}, cost, life, cfg.log_base)
         if decision.gain > cfg.min_gain and (best is None or decision.gain > best[0]):
             best = (decision.gain, key)
+            why = f"uses {used:.3f} here, {cpu:.3f} there, cost {decision.cost:.4f}"
     if best is None:
         return []
     value, (run_id, entity) = best
@@ -608,10 +629,10 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     spmd.proposed[thief] = now
     spmd.held[(run_id, entity)].proposed_at = now
     spmd.counters.migrations_proposed += 1
-    log.info("proposing entity %d of %s to %s (gain %.3f)", entity, run_id, thief, value)
+    log.info("proposing entity %d of %s to %s: gain %.3f (%s)", entity, run_id, thief, value, why)
     msg = m.MigrateRequest(run_id, entity, thief, value)
     if run.info.master == state.name:
-        return on_migrate_request(state, state.name, msg)
+        return on_migrate_request(state, state.name, msg, now)
     return [Send(run.info.master, msg)]
 
 
@@ -622,7 +643,7 @@ def _leave_request(state: PeerState, key: Key, master: str, now: float) -> Effec
     held.proposed_at = now
     msg = m.MigrateRequest(key[0], key[1], "", 0.0)
     if master == state.name:
-        return on_migrate_request(state, state.name, msg)
+        return on_migrate_request(state, state.name, msg, now)
     return [Send(master, msg)]
 
 

@@ -100,11 +100,11 @@ def _ghost(peer: Peer, link: Link, msg: m.Ghost) -> Effects:
 
 
 def _entity_move(peer: Peer, link: Link, msg: m.EntityMove) -> Effects:
-    return spmd.on_move(peer.state, msg)
+    return spmd.on_move(peer.state, msg, peer.now())
 
 
 def _entity_state(peer: Peer, link: Link, msg: m.EntityState) -> Effects:
-    return spmd.on_state(peer.state, msg)
+    return spmd.on_state(peer.state, link.remote_name, msg, peer.now())
 
 
 def _entity_moved(peer: Peer, link: Link, msg: m.EntityMoved) -> Effects:
@@ -112,7 +112,7 @@ def _entity_moved(peer: Peer, link: Link, msg: m.EntityMoved) -> Effects:
 
 
 def _migrate_request(peer: Peer, link: Link, msg: m.MigrateRequest) -> Effects:
-    return spmd.on_migrate_request(peer.state, link.remote_name, msg)
+    return spmd.on_migrate_request(peer.state, link.remote_name, msg, peer.now())
 
 
 def _task_ack(peer: Peer, link: Link, msg: m.TaskAck) -> Effects:
