@@ -1,0 +1,269 @@
+"""SPMD runs in the core (core/spmd.py), case by case: where entity jobs go, a step that waits
+for its ghosts, ghosts sent peer to peer and forwarded after a move, the migration protocol,
+the gain decision on a thief's steal request, a holder's death (rollback), a drain."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from satind.config import Config, SpmdConfig
+from satind.core import spmd
+from satind.core.effects import Effect, Send, ToCompute
+from satind.core.spmd import COLLECT, PLACE, STEP, EntityLost, Held
+from satind.core.state import PeerState
+from satind.engine.frames import ChildResult, JobArrived
+from satind.engine.jobs import Job, RunState
+from satind.membership.view import State
+from satind.net import messages as m
+from satind.spmd import entity_job
+from tests.core.support import declare, job_of, known_run, make_state
+
+COUNT = 4  # entities 0-1-2-3 in a line
+
+
+def _neighbours(e: int) -> list[int]:
+    return [n for n in (e - 1, e + 1) if 0 <= n < COUNT]
+
+
+def _job(run: RunState, root: Job, e: int, phase: int, iteration: int, gen: int = 1) -> Job:
+    args = ("heat2d", None, e, phase, iteration, gen, 10, _neighbours(e), COUNT, None)
+    job = job_of(run, args, parent=root, index=root.nspawn)
+    job.fn = entity_job.fn
+    root.nspawn += 1
+    return job
+
+
+def _master(**cfg: object) -> tuple[PeerState, RunState, Job]:
+    state = make_state("a/0", ("b/0", "c/0"))
+    state.cfg = replace(Config(), spmd=replace(SpmdConfig(), **cfg))  # type: ignore[arg-type]
+    run = known_run(state)
+    return state, run.state, job_of(run.state)
+
+
+def _sent(fx: list[Effect], kind: type[m.Message]) -> list[tuple[str, m.Message]]:
+    return [(e.dest, e.msg) for e in fx if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+
+def _place_all(state: PeerState, run: RunState, root: Job) -> list[Effect]:
+    fx: list[Effect] = []
+    for e in range(COUNT):
+        fx += spmd.task_ready(state, _job(run, root, e, PLACE, 0), 0.0)
+    return fx
+
+
+def _placed(state: PeerState, run: RunState, root: Job) -> None:
+    """Every entity placed, its place job over (as the root's sync would have it)."""
+    _place_all(state, run, root)
+    place = state.spmd.runs["r1"]
+    for job in list(place.jobs.values()):
+        spmd.finished(state, "r1", job.path, 0.0)
+        state.custody.drop_given(lambda j, job=job: j is job)  # type: ignore[misc]
+    place.jobs.clear()  # the master's own: their entity_done hook
+
+
+def test_entities_are_spread_evenly_and_each_push_names_its_neighbours_holders() -> None:
+    state, run, root = _master()
+    fx = _place_all(state, run, root)
+    locator = state.spmd.runs["r1"].locator
+    assert sorted(locator.values()) == ["a/0", "a/0", "b/0", "c/0"]  # the master holds some
+    pushes = _sent(fx, m.TaskPush)
+    assert len(pushes) == 2  # the other two are the master's own, delivered locally
+    for dest, msg in pushes:
+        assert isinstance(msg, m.TaskPush) and msg.entity is not None
+        task = msg.entity
+        assert locator[task.entity] == dest and task.phase == PLACE
+        assert task.holders == [locator[n] for n in task.neighbours]  # nobody unplaced
+    assert sum(isinstance(e, ToCompute) for e in fx) == 2
+
+
+def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders() -> None:
+    state = make_state("b/0", ("a/0", "c/0"))
+    run = known_run(state)  # mastered by a/0
+    root = job_of(run.state)
+    job = _job(run.state, root, 1, STEP, 0)
+    task = m.EntityTask(1, STEP, 0, 1, 10, [0, 2], ["a/0", "c/0"])
+    state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
+    assert spmd.arrive(state, job, task) == []  # no ghosts yet
+    assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
+    fx = spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(2, 1, 0, b"g2")))
+    assert fx == [ToCompute(JobArrived(job))]
+    assert state.spmd.held[("r1", 1)].ready == {0: b"g0", 2: b"g2"}
+    # Its step ends: the new state stays here, its ghosts go straight to the neighbours.
+    fx = spmd.entity_done(state, "r1", 1, 1, 1, [[2.0]], {0: b"up", 2: b"down"}, (0.1, 0.1, 0), 1.0)
+    ghosts = _sent(fx, m.Ghost)
+    assert sorted(dest for dest, _ in ghosts) == ["a/0", "c/0"]
+    assert state.spmd.held[("r1", 1)].state == [[2.0]]
+    assert state.spmd.held[("r1", 1)].iteration == 1
+
+
+def test_ghosts_of_an_older_generation_are_dropped() -> None:
+    state = make_state("b/0", ("a/0",))
+    known_run(state)
+    state.spmd.held[("r1", 1)] = Held(2, 5, None)
+    assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 7, b"old"))) == []
+    assert not state.spmd.inbox.get(("r1", 1))
+
+
+def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "b/0")
+    step = _job(run, root, entity, STEP, 0)
+    fx = spmd.task_ready(state, step, 0.0)
+    assert _sent(fx, m.TaskPush)
+    # b/0 asks, while the step runs: nothing moves yet.
+    ask = m.MigrateRequest("r1", entity, "c/0", 0.5)
+    assert spmd.on_migrate_request(state, "b/0", ask, 0.1) == []
+    # The step's result: now the master tells b/0 to send it to c/0.
+    fx = spmd.finished(state, "r1", step.path, 0.2)
+    assert _sent(fx, m.EntityMove) == [("b/0", m.EntityMove("r1", entity, "c/0"))]
+    # The next iteration's push is held back until c/0 has it.
+    nxt = _job(run, root, entity, STEP, 1)
+    assert spmd.task_ready(state, nxt, 0.3) == []
+    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity))
+    assert place.locator[entity] == "c/0" and place.moves == 1
+    assert [dest for dest, _ in _sent(fx, m.TaskPush)] == ["c/0"]
+
+
+def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> None:
+    old = make_state("b/0", ("a/0", "c/0"))
+    known_run(old)
+    old.spmd.held[("r1", 1)] = Held(1, 3, [[4.0, 5.0]])
+    spmd.on_ghost(old, m.Ghost("r1", 1, m.GhostData(0, 1, 3, b"early")))
+    fx = spmd.on_move(old, m.EntityMove("r1", 1, "c/0"), 1.0)
+    ((dest, shipped),) = _sent(fx, m.EntityState)
+    assert dest == "c/0" and isinstance(shipped, m.EntityState)
+    assert ("r1", 1) not in old.spmd.held
+    # A ghost that was on its way to the old holder follows the entity.
+    late = m.Ghost("r1", 1, m.GhostData(2, 1, 3, b"late"))
+    assert spmd.on_ghost(old, late) == [Send("c/0", late)]
+    # The new holder installs it (with the ghost that came early) and tells the master.
+    new = make_state("c/0", ("a/0", "b/0"))
+    known_run(new)
+    fx = spmd.on_state(new, "b/0", shipped, 1.1)
+    assert _sent(fx, m.EntityMoved) == [("a/0", m.EntityMoved("r1", 1))]
+    held = new.spmd.held[("r1", 1)]
+    assert (held.gen, held.iteration, held.state) == (1, 3, [[4.0, 5.0]])
+    assert new.spmd.inbox[("r1", 1)][(1, 3)] == {0: b"early"}
+
+
+def _holder_with(entities: int, cpu_s: float = 0.01, wall_s: float = 0.01) -> PeerState:
+    state = make_state("b/0", ("a/0", "c/0"))
+    known_run(state)
+    for e in range(entities):
+        held = Held(1, 10, None, cpu_s=cpu_s, wall_s=wall_s, size=10_000, period_s=0.1)
+        state.spmd.held[("r1", e)] = held
+        state.spmd.tasks[("r1", e)] = m.EntityTask(e, STEP, 10, 1, 1000)
+    return state
+
+
+def test_gain_a_crowded_holder_proposes_one_entity_to_an_idle_thief() -> None:
+    state = _holder_with(8)  # each gets 1/8 of a CPU here
+    fx = spmd.on_idle_thief(state, "c/0", 1.0, 5.0)  # c/0 offers a whole CPU
+    ((dest, ask),) = _sent(fx, m.MigrateRequest)
+    assert dest == "a/0" and isinstance(ask, m.MigrateRequest)
+    assert ask.to == "c/0" and ask.gain > 0.7
+    # One at a time: the same thief again at once gets nothing.
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.1) == []
+
+
+def test_gain_no_proposal_when_the_thief_offers_less_than_the_entity_uses_here() -> None:
+    state = _holder_with(4)  # 1/4 of a CPU each
+    assert spmd.on_idle_thief(state, "c/0", 1.0 / 5, 5.0) == []  # a peer as fast with 4 already
+    assert spmd.on_idle_thief(state, "c/0", 0.28, 5.0) == []  # a little better: under min_gain
+    # A loaded holder (its steps get half a CPU: 0.125 each) and the same thief: it pays.
+    loaded = _holder_with(4, cpu_s=0.005, wall_s=0.01)
+    assert _sent(spmd.on_idle_thief(loaded, "c/0", 1.0 / 5, 5.0), m.MigrateRequest)
+
+
+def test_gain_the_migration_cost_and_a_short_remaining_life_stop_a_move() -> None:
+    # 500 MB of state to move at 50 MB/s: 10 s, against a gain of at most 1.
+    state = _holder_with(8)
+    for held in state.spmd.held.values():
+        held.size = 500_000_000
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
+
+
+def test_gain_no_entity_goes_back_to_the_peer_it_just_came_from() -> None:
+    state = _holder_with(8)
+    state.spmd.came_from["c/0"] = 4.0
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 4.0 + state.cfg.spmd.settle_s + 0.1)
+
+
+def test_static_placement_never_proposes() -> None:
+    state = _holder_with(8)
+    state.cfg = replace(Config(), spmd=replace(SpmdConfig(), migrate=False))
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
+
+
+def test_a_dead_holder_fails_every_unfinished_entity_job_of_its_runs() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
+    for job in steps:
+        spmd.task_ready(state, job, 0.0)
+    declare(state, "c/0", State.DEAD)
+    lost_here = [j for j in steps if place.locator[j.args[2]] == "c/0"]
+    fx: list[Effect] = []
+    for job in state.custody.take_back_all("c/0"):
+        fx += spmd.lost_job(state, job)
+    fx += spmd.member_gone(state, "c/0")
+    failed = [
+        e.event.job
+        for e in fx
+        if isinstance(e, ToCompute)
+        and isinstance(e.event, ChildResult)
+        and isinstance(e.event.exc, EntityLost)
+    ]
+    remote = [j for j in steps if place.locator[j.args[2]] == "b/0"]
+    local = [j for j in steps if place.locator[j.args[2]] == "a/0"]
+    # c/0's job, b/0's (told to abort) and the master's own waiting ones: all fail.
+    assert set(map(id, failed)) == set(map(id, lost_here + remote + local))
+    assert [dest for dest, _ in _sent(fx, m.Abort)] == ["b/0"]
+    assert not place.jobs and not state.spmd.waiting
+    # The next generation places the lost entity on a live member.
+    spmd.task_ready(state, _job(run, root, lost_here[0].args[2], PLACE, 0, gen=2), 1.0)
+    assert "c/0" not in place.locator.values()
+
+
+def test_a_step_of_a_lost_entity_fails_at_once() -> None:
+    state, run, root = _master()
+    _place_all(state, run, root)
+    place = state.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "c/0")
+    declare(state, "c/0", State.DEAD)
+    spmd.member_gone(state, "c/0")
+    fx = spmd.task_ready(state, _job(run, root, entity, STEP, 0), 1.0)
+    assert isinstance(fx[0], ToCompute) and isinstance(fx[0].event, ChildResult)
+    assert isinstance(fx[0].event.exc, EntityLost)
+
+
+def test_a_draining_holder_asks_for_each_entity_to_go_and_stays_until_they_went() -> None:
+    from satind.recovery import drain
+
+    state = _holder_with(2)
+    fx = drain.start(state, "test", 1.0)
+    asks = _sent(fx, m.MigrateRequest)
+    assert sorted(a.entity for _, a in asks) == [0, 1]  # type: ignore[attr-defined]
+    assert all(a.to == "" for _, a in asks)  # type: ignore[attr-defined]
+    assert not drain.drained(state)  # entities still here
+    # The master picks the least loaded usable member for each.
+    master, run, root = _master()
+    _placed(master, run, root)
+    place = master.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "b/0")
+    declare(master, "b/0", State.ALIVE)
+    fx = spmd.on_migrate_request(master, "b/0", m.MigrateRequest("r1", entity, "", 0.0), 2.0)
+    ((dest, move),) = _sent(fx, m.EntityMove)
+    assert dest == "b/0" and isinstance(move, m.EntityMove) and move.to == "c/0"
+
+
+def test_collect_runs_at_once() -> None:
+    state = make_state("b/0", ("a/0",))
+    run = known_run(state)
+    job = _job(run.state, job_of(run.state), 0, COLLECT, 10)
+    task = m.EntityTask(0, COLLECT, 10, 1, 10, [1], ["a/0"])
+    assert spmd.arrive(state, job, task) == [ToCompute(JobArrived(job))]
