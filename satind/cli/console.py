@@ -58,6 +58,7 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
         "RSS MB",
         "checkpoint",
         "up %",
+        "entities",
     )
     shown = [c for c in columns if not narrow or c in NARROW]
     for column in shown:
@@ -82,6 +83,7 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
             f"{p.rss_mb:.0f}",
             _checkpoint_cell(p),
             "?" if p.availability < 0 else f"{100 * p.availability:.0f}",
+            str(p.entities) if p.entities else "-",
         ]
         for column, value in zip(columns[3:], values, strict=True):
             cells[column] = value if known else "-"
@@ -99,7 +101,17 @@ def _checkpoint_cell(p: m.PeerStatus) -> str:
 
 def runs_table(reply: m.StatusReply) -> Table:
     table = Table(title="runs", title_justify="left")
-    columns = ("run", "plugin", "master", "state", "done", "elapsed s", "jobs", "iteration")
+    columns = (
+        "run",
+        "plugin",
+        "master",
+        "state",
+        "done",
+        "elapsed s",
+        "jobs",
+        "iteration",
+        "moves",
+    )
     recovery = ("jobs_restarted", "results_reused", "leaves_redone", "orphan_table_size")
     for column in (*columns, "restarted", "reused", "redone", "orphans"):
         table.add_column(column)
@@ -113,6 +125,7 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{r.elapsed_s:.1f}",
             f"{int(r.counters.get('jobs_run', 0)):,}",
             str(int(r.counters["iteration"])) if "iteration" in r.counters else "-",
+            f"{int(r.counters['entity_moves']):,}" if "entity_moves" in r.counters else "-",
             *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),
         )
     return table

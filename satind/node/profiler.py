@@ -49,27 +49,31 @@ def share(n: int, busy_cpus: float, own_cpus: float) -> float:
     return min(1.0, n / (others + 1.0))
 
 
+def _cpus() -> set[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return os.sched_getaffinity(0)
+    return set(range(os.cpu_count() or 1))
+
+
 async def profile_loop(state: PeerState) -> None:
     """Measure, every ``spmd.profile_s``, until cancelled."""
     every = state.cfg.spmd.profile_s
     if every <= 0:
         return
-    cpus = (
-        os.sched_getaffinity(0)
-        if hasattr(os, "sched_getaffinity")
-        else set(range(os.cpu_count() or 1))
-    )
+    cpus = _cpus()
     last = cpu_times(cpus)
     if last is None:
         return
     own_last, wall_last = time.process_time(), time.monotonic()
     while True:
         await trio.sleep(every)
-        now = cpu_times(cpus)
+        # Read again each time: an operator (or a test) may pin the peer to other CPUs.
+        now_cpus = _cpus()
+        now = cpu_times(now_cpus)
         own, wall = time.process_time(), time.monotonic()
-        if now is None or now[1] <= last[1] or wall <= wall_last:
-            continue
-        busy_cpus = (now[0] - last[0]) / (now[1] - last[1]) * len(cpus)
-        own_cpus = (own - own_last) / (wall - wall_last)
-        state.spmd.cpu_share = share(len(cpus), busy_cpus, own_cpus)
-        last, own_last, wall_last = now, own, wall
+        if now is not None and now_cpus == cpus and now[1] > last[1] and wall > wall_last:
+            busy_cpus = (now[0] - last[0]) / (now[1] - last[1]) * len(cpus)
+            own_cpus = (own - own_last) / (wall - wall_last)
+            state.spmd.cpu_share = share(len(cpus), busy_cpus, own_cpus)
+        if now is not None:
+            cpus, last, own_last, wall_last = now_cpus, now, own, wall

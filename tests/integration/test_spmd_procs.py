@@ -1,0 +1,188 @@
+"""Reconfigurable SPMD runs on real peer processes (mpi-ios-reconfigurable-iterative-apps;
+satind/spmd.py, core/spmd.py): heat2d gives the sequential plate bit for bit; on daemons, a
+member that joins mid-run gets entities, a member whose CPU a hog loads loses entities, a
+SIGKILLed member's entities resume from the last checkpoint — and the answer stays exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.procs import children_of, kill_all
+from tests.integration.test_daemon import Daemon, client_in_background, satind, status, wait_for
+from tests.integration.test_recovery_procs import FAST
+
+pytestmark = pytest.mark.slow
+
+# The SPMD plugin of docs/plugins.md, as written there, plus a check against its own sequential
+# loop (each step burns STEP_MS of CPU: a hog on a member's CPU makes its steps slower).
+SPIN = """
+import time
+
+from satind import UsageError, spmd_plugin
+
+P = 1_000_003
+
+
+def parse(argv):
+    if len(argv) != 3:
+        raise UsageError("give ENTITIES ITERATIONS STEP_MS")
+    return tuple(int(a) for a in argv)
+
+
+def neighbours(args, e):
+    return [n for n in (e - 1, e + 1) if 0 <= n < args[0]]
+
+
+def initial(args, e):
+    return [e + 1]
+
+
+def ghost(args, e, state, n):
+    return state[0]
+
+
+def step(args, e, state, ghosts, iteration):
+    deadline = time.thread_time() + args[2] / 1000
+    while time.thread_time() < deadline:
+        pass
+    return [(3 * state[0] + sum(ghosts[n] for n in sorted(ghosts)) + iteration) % P]
+
+
+def check(args, values):
+    states = [initial(args, e) for e in range(args[0])]
+    for it in range(args[1]):
+        ghosts = [{n: states[n][0] for n in neighbours(args, e)} for e in range(args[0])]
+        states = [
+            [(3 * states[e][0] + sum(ghosts[e][n] for n in sorted(ghosts[e])) + it) % P]
+            for e in range(args[0])
+        ]
+    if values != [s[0] for s in states]:
+        raise AssertionError("not the sequential answer")
+
+
+PLUGIN = spmd_plugin(
+    "spin",
+    usage="spin ENTITIES ITERATIONS STEP_MS",
+    parse=parse,
+    entities=lambda args: args[0],
+    neighbours=neighbours,
+    iterations=lambda args: args[1],
+    initial=initial,
+    ghost=ghost,
+    step=step,
+    gather=lambda args, states: [s[0] for s in states],
+    check=check,
+    report=lambda argv, values: sum(values) % P,
+)
+"""
+# Checkpoints every 10 iterations, so that a kill loses little.
+CONFIG = FAST + "[spmd]\ncheckpoint_every = 10\n"
+
+
+def test_heat2d_on_local_peers_equals_a_sequential_sweep(tmp_path: Path) -> None:
+    png = tmp_path / "plate.png"
+    argv = ["heat2d", "48", "40", "30", "6", "--peers", "2", "--json", "--", "--png", str(png)]
+    proc = satind("run", *argv)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["check"] == "ok"  # the check sweeps the whole plate 30 times without satind
+    assert out["stats"]["ghosts_sent"] >= 30 * 10  # 6 blocks in a line: 10 ghosts a sweep
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def _pin(pid: int, cpu: int) -> None:
+    """Every thread of ``pid`` on one CPU (its compute thread exists already)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+
+
+def _entities(keys: Path, to: str) -> dict[str, int]:
+    return {p["name"]: int(p["entities"]) for p in status(keys, to)["peers"]}
+
+
+def _run(keys: Path, to: str, run_id: str) -> dict[str, Any]:
+    row: dict[str, Any] = next(r for r in status(keys, to)["runs"] if r["run_id"] == run_id)
+    assert row["state"] == "running", f"run {run_id} is {row['state']}: make it longer"
+    return row
+
+
+def _submit(keys: Path, to: str, argv: list[str]) -> tuple[str, Any]:
+    submit = client_in_background(keys, to, "submit", *argv, "--wait", "--json")
+    assert submit.stderr is not None
+    line = submit.stderr.readline()  # "satind: run RUN_ID submitted"
+    assert "submitted" in line, line
+    return line.split()[2], submit
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs two CPUs to pin two members and a hog apart",
+)
+def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Path) -> None:
+    for args in (("init", str(tmp_path)), ("issue", str(tmp_path), "m1")):
+        assert satind("keys", *args).returncode == 0
+    assert satind("keys", "issue", str(tmp_path), "m2").returncode == 0
+    config = tmp_path / "fast.toml"
+    config.write_text(CONFIG)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "spin.py").write_text(SPIN)
+    opts = ["--config", str(config), "--plugin-path", str(plugins), "--peers", "1"]
+    cpu_a, cpu_b = sorted(os.sched_getaffinity(0))[:2]
+    m1 = Daemon(tmp_path, "m1", "east", "", *opts)
+    m2: Daemon | None = None
+    hog: subprocess.Popen[bytes] | None = None
+    try:
+        _pin(m1.children[0], cpu_a)
+        # 1. Alone, m1 holds all 8 entities; m2 joins mid-run and gets some.
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "600", "6"])
+        try:
+            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 5)
+            assert _entities(tmp_path, m1.first) == {"m1/0": 8}
+            m2 = Daemon(tmp_path, "m2", "west", m1.first, *opts)
+            _pin(m2.children[0], cpu_b)
+            wait_for(lambda: _entities(tmp_path, m1.first).get("m2/0", 0) >= 3, limit=40)
+            # 2. A CPU hog on m2's CPU: its steps take twice as long, it loses entities.
+            before = _entities(tmp_path, m1.first)["m2/0"]
+            hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            os.sched_setaffinity(hog.pid, {cpu_b})
+            wait_for(lambda: _entities(tmp_path, m1.first)["m2/0"] < before, limit=40)
+            hog.kill()
+            hog.wait()
+            out, err = submit.communicate(timeout=240)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        result = json.loads(out)
+        assert result["check"] == "ok"  # bit for bit the sequential answer, after the moves
+        assert result["stats"]["entity_moves"] >= 4
+        # 3. m2 SIGKILLed mid-run: its entities resume on m1 from the last checkpoint.
+        assert m2 is not None
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
+        try:
+            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 25)
+            assert _entities(tmp_path, m1.first)["m2/0"] > 0
+            kill_all([m2.children[0]])
+            out, err = submit.communicate(timeout=240)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        result = json.loads(out)
+        assert result["check"] == "ok"
+        assert result["stats"]["rollbacks"] >= 1
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+        m1.kill()
+        if m2 is not None:
+            m2.kill()
+        assert not [p for p in children_of(os.getpid()) if p == (hog.pid if hog else -1)]
