@@ -27,6 +27,10 @@ from satind.plugin import Plugin
 # A generation's number: a new master's epoch comes first, so that its generations are newer
 # than any its predecessor began (ghosts of older generations are dropped).
 _GEN_PER_EPOCH = 1 << 20
+# Each generation's entity jobs get paths of their own: the root's spawns start at gen x this.
+# Paths are how results are matched to jobs, across masters too (orphans): a job of a new
+# generation must never be taken for one of an older generation at the same place.
+_SPAWNS_PER_GEN = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def drive(name: str, args: Any) -> Any:
     checkpoint: list[bytes] | None = None
     at = 0
     if w is not None and saved is not None:
-        at, checkpoint, w.current.nspawn = decode_value(saved[2])
+        at, checkpoint = decode_value(saved[2])
 
     def phase(kind: int, iteration: int, restore: list[bytes] | None) -> list[Any] | None:
         """Every entity's job of one phase; None when an entity was lost."""
@@ -227,6 +231,7 @@ def drive(name: str, args: Any) -> Any:
     while True:  # each pass a generation: the first, or a rollback to the last checkpoint
         gen += 1
         iteration = at
+        w.current.nspawn = gen * _SPAWNS_PER_GEN
         if phase(PLACE, iteration, checkpoint) is None:
             continue
         while iteration < total:
@@ -237,7 +242,7 @@ def drive(name: str, args: Any) -> Any:
             w.hooks.spmd_iteration(run_id, iteration, [r[:3] for r in results])
             if all(r[3] is not None for r in results):
                 at, checkpoint = iteration, [r[3] for r in results]
-                w.hooks.barrier(run_id, at, encode_value([at, checkpoint, w.current.nspawn]))
+                w.hooks.barrier(run_id, at, encode_value([at, checkpoint]))
         else:
             states = phase(COLLECT, iteration, None)
             if states is not None:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from satind.core.effects import Effects, Send, ToCompute
+from satind.core.effects import Changed, Effects, Send, ToCompute
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
 from satind.net import codec
@@ -553,7 +553,8 @@ def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Eff
     msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
     if to == state.name:
         return on_state(state, state.name, msg, now)
-    return [Send(to, msg)]
+    # A draining peer may leave once its last entity is gone (recovery/drain.py).
+    return [Send(to, msg), *([Changed()] if state.draining else [])]
 
 
 def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> Effects:
