@@ -1,7 +1,8 @@
 """Reconfigurable SPMD runs on real peer processes (mpi-ios-reconfigurable-iterative-apps;
 satind/spmd.py, core/spmd.py): heat2d gives the sequential plate bit for bit; on daemons, a
 member that joins mid-run gets entities, a member whose CPU a hog loads loses entities, a
-SIGKILLed member's entities resume from the last checkpoint — and the answer stays exact."""
+SIGKILLed member's entities resume from the last checkpoint, a SIGKILLed master's run resumes
+on a new master from the last checkpoint — and the answer stays exact."""
 
 from __future__ import annotations
 
@@ -107,6 +108,10 @@ def _entities(keys: Path, to: str) -> dict[str, int]:
     return {p["name"]: int(p["entities"]) for p in status(keys, to)["peers"]}
 
 
+def _peers(keys: Path, to: str) -> dict[str, str]:
+    return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
+
+
 def _run(keys: Path, to: str, run_id: str) -> dict[str, Any]:
     row: dict[str, Any] = next(r for r in status(keys, to)["runs"] if r["run_id"] == run_id)
     assert row["state"] == "running", f"run {run_id} is {row['state']}: make it longer"
@@ -177,6 +182,19 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         result = json.loads(out)
         assert result["check"] == "ok"
         assert result["stats"]["rollbacks"] >= 1
+        # 4. The master SIGKILLed mid-run: m2 (its daemon restarted it) resumes the run from
+        # the last checkpoint, in a generation of its own.
+        wait_for(lambda: _peers(tmp_path, m1.first).get("m2/0") == "alive")
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
+        try:
+            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 25)
+            kill_all([m1.children[0]])
+            out, err = submit.communicate(timeout=240)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        assert "following run" in err
+        assert json.loads(out)["check"] == "ok"
     finally:
         if hog is not None:
             hog.kill()
