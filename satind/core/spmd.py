@@ -59,6 +59,11 @@ Key = tuple[str, int]  # (run id, entity)
 ENTITY_FNS: set[Callable[..., Any]] = set()
 
 
+# Ghost tags (generation, iteration) an entity may have waiting: the current iteration's and
+# the next, and a few of a generation that is starting.
+MAX_GHOST_TAGS = 8
+
+
 class EntityLost(Exception):
     """An entity job cannot finish: a holder of the run died. The root rolls back to the
     last checkpoint (satind/spmd.py)."""
@@ -318,6 +323,9 @@ def profile(state: PeerState, run_id: str, iteration: int, profiles: list[list[f
     if place is not None:
         place.iteration = iteration
         place.profile = profiles
+        if iteration % max(state.cfg.spmd.checkpoint_every, 1) == 0:
+            # A line per checkpoint: the operator's (and benchmarks/spmd_reconfig.py's) view.
+            log.info("run %s: iteration %d, entities %s", run_id, iteration, placement(state))
 
 
 def placement(state: PeerState) -> dict[str, int]:
@@ -522,12 +530,19 @@ def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
     if msg.run_id not in state.runs.active:
         return []
     box = spmd.inbox.setdefault(key, {})
+    if (g.gen, g.iteration) not in box and len(box) >= MAX_GHOST_TAGS:
+        # A holder needs the ghosts of one or two iterations; more is a peer gone wrong.
+        log.warning("dropping a ghost for entity %d of %s: too many ahead", g.sender, msg.run_id)
+        return []
     box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
     return _try_start(state, key)
 
 
-def on_move(state: PeerState, msg: m.EntityMove, now: float) -> Effects:
+def on_move(state: PeerState, sender: str, msg: m.EntityMove, now: float) -> Effects:
     """The master says: send this entity away (its step is over)."""
+    run = state.runs.active.get(msg.run_id)
+    if run is None or run.info.master != sender:
+        return []  # not the run's master (any more): its locator is not the one that counts
     return ship(state, msg.run_id, msg.entity, msg.to, now)
 
 

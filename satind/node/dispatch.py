@@ -100,7 +100,7 @@ def _ghost(peer: Peer, link: Link, msg: m.Ghost) -> Effects:
 
 
 def _entity_move(peer: Peer, link: Link, msg: m.EntityMove) -> Effects:
-    return spmd.on_move(peer.state, msg, peer.now())
+    return spmd.on_move(peer.state, link.remote_name, msg, peer.now())
 
 
 def _entity_state(peer: Peer, link: Link, msg: m.EntityState) -> Effects:

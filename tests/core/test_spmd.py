@@ -96,12 +96,15 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     assert state.spmd.held[("r1", 1)].iteration == 1
 
 
-def test_ghosts_of_an_older_generation_are_dropped() -> None:
+def test_ghosts_of_an_older_generation_or_too_far_ahead_are_dropped() -> None:
     state = make_state("b/0", ("a/0",))
     known_run(state)
     state.spmd.held[("r1", 1)] = Held(2, 5, None)
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 7, b"old"))) == []
     assert not state.spmd.inbox.get(("r1", 1))
+    for it in range(5, 5 + 3 * spmd.MAX_GHOST_TAGS):  # a peer gone wrong: memory stays bounded
+        spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 2, it, b"x")))
+    assert len(state.spmd.inbox[("r1", 1)]) == spmd.MAX_GHOST_TAGS
 
 
 def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -> None:
@@ -131,7 +134,8 @@ def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> Non
     known_run(old)
     old.spmd.held[("r1", 1)] = Held(1, 3, [[4.0, 5.0]])
     spmd.on_ghost(old, m.Ghost("r1", 1, m.GhostData(0, 1, 3, b"early")))
-    fx = spmd.on_move(old, m.EntityMove("r1", 1, "c/0"), 1.0)
+    assert spmd.on_move(old, "c/0", m.EntityMove("r1", 1, "c/0"), 1.0) == []  # not the master
+    fx = spmd.on_move(old, "a/0", m.EntityMove("r1", 1, "c/0"), 1.0)
     ((dest, shipped),) = _sent(fx, m.EntityState)
     assert dest == "c/0" and isinstance(shipped, m.EntityState)
     assert ("r1", 1) not in old.spmd.held
