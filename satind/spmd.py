@@ -199,8 +199,12 @@ def drive(name: str, args: Any) -> Any:
     if w is not None and saved is not None:
         at, checkpoint = decode_value(saved[2])
 
+    spawned = 0
+
     def phase(kind: int, iteration: int, restore: list[bytes] | None) -> list[Any] | None:
         """Every entity's job of one phase; None when an entity was lost."""
+        nonlocal spawned
+        spawned += count
         handles = [
             entity_job.push(
                 name,
@@ -246,6 +250,7 @@ def drive(name: str, args: Any) -> Any:
         else:
             states = phase(COLLECT, iteration, None)
             if states is not None:
+                w.current.nspawn = spawned  # what the run's statistics count as spawns
                 return app.gather(args, states)
 
 
