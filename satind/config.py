@@ -302,6 +302,12 @@ class SpmdConfig:
     # recently: measurements are noisy (a CPU shared with other threads and processes), and
     # without it two equal peers pass entities back and forth near the balance.
     settle_s: float = 10.0
+    # seconds. A step waiting this long for a neighbour's ghost asks the neighbour's holder
+    # for it again (then every as long): a ghost can be lost with a peer an entity left.
+    ghost_wait_s: float = 1.0
+    # seconds. A move whose end the master has not heard of in this time counts as lost
+    # (the run rolls back to its last checkpoint instead of waiting for ever).
+    move_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)

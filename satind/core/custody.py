@@ -242,6 +242,7 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
     """A thief's answer about a job we gave it. "over" carries the run's end, which this
     peer missed: it applies it first (the run stops here too)."""
     from satind.core.lifecycle import on_announces
+    from satind.core.spmd import is_entity_job, lost_job
     from satind.engine.frames import JobArrived
     from satind.recovery.orphans import Orphans
 
@@ -253,6 +254,9 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
         # If its result was looked up in the orphan table, that tuple led nowhere: the job
         # is computed, not looked up again (forever).
         Orphans.forget(job.run, msg.path, thief)
+        if is_entity_job(job):
+            fx += lost_job(state, job)  # pinned to its holder: it cannot run here
+            continue
         fx.append(ToCompute(JobArrived(job)))
     return fx
 

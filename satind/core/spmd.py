@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from satind.core.effects import Changed, Effects, Send, ToCompute
+from satind.core.effects import Changed, Effects, Later, Send, ToCompute
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
 from satind.net import codec
@@ -83,6 +83,9 @@ class Held:
     iteration: int
     state: Any
     ready: dict[int, bytes] = field(default_factory=dict)
+    # The ghosts it sent at the end of its last two steps, by (gen, iteration) and neighbour:
+    # asked again by a neighbour whose copy was lost (``GhostRequest``).
+    sent: dict[tuple[int, int], dict[int, bytes]] = field(default_factory=dict)
     # Seconds of CPU and of wall time its last steps took here, ghost bytes it sends per
     # iteration, and the bytes of its encoded state (as last measured).
     cpu_s: float = 0.0
@@ -143,7 +146,7 @@ class Spmd:
     tasks: dict[Key, m.EntityTask] = field(default_factory=dict)
     inbox: dict[Key, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
     waiting: dict[Key, tuple[Job, m.EntityTask]] = field(default_factory=dict)
-    moved: dict[Key, str] = field(default_factory=dict)
+    moved: dict[Key, tuple[str, int]] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)
     # Peers an entity came from, and when (none goes back soon: ``spmd.settle_s``).
@@ -174,6 +177,8 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
     """Hook ``task_ready`` for an entity job: to the entity's holder."""
     job.run.pushed = True
     run_id = job.run.run_id
+    if job.run.aborted or run_id not in state.runs.active:
+        return []  # the run is over here: nobody waits for the job
     entity, phase, _, gen, iterations, _, count = job.args[2:9]
     place = state.spmd.runs.setdefault(run_id, Placement())
     place.iterations = iterations
@@ -185,9 +190,9 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
         place.wanted.clear()
         for e in range(count):
             holder = place.locator.get(e)
-            if holder is None or not _usable(state, holder):
+            if holder is None or not _usable(state, holder, run_id):
                 place.locator.pop(e, None)
-                place.locator[e] = _least_loaded(state, place, exclude="")
+                place.locator[e] = _least_loaded(state, run_id, place, exclude="")
     holder = place.locator.get(entity)
     if entity in place.lost or holder is None or not _alive(state, holder):
         return [ToCompute(ChildResult(job, None, EntityLost(f"entity {entity} was lost")))]
@@ -240,18 +245,26 @@ def _alive(state: PeerState, name: str) -> bool:
     return mem is not None and mem.alive
 
 
-def _usable(state: PeerState, name: str) -> bool:
-    """A member that may take entities: alive, not draining, not reclaimed."""
+def _usable(state: PeerState, name: str, run_id: str) -> bool:
+    """A member that may take the run's entities: alive, not draining, not reclaimed, with
+    the run's plugin (the same code)."""
     if name == state.name:
         return not state.draining and not state.reclaimed
     mem = state.table.get(name)
-    return mem is not None and mem.alive and not mem.draining and not mem.reclaimed
+    run = state.runs.active.get(run_id)
+    return (
+        mem is not None
+        and mem.alive
+        and not mem.draining
+        and not mem.reclaimed
+        and (run is None or mem.plugins.get(run.info.plugin) == run.info.code_hash)
+    )
 
 
-def _least_loaded(state: PeerState, place: Placement, exclude: str) -> str:
+def _least_loaded(state: PeerState, run_id: str, place: Placement, exclude: str) -> str:
     """The usable member holding the fewest of this run's entities (ties: by name)."""
     names = sorted(
-        n for n in {state.name, *state.others()} if n != exclude and _usable(state, n)
+        n for n in {state.name, *state.others()} if n != exclude and _usable(state, n, run_id)
     ) or [state.name]
     counts = {n: 0 for n in names}
     for holder in (*place.locator.values(), *place.moving.values()):
@@ -281,22 +294,43 @@ def _maybe_move(
     to = place.wanted.pop(entity)
     holder = place.locator.get(entity, "")
     if not to:
-        to = _least_loaded(state, place, exclude=holder)
-    if to == holder or not _usable(state, to) or not _alive(state, holder):
+        to = _least_loaded(state, run_id, place, exclude=holder)
+    if to == holder or not _usable(state, to, run_id) or not _alive(state, holder):
         return []
     place.moving[entity] = to
     log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
+    fx: Effects = [Later(state.cfg.spmd.move_timeout_s, _move_timeout(state, run_id, entity, to))]
     if holder == state.name:
-        return ship(state, run_id, entity, to, now)
-    return [Send(holder, m.EntityMove(run_id, entity, to))]
+        return fx + ship(state, run_id, entity, to, now)
+    return [*fx, Send(holder, m.EntityMove(run_id, entity, to))]
+
+
+def _move_timeout(
+    state: PeerState, run_id: str, entity: int, to: str
+) -> Callable[[float], Effects]:
+    """A move that neither ended nor failed in time (an answer lost with a peer that did not
+    die): the entity counts as lost, and the run rolls back, instead of waiting for ever."""
+
+    def expired(now: float) -> Effects:
+        place = state.spmd.runs.get(run_id)
+        if place is None or place.moving.get(entity) != to:
+            return []
+        refusal = m.EntityMoved(run_id, entity, f"no answer from {to} in time")
+        return on_moved(state, to, refusal, now)
+
+    return expired
 
 
 def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now: float) -> Effects:
     """A holder asks for one of its entities to move (Γ paid off, or it drains)."""
     place = state.spmd.runs.get(msg.run_id)
-    if place is None or place.locator.get(msg.entity) != holder:
+    if place is None:
         return []
-    if msg.entity in place.moving or (msg.to and not _usable(state, msg.to)):
+    if place.locator.get(msg.entity) != holder and place.moving.get(msg.entity) != holder:
+        # An entity of an older generation (placed elsewhere since, or by a predecessor):
+        # the holder drops it (EntityMove nowhere), or a draining holder would wait forever.
+        return [Send(holder, m.EntityMove(msg.run_id, msg.entity, ""))]
+    if msg.entity in place.moving or (msg.to and not _usable(state, msg.to, msg.run_id)):
         return []
     if msg.to and not state.cfg.spmd.migrate:
         return []
@@ -304,17 +338,30 @@ def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now
     return _maybe_move(state, msg.run_id, place, msg.entity, now)
 
 
-def on_moved(state: PeerState, holder: str, msg: m.EntityMoved) -> Effects:
-    """The entity is installed at its new holder: the locator follows, held pushes go."""
+def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> Effects:
+    """The entity is installed at its new holder: the locator follows, held pushes go. A
+    refusal from the old holder: it still has the entity; from the new one: it is lost."""
     place = state.spmd.runs.get(msg.run_id)
-    if place is None or place.moving.get(msg.entity) != holder:
+    entity = msg.entity
+    if place is None or entity not in place.moving:
         return []
-    del place.moving[msg.entity]
-    place.locator[msg.entity] = holder
-    place.moves += 1
-    state.spmd.counters.entity_moves += 1
-    job = place.held_back.pop(msg.entity, None)
-    return _send(state, place, job, 0.0) if job is not None else []
+    to = place.moving[entity]
+    if sender not in (to, place.locator.get(entity)):
+        return []
+    del place.moving[entity]
+    if not msg.refused:
+        place.locator[entity] = to
+        place.moves += 1
+        state.spmd.counters.entity_moves += 1
+    elif sender != place.locator.get(entity):
+        log.warning("entity %d of %s lost moving to %s: %s", entity, msg.run_id, to, msg.refused)
+        place.lost.add(entity)
+    job = place.held_back.pop(entity, None)
+    if job is None:
+        return []
+    if entity in place.lost:
+        return [ToCompute(ChildResult(job, None, EntityLost(msg.refused)))]
+    return _send(state, place, job, now)
 
 
 def profile(state: PeerState, run_id: str, iteration: int, profiles: list[list[float]]) -> None:
@@ -409,7 +456,51 @@ def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
             state.spmd.moved.pop(key, None)
         return [ToCompute(JobArrived(job))]
     state.spmd.waiting[key] = (job, task)
-    return _try_start(state, key)
+    fx = _try_start(state, key)
+    if key in state.spmd.waiting:
+        fx.append(Later(state.cfg.spmd.ghost_wait_s, _ask_again(state, key, job)))
+    return fx
+
+
+def _ask_again(state: PeerState, key: Key, job: Job) -> Callable[[float], Effects]:
+    """While the step ``job`` waits, every ``spmd.ghost_wait_s``: ask the holders of the
+    neighbours whose ghosts have not come (a ghost sent to a holder the entity had left may
+    have been lost with it)."""
+
+    def again(now: float) -> Effects:
+        waiting = state.spmd.waiting.get(key)
+        if waiting is None or waiting[0] is not job:
+            return []  # started, dropped or replaced: the loop ends
+        task = waiting[1]
+        box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
+        fx: Effects = []
+        for neighbour, holder in zip(task.neighbours, task.holders, strict=False):
+            if neighbour not in box and holder:
+                ask = m.GhostRequest(
+                    key[0], key[1], neighbour, task.gen, task.iteration, state.name
+                )
+                fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
+        return [*fx, Later(state.cfg.spmd.ghost_wait_s, again)]
+
+    return again
+
+
+def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
+    """A neighbour's step waits for our entity's ghost: send it again if we still have it,
+    or pass the request on to where the entity went."""
+    spmd = state.spmd
+    key = (msg.run_id, msg.sender)
+    held = spmd.held.get(key)
+    if held is None:
+        moved = spmd.moved.get(key)
+        return [Send(moved[0], msg)] if moved is not None and moved[0] != state.name else []
+    data = held.sent.get((msg.gen, msg.iteration), {}).get(msg.entity)
+    if data is None:
+        return []  # not made yet: it comes when the step that makes it ends
+    ghost = m.Ghost(msg.run_id, msg.entity, m.GhostData(msg.sender, msg.gen, msg.iteration, data))
+    if msg.requester == state.name:
+        return on_ghost(state, ghost)
+    return [Send(msg.requester, ghost)]
 
 
 def _try_start(state: PeerState, key: Key) -> Effects:
@@ -465,6 +556,8 @@ def entity_done(
     key = (run_id, entity)
     held = spmd.held.get(key)
     cpu_s, wall_s, size = measured
+    if run_id not in state.runs.active or (held is not None and gen < held.gen):
+        return []  # the run ended here meanwhile, or a step of an older generation ended
     if held is None or held.gen != gen:
         held = Held(gen, iteration, value)
         spmd.held[key] = held
@@ -490,6 +583,9 @@ def entity_done(
             sent += len(data)
             fx += deliver(state, run_id, neighbour, ghost, where.get(neighbour, ""))
     held.bytes_out = sent
+    held.sent[(gen, iteration)] = dict(ghosts)
+    for tag in sorted(held.sent)[:-2]:
+        del held.sent[tag]
     spmd.counters.ghosts_sent += len(ghosts)
     spmd.counters.ghost_bytes += sent
     fx += _try_start(state, key)
@@ -523,8 +619,9 @@ def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
     key = (msg.run_id, msg.entity)
     g = msg.ghost
     held = spmd.held.get(key)
-    if held is None and key in spmd.moved:
-        return [Send(spmd.moved[key], msg)]
+    moved = spmd.moved.get(key)
+    if held is None and moved is not None and g.gen <= moved[1]:
+        return [Send(moved[0], msg)]  # the entity left (a newer generation may come back)
     if held is not None and (g.gen, g.iteration) < (held.gen, held.iteration):
         return []  # of an older generation, or consumed
     if msg.run_id not in state.runs.active:
@@ -547,29 +644,44 @@ def on_move(state: PeerState, sender: str, msg: m.EntityMove, now: float) -> Eff
 
 
 def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Effects:
+    """Send an entity to ``to`` (nowhere: drop it, the master placed it elsewhere since)."""
     spmd = state.spmd
     key = (run_id, entity)
-    held = spmd.held.pop(key, None)
+    run = state.runs.active.get(run_id)
+    if not to:
+        spmd.held.pop(key, None)
+        spmd.tasks.pop(key, None)
+        spmd.inbox.pop(key, None)
+        return [Changed()] if state.draining else []
+    held = spmd.held.get(key)
+    master = run.info.master if run is not None else ""
     if held is None:
-        return []
+        refusal = m.EntityMoved(run_id, entity, f"{state.name} does not hold it")
+        return _to_master(state, master, refusal, now)
     try:
-        data = codec.encode_value(held.state, state.cfg.net.max_frame_bytes)
+        data = codec.encode_value(held.state, state.cfg.net.max_frame_bytes // 2)
     except codec.EncodeError as exc:
         log.error("entity %d of %s cannot move: %s", entity, run_id, exc)
-        spmd.held[key] = held
-        return []
+        return _to_master(state, master, m.EntityMoved(run_id, entity, str(exc)), now)
+    del spmd.held[key]
     ghosts = [
         m.GhostData(sender, gen, iteration, d)
         for (gen, iteration), box in sorted(spmd.inbox.pop(key, {}).items())
         for sender, d in sorted(box.items())
     ]
     spmd.tasks.pop(key, None)
-    spmd.moved[key] = to
+    spmd.moved[key] = (to, held.gen)
     msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
     if to == state.name:
         return on_state(state, state.name, msg, now)
     # A draining peer may leave once its last entity is gone (recovery/drain.py).
     return [Send(to, msg), *([Changed()] if state.draining else [])]
+
+
+def _to_master(state: PeerState, master: str, msg: m.EntityMoved, now: float) -> Effects:
+    if master == state.name:
+        return on_moved(state, state.name, msg, now)
+    return [Send(master, msg)] if master else []
 
 
 def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> Effects:
@@ -578,12 +690,13 @@ def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> E
     key = (msg.run_id, msg.entity)
     run = state.runs.active.get(msg.run_id)
     if run is None:
-        return []
+        return []  # no master to tell (a run unknown here): the master's move times out
     try:
         value = codec.decode_value(msg.state)
     except codec.DecodeError as exc:
         log.error("entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc)
-        return []
+        refusal = m.EntityMoved(msg.run_id, msg.entity, f"unreadable at {state.name}: {exc}")
+        return _to_master(state, run.info.master, refusal, now)
     spmd.moved.pop(key, None)
     spmd.came_from[sender] = now
     held = Held(msg.gen, msg.iteration, value, size=len(msg.state))
@@ -592,11 +705,7 @@ def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> E
     for g in msg.ghosts:
         box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
     _prune(spmd, key, (msg.gen, msg.iteration))
-    master = run.info.master
-    done = m.EntityMoved(msg.run_id, msg.entity)
-    if master == state.name:
-        return on_moved(state, state.name, done)
-    return [Send(master, done)]
+    return _to_master(state, run.info.master, m.EntityMoved(msg.run_id, msg.entity), now)
 
 
 def holds_entities(state: PeerState) -> bool:

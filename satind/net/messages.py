@@ -646,11 +646,14 @@ class EntityState(Message):
 
 @dataclass(frozen=True)
 class EntityMoved(Message):
-    """New holder to master: ``entity`` is installed here (the locator follows)."""
+    """New holder to master: ``entity`` is installed here (the locator follows). With
+    ``refused`` set, the move failed: from the old holder, the entity stays there; from the
+    new one, it is lost (the run rolls back)."""
 
     TYPE: ClassVar[int] = 105
     run_id: str
     entity: int
+    refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -663,6 +666,21 @@ class MigrateRequest(Message):
     entity: int
     to: str
     gain: float
+
+
+@dataclass(frozen=True)
+class GhostRequest(Message):
+    """Holder to holder: ``entity``'s step waits for the ghost ``sender`` made for it at the
+    end of (``gen``, ``iteration``); send it to ``requester`` if you have it (a ghost that
+    went to a peer the entity had left, and was lost with it, is made good this way)."""
+
+    TYPE: ClassVar[int] = 107
+    run_id: str
+    entity: int
+    sender: int
+    gen: int
+    iteration: int
+    requester: str
 
 
 @dataclass(frozen=True)
@@ -732,6 +750,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     EntityState,
     EntityMoved,
     MigrateRequest,
+    GhostRequest,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives

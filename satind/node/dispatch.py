@@ -108,7 +108,11 @@ def _entity_state(peer: Peer, link: Link, msg: m.EntityState) -> Effects:
 
 
 def _entity_moved(peer: Peer, link: Link, msg: m.EntityMoved) -> Effects:
-    return spmd.on_moved(peer.state, link.remote_name, msg)
+    return spmd.on_moved(peer.state, link.remote_name, msg, peer.now())
+
+
+def _ghost_request(peer: Peer, link: Link, msg: m.GhostRequest) -> Effects:
+    return spmd.on_ghost_request(peer.state, msg)
 
 
 def _migrate_request(peer: Peer, link: Link, msg: m.MigrateRequest) -> Effects:
@@ -187,6 +191,7 @@ _HANDLERS: dict[type, Any] = {
     m.EntityState: _core(_entity_state),
     m.EntityMoved: _core(_entity_moved),
     m.MigrateRequest: _core(_migrate_request),
+    m.GhostRequest: _core(_ghost_request),
     m.RunShare: _core(_run_share),
     m.ResultCopy: _core(_result_copy),
     m.RunStatsRequest: _core(_run_stats),

@@ -69,6 +69,8 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
         # Jobs we took from it have no parent to return to: abort their unfinished frames and
         # keep what they finished (§3.2; abort.py).
         for job in state.custody.orphaned_by(thief):
+            if is_entity_job(job) and spmd.drop_waiting(state, job):
+                continue  # a step of a lost master's run that never started: gone
             fx.append(ToCompute(Orphaned(job)))
         # Results we sent it may never have been applied: keep them as orphans.
         for result in state.custody.sent_to(thief):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from satind.config import Config, SpmdConfig
 from satind.core import spmd
-from satind.core.effects import Effect, Send, ToCompute
+from satind.core.effects import Effect, Later, Send, ToCompute
 from satind.core.spmd import COLLECT, PLACE, STEP, EntityLost, Held
 from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived
@@ -16,7 +16,7 @@ from satind.engine.jobs import Job, RunState
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.spmd import entity_job
-from tests.core.support import declare, job_of, known_run, make_state
+from tests.core.support import FIB, declare, job_of, known_run, make_state, member
 
 COUNT = 4  # entities 0-1-2-3 in a line
 
@@ -33,8 +33,16 @@ def _job(run: RunState, root: Job, e: int, phase: int, iteration: int, gen: int 
     return job
 
 
+def _make(me: str, others: tuple[str, ...]) -> PeerState:
+    """A peer's state whose members have the run's plugin (the same code): entities may go
+    to any of them."""
+    state = make_state(me, ())
+    state.table.add_known([replace(member(n), plugins={"fib": FIB.code_hash}) for n in others])
+    return state
+
+
 def _master(**cfg: object) -> tuple[PeerState, RunState, Job]:
-    state = make_state("a/0", ("b/0", "c/0"))
+    state = _make("a/0", ("b/0", "c/0"))
     state.cfg = replace(Config(), spmd=replace(SpmdConfig(), **cfg))  # type: ignore[arg-type]
     run = known_run(state)
     return state, run.state, job_of(run.state)
@@ -77,13 +85,15 @@ def test_entities_are_spread_evenly_and_each_push_names_its_neighbours_holders()
 
 
 def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders() -> None:
-    state = make_state("b/0", ("a/0", "c/0"))
+    state = _make("b/0", ("a/0", "c/0"))
     run = known_run(state)  # mastered by a/0
     root = job_of(run.state)
     job = _job(run.state, root, 1, STEP, 0)
     task = m.EntityTask(1, STEP, 0, 1, 10, [0, 2], ["a/0", "c/0"])
     state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
-    assert spmd.arrive(state, job, task) == []  # no ghosts yet
+    fx = spmd.arrive(state, job, task)  # no ghosts yet: it waits (and will ask again)
+    assert not any(isinstance(e, ToCompute) for e in fx)
+    assert [type(e) for e in fx] == [Later]
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
     fx = spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(2, 1, 0, b"g2")))
     assert fx == [ToCompute(JobArrived(job))]
@@ -97,7 +107,7 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
 
 
 def test_ghosts_of_an_older_generation_or_too_far_ahead_are_dropped() -> None:
-    state = make_state("b/0", ("a/0",))
+    state = _make("b/0", ("a/0",))
     known_run(state)
     state.spmd.held[("r1", 1)] = Held(2, 5, None)
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 7, b"old"))) == []
@@ -124,13 +134,13 @@ def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -
     # The next iteration's push is held back until c/0 has it.
     nxt = _job(run, root, entity, STEP, 1)
     assert spmd.task_ready(state, nxt, 0.3) == []
-    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity))
+    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity), 0.4)
     assert place.locator[entity] == "c/0" and place.moves == 1
     assert [dest for dest, _ in _sent(fx, m.TaskPush)] == ["c/0"]
 
 
 def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> None:
-    old = make_state("b/0", ("a/0", "c/0"))
+    old = _make("b/0", ("a/0", "c/0"))
     known_run(old)
     old.spmd.held[("r1", 1)] = Held(1, 3, [[4.0, 5.0]])
     spmd.on_ghost(old, m.Ghost("r1", 1, m.GhostData(0, 1, 3, b"early")))
@@ -143,7 +153,7 @@ def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> Non
     late = m.Ghost("r1", 1, m.GhostData(2, 1, 3, b"late"))
     assert spmd.on_ghost(old, late) == [Send("c/0", late)]
     # The new holder installs it (with the ghost that came early) and tells the master.
-    new = make_state("c/0", ("a/0", "b/0"))
+    new = _make("c/0", ("a/0", "b/0"))
     known_run(new)
     fx = spmd.on_state(new, "b/0", shipped, 1.1)
     assert _sent(fx, m.EntityMoved) == [("a/0", m.EntityMoved("r1", 1))]
@@ -153,7 +163,7 @@ def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> Non
 
 
 def _holder_with(entities: int, cpu_s: float = 0.01, wall_s: float = 0.01) -> PeerState:
-    state = make_state("b/0", ("a/0", "c/0"))
+    state = _make("b/0", ("a/0", "c/0"))
     known_run(state)
     for e in range(entities):
         held = Held(1, 10, None, cpu_s=cpu_s, wall_s=wall_s, size=10_000, period_s=0.1)
@@ -266,8 +276,97 @@ def test_a_draining_holder_asks_for_each_entity_to_go_and_stays_until_they_went(
 
 
 def test_collect_runs_at_once() -> None:
-    state = make_state("b/0", ("a/0",))
+    state = _make("b/0", ("a/0",))
     run = known_run(state)
     job = _job(run.state, job_of(run.state), 0, COLLECT, 10)
     task = m.EntityTask(0, COLLECT, 10, 1, 10, [1], ["a/0"])
     assert spmd.arrive(state, job, task) == [ToCompute(JobArrived(job))]
+
+
+def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> None:
+    """A ghost sent to a holder the entity had left is lost with it: the step asks again."""
+    waiter = _make("c/0", ("a/0", "b/0"))
+    run = known_run(waiter)
+    job = _job(run.state, job_of(run.state), 2, STEP, 4)
+    waiter.spmd.held[("r1", 2)] = Held(1, 4, [[0.0]])
+    task = m.EntityTask(2, STEP, 4, 1, 10, [1, 3], ["b/0", "c/0"])
+    (later,) = spmd.arrive(waiter, job, task)
+    spmd.on_ghost(waiter, m.Ghost("r1", 2, m.GhostData(3, 1, 4, b"from3")))  # 3 is here
+    assert isinstance(later, Later)
+    fx = later.then(1.0)
+    ((dest, ask),) = _sent(fx, m.GhostRequest)
+    assert dest == "b/0" and ask == m.GhostRequest("r1", 2, 1, 1, 4, "c/0")
+    assert any(isinstance(e, Later) for e in fx)  # and again, while it waits
+    # b/0 holds entity 1 and still has what it sent at the end of that step.
+    holder = _make("b/0", ("a/0", "c/0"))
+    known_run(holder)
+    holder.spmd.held[("r1", 1)] = Held(1, 3, None)
+    holder.spmd.tasks[("r1", 1)] = m.EntityTask(1, STEP, 3, 1, 10, [0, 2], ["a/0", "c/0"])
+    spmd.entity_done(holder, "r1", 1, 1, 4, None, {0: b"to0", 2: b"to2"}, (0.1, 0.1, 0), 2.0)
+    assert isinstance(ask, m.GhostRequest)
+    ((dest, again),) = _sent(spmd.on_ghost_request(holder, ask), m.Ghost)
+    assert dest == "c/0"
+    assert isinstance(again, m.Ghost)
+    # The waiting step starts with it; the loop of asking ends.
+    assert spmd.on_ghost(waiter, again) == [ToCompute(JobArrived(job))]
+    assert later.then(2.0) == []
+
+
+def test_a_move_refused_by_the_old_holder_leaves_the_entity_there_by_the_new_one_loses_it() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    a, b = sorted(e for e, h in place.locator.items() if h != "a/0")
+    for entity in (a, b):
+        holder = place.locator[entity]
+        to = "c/0" if holder == "b/0" else "b/0"
+        spmd.on_migrate_request(state, holder, m.MigrateRequest("r1", entity, to, 0.5), 1.0)
+        assert place.moving[entity] == to
+        spmd.task_ready(state, _job(run, root, entity, STEP, 0), 1.0)  # held back
+    # a's old holder could not encode it: it stays, its push goes there now.
+    fx = spmd.on_moved(state, place.locator[a], m.EntityMoved("r1", a, "too big"), 2.0)
+    assert [d for d, _ in _sent(fx, m.TaskPush)] == [place.locator[a]]
+    # b's new holder could not read it: lost, the step fails, the run rolls back.
+    fx = spmd.on_moved(state, place.moving[b], m.EntityMoved("r1", b, "unreadable"), 2.0)
+    (effect,) = fx
+    assert isinstance(effect, ToCompute) and isinstance(effect.event, ChildResult)
+    assert isinstance(effect.event.exc, EntityLost) and b in place.lost
+
+
+def test_a_move_without_an_answer_times_out_into_a_rollback() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "b/0")
+    fx = spmd.on_migrate_request(state, "b/0", m.MigrateRequest("r1", entity, "c/0", 0.5), 1.0)
+    timeout = next(e for e in fx if isinstance(e, Later))
+    assert timeout.delay == state.cfg.spmd.move_timeout_s
+    spmd.task_ready(state, _job(run, root, entity, STEP, 0), 1.0)
+    fx = timeout.then(31.0)
+    assert entity in place.lost and entity not in place.moving
+    assert isinstance(fx[0], ToCompute) and isinstance(fx[0].event, ChildResult)
+
+
+def test_a_holder_drops_an_entity_its_master_placed_elsewhere_since() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "b/0")
+    # c/0 still holds it from an older generation and asks (it drains): drop it.
+    fx = spmd.on_migrate_request(state, "c/0", m.MigrateRequest("r1", entity, "", 0.0), 1.0)
+    assert _sent(fx, m.EntityMove) == [("c/0", m.EntityMove("r1", entity, ""))]
+    holder = _make("c/0", ("a/0", "b/0"))
+    known_run(holder)
+    holder.spmd.held[("r1", entity)] = Held(1, 3, None)
+    spmd.on_move(holder, "a/0", m.EntityMove("r1", entity, ""), 1.1)
+    assert not holder.spmd.held
+
+
+def test_a_step_that_ends_after_its_run_was_dropped_leaves_nothing_behind() -> None:
+    from satind.core.lifecycle import drop
+
+    state = _make("b/0", ("a/0",))
+    known_run(state)
+    drop(state, "r1")
+    spmd.entity_done(state, "r1", 0, 1, 5, None, {}, (0.1, 0.1, 0), 1.0)
+    assert not state.spmd.held
