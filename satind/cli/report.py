@@ -24,6 +24,7 @@ def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, 
         "args": list(argv),
         "result": outcome.report,
         "elapsed_s": round(outcome.elapsed_s, 6),
+        "finish_s": round(outcome.finish_s, 6),
         "peers": outcome.peers,
         "stats": outcome.stats,
         "check": outcome.check,
@@ -42,7 +43,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             where += f" ({report['clusters']} cluster(s), {report['steal']})"
         print(
             f"run {report['run_id']}: {report['plugin']} {' '.join(report['args'])} on "
-            f"{where} in {report['elapsed_s']:.3f} s; check {report['check']}"
+            f"{where} in {report['elapsed_s']:.3f} s (+{report.get('finish_s', 0.0):.3f} s "
+            f"statistics and check); check {report['check']}"
         )
         print("  " + _line(counters, stats.SUMMARY))
         if any(counters.get(name) for name in stats.RECOVERY):

@@ -32,6 +32,8 @@ class Outcome:
     # verdict of the plugin's check there ("ok", "skipped", "failed: ...").
     report: Any = None
     check: str = "skipped"
+    # Seconds after the root's end spent on the members' statistics and the plugin's check.
+    finish_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,4 +139,5 @@ def outcome_of(result: m.RunResult, cfg: Config) -> Outcome | Failure:
         stats=dict(result.stats),
         report=shown,
         check=result.check,
+        finish_s=result.finish_s,
     )

@@ -330,6 +330,7 @@ def finish(
     shares: Sequence[dict[str, float]],
     now: float,
     verdict: Verdict | None = None,
+    root_done: float | None = None,
 ) -> Effects:
     """The root finished and the members' shares of the counters are in (those that answered
     in time), and the plugin judged the value (``verdict``; None when it raised or there is
@@ -337,7 +338,8 @@ def finish(
     run = state.runs.active.get(run_id)
     if run is None or run.root is None:
         return []  # superseded or dropped meanwhile
-    elapsed = now - run.started
+    root_done = now if root_done is None else root_done  # when the root finished
+    elapsed = root_done - run.started
     own = state.run_counters(run_id)
     counters = stats.total([own, *shares, run.departed])
     counters.pop("progress", None)
@@ -346,6 +348,7 @@ def finish(
     if answered < peers:
         log.warning("run %s: %d of %d peers sent statistics", run_id, answered, peers)
     result = _result_message(run, elapsed, peers, stats.as_ints(counters))
+    result = dataclasses.replace(result, finish_s=round(now - root_done, 6))
     if verdict is not None and result.error is None:
         result = dataclasses.replace(result, report=verdict.report, check=verdict.check)
     state.runs.keep(Finished(result, run.info, now), now)
@@ -358,7 +361,13 @@ def finish(
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
     fx.append(WakeWaiters(run_id))
-    log.info("run %s %s in %.3f s", run_id, status, elapsed)
+    log.info(
+        "run %s %s in %.3f s (+%.3f s statistics and check)",
+        run_id,
+        status,
+        elapsed,
+        now - root_done,
+    )
     return fx + start_next(state, now) + [Changed()]
 
 

@@ -195,6 +195,9 @@ class RunResult(Message):
     # of its ``check``: "ok", "skipped" or "failed: ...".
     report: bytes | None = None
     check: str = "skipped"
+    # Seconds after the root's end, before the result went out: the members' statistics and
+    # the plugin's check (not in ``elapsed_s``, which ends when the root does).
+    finish_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,9 @@ def run_stats(state: PeerState, link: Link, msg: m.RunStatsRequest) -> Effects:
 
 
 async def finish_run(peer: Peer, run_id: str) -> None:
-    """The root finished: gather every member's share of the counters, then end the run."""
+    """The root finished: gather every member's share of the counters, then end the run.
+    The run's time ends now; what follows (statistics, the plugin's check) is reported apart."""
+    ended = peer.now()
     answers = await ask_all(
         peer,
         lambda req: m.RunStatsRequest(req, run_id),
@@ -54,7 +56,8 @@ async def finish_run(peer: Peer, run_id: str) -> None:
         peer.cfg.run.stats_timeout_s,
     )
     shares = [dict(reply.counters) for _, reply in answers]
-    peer.apply(master.finish(peer.state, run_id, shares, peer.now(), await _judge(peer, run_id)))
+    verdict = await _judge(peer, run_id)
+    peer.apply(master.finish(peer.state, run_id, shares, peer.now(), verdict, ended))
 
 
 async def _judge(peer: Peer, run_id: str) -> master.Verdict | None:
