@@ -205,3 +205,37 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         if m2 is not None:
             m2.kill()
         assert not [p for p in children_of(os.getpid()) if p == (hog.pid if hog else -1)]
+
+
+def test_a_drained_member_hands_its_entities_over_and_leaves(tmp_path: Path) -> None:
+    for args in (("init", str(tmp_path)), ("issue", str(tmp_path), "m1")):
+        assert satind("keys", *args).returncode == 0
+    config = tmp_path / "fast.toml"
+    config.write_text(CONFIG)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "spin.py").write_text(SPIN)
+    m1 = Daemon(tmp_path, "m1", "east", "", "--config", str(config), "--plugin-path", str(plugins))
+    try:
+        wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 2)
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "300", "4"])
+        try:
+            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 10)
+            held = _entities(tmp_path, m1.first)
+            worker = next(n for n in held if n != "m1/0")  # m1/0 masters the run
+            assert held[worker] > 0
+            proc = satind("drain", worker, "--to", m1.first, "--keys", str(tmp_path))
+            assert proc.returncode == 0, proc.stderr
+            wait_for(lambda: _peers(tmp_path, m1.first)[worker] == "left")
+            assert _run(tmp_path, m1.first, run_id)["state"] == "running"
+            assert _entities(tmp_path, m1.first)["m1/0"] == 8
+            out, err = submit.communicate(timeout=240)
+        finally:
+            submit.kill()
+        assert submit.returncode == 0, err
+        result = json.loads(out)
+        assert result["check"] == "ok"
+        assert result["stats"]["entity_moves"] >= held[worker]
+        assert result["stats"]["rollbacks"] == 0  # moved, not lost
+    finally:
+        m1.kill()
