@@ -634,3 +634,12 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     return json.dumps(value)  # strings and lists of strings: JSON syntax is valid TOML here
+
+
+def for_peer(cfg: Config, index: int) -> Config:
+    """The configuration of a machine's peer ``index``: it serves metrics on port + index
+    (port 0: any free port, for each peer)."""
+    port = cfg.metrics.port
+    if not cfg.metrics.enabled or port == 0:
+        return cfg
+    return dataclasses.replace(cfg, metrics=dataclasses.replace(cfg.metrics, port=port + index))

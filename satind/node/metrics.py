@@ -21,7 +21,6 @@ logs it).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -38,7 +37,9 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from satind import stats
-from satind.config import Config, MetricsConfig
+from satind.config import MetricsConfig, for_peer
+
+__all__ = ["for_peer"]  # where it lived; the config is its home now
 from satind.engine.stealing import RTT_BUCKETS_S
 from satind.net.transport import Address
 
@@ -61,15 +62,6 @@ GAUGES: tuple[tuple[str, str], ...] = (
     ("draining", "1 while this peer drains"),
 )
 HISTOGRAM = "steal_rtt_seconds"
-
-
-def for_peer(cfg: Config, index: int) -> Config:
-    """The configuration of a machine's peer ``index``: it serves metrics on port + index
-    (port 0: any free port, for each peer)."""
-    port = cfg.metrics.port
-    if not cfg.metrics.enabled or port == 0:
-        return cfg
-    return dataclasses.replace(cfg, metrics=dataclasses.replace(cfg.metrics, port=port + index))
 
 
 def documented() -> list[tuple[str, str, str, str]]:

@@ -27,10 +27,9 @@ from pathlib import Path
 
 import trio
 
-from satind.config import Config, default_peer_count
+from satind.config import Config, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
-from satind.node.metrics import for_peer
 from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import trio
 
-from satind.config import Config, LauncherConfig
+from satind.config import Config, LauncherConfig, for_peer
 from satind.net import tls
 from satind.net.transport import Address
-from satind.node.metrics import for_peer
 
 log = logging.getLogger(__name__)
 
