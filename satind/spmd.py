@@ -140,7 +140,11 @@ def entity_job(
     state = app.step(args, entity, held.state, ghosts, iteration)
     cpu_s, wall_s = time.thread_time() - cpu0, time.perf_counter() - started
     task = w.entity_tasks.get(key)
-    saved = encode_value(state) if task is not None and task.checkpoint else None
+    # The state is encoded at checkpoints (and when it moves); on an entity's first step here
+    # too, so that a step returning what cannot travel fails at once, not at the first move.
+    checkpoint = task is not None and task.checkpoint
+    encoded = encode_value(state) if checkpoint or held.wall_s <= 0 else None
+    saved = encoded if checkpoint else None
     sent = _done(
         w,
         app,
@@ -153,7 +157,7 @@ def entity_job(
         neighbours,
         cpu_s,
         wall_s,
-        len(saved) if saved is not None else 0,
+        len(encoded) if encoded is not None else 0,
     )
     return [cpu_s, wall_s, sent, saved]
 
@@ -190,6 +194,7 @@ def drive(name: str, args: Any) -> Any:
     count = app.entities(args)
     total = app.iterations(args)
     neighbours = [sorted(set(app.neighbours(args, e))) for e in range(count)]
+    _check_neighbours(neighbours)
     w = _worker.CURRENT
     run_id = w.current.run.run_id if w is not None else ""
     gen = (w.current.run.epoch if w is not None else 0) * _GEN_PER_EPOCH
@@ -252,6 +257,28 @@ def drive(name: str, args: Any) -> Any:
             if states is not None:
                 w.current.nspawn = spawned  # what the run's statistics count as spawns
                 return app.gather(args, states)
+
+
+def _check_neighbours(neighbours: list[list[int]]) -> None:
+    """Each entity waits for a ghost from each of its neighbours, and sends one to each: a
+    relation that is not symmetric would make a step wait for ever. Said at once instead.
+
+    Raises:
+        ValueError: a neighbour out of range, an entity its own neighbour, or a one-way pair.
+    """
+    count = len(neighbours)
+    for e, mine in enumerate(neighbours):
+        for n in mine:
+            if not 0 <= n < count or n == e:
+                raise ValueError(
+                    f"neighbours(args, {e}) names {n}: a neighbour must be another entity, "
+                    f"from 0 to {count - 1}"
+                )
+            if e not in neighbours[n]:
+                raise ValueError(
+                    f"neighbours(args, {e}) names {n} but neighbours(args, {n}) does not name "
+                    f"{e}: the relation must be symmetric (each sends the other its ghost)"
+                )
 
 
 def _sequential(
