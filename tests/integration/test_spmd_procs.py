@@ -83,8 +83,9 @@ PLUGIN = spmd_plugin(
     report=lambda argv, values: sum(values) % P,
 )
 """
-# Checkpoints every 10 iterations, so that a kill loses little.
-CONFIG = FAST + "[spmd]\ncheckpoint_every = 10\n"
+# Checkpoints every 10 iterations, so that a kill loses little; a short settle window, so
+# that the hog's effect shows within seconds (and the test keeps the CPUs busy less long).
+CONFIG = FAST + "[spmd]\ncheckpoint_every = 10\nsettle_s = 3.0\n"
 
 
 def test_heat2d_on_local_peers_equals_a_sequential_sweep(tmp_path: Path) -> None:
@@ -112,6 +113,11 @@ def _entities(keys: Path, to: str) -> dict[str, int]:
 
 def _peers(keys: Path, to: str) -> dict[str, str]:
     return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
+
+
+def _iteration(keys: Path, to: str, run_id: str) -> int:
+    """The iteration a running run is at (0 until its first iteration ended)."""
+    return int(_run(keys, to, run_id)["counters"].get("iteration", 0))
 
 
 def _run(keys: Path, to: str, run_id: str) -> dict[str, Any]:
@@ -149,9 +155,9 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
     try:
         _pin(m1.children[0], cpu_a)
         # 1. Alone, m1 holds all 8 entities; m2 joins mid-run and gets some.
-        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "600", "6"])
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "450", "6"])
         try:
-            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 5)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 5)
             assert _entities(tmp_path, m1.first) == {"m1/0": 8}
             m2 = Daemon(tmp_path, "m2", "west", m1.first, *opts)
             _pin(m2.children[0], cpu_b)
@@ -174,7 +180,7 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         assert m2 is not None
         run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
         try:
-            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 25)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 25)
             assert _entities(tmp_path, m1.first)["m2/0"] > 0
             kill_all([m2.children[0]])
             out, err = submit.communicate(timeout=240)
@@ -189,7 +195,7 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         wait_for(lambda: _peers(tmp_path, m1.first).get("m2/0") == "alive")
         run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
         try:
-            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 25)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 25)
             kill_all([m1.children[0]])
             out, err = submit.communicate(timeout=240)
         finally:
@@ -220,7 +226,7 @@ def test_a_drained_member_hands_its_entities_over_and_leaves(tmp_path: Path) -> 
         wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 2)
         run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "300", "4"])
         try:
-            wait_for(lambda: int(_run(tmp_path, m1.first, run_id)["counters"]["iteration"]) >= 10)
+            wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 10)
             held = _entities(tmp_path, m1.first)
             worker = next(n for n in held if n != "m1/0")  # m1/0 masters the run
             assert held[worker] > 0
