@@ -20,7 +20,7 @@ from typing import Any
 from satind.api import spawnable, sync
 from satind.engine import worker as _worker
 from satind.net.codec import decode_value, encode_value
-from satind.plugin import Plugin
+from satind.plugin import Plugin, driven
 
 
 @dataclass(frozen=True)
@@ -73,17 +73,7 @@ def iterative_plugin(
     APPS[name] = IterativeApp(initial, tasks, task, combine, done)
     # Discovery takes a plugin from the module that defines it: the caller's.
     home = sys._getframe(1).f_globals.get("__name__", "")
-    return Plugin(
-        name=name,
-        entry=drive,
-        usage=usage,
-        parse=lambda argv: (name, parse(argv)),
-        max_branching=None,
-        check=(lambda args, result: check(args[1], result)) if check is not None else None,
-        report=report,
-        description=description,
-        module=home,
-    )
+    return driven(name, drive, usage, parse, check, report, description, home)
 
 
 @spawnable

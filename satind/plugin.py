@@ -151,6 +151,32 @@ class UnknownPlugin(LookupError):
         )
 
 
+def driven(
+    name: str,
+    entry: Any,
+    usage: str,
+    parse: Callable[[Sequence[str]], Any],
+    check: Callable[[Any, Any], None] | None,
+    report: Callable[[Sequence[str], Any], Any] | None,
+    description: str,
+    module: str,
+) -> Plugin:
+    """A plugin whose root is one of satind's drivers (iterative and SPMD runs): the root gets
+    (plugin name, the application's arguments), and ``check`` the application's arguments.
+    ``module``: the module that defines it (discovery takes a plugin from there only)."""
+    return Plugin(
+        name=name,
+        entry=entry,
+        usage=usage,
+        parse=lambda argv: (name, parse(argv)),
+        max_branching=None,
+        check=(lambda args, result: check(args[1], result)) if check is not None else None,
+        report=report,
+        description=description,
+        module=module,
+    )
+
+
 def _module_hash(module: types.ModuleType) -> str:
     """sha256 of the module's source file: the plugin's code version."""
     path = getattr(module, "__file__", None)

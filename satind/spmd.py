@@ -22,7 +22,7 @@ from satind.api import spawnable, sync
 from satind.core.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
 from satind.engine import worker as _worker
 from satind.net.codec import decode_value, encode_value
-from satind.plugin import Plugin
+from satind.plugin import Plugin, driven
 
 # A generation's number: a new master's epoch comes first, so that its generations are newer
 # than any its predecessor began (ghosts of older generations are dropped).
@@ -91,17 +91,7 @@ def spmd_plugin(
     """
     APPS[name] = SpmdApp(entities, neighbours, iterations, initial, ghost, step, gather)
     home = sys._getframe(1).f_globals.get("__name__", "")  # discovery looks in the caller
-    return Plugin(
-        name=name,
-        entry=drive,
-        usage=usage,
-        parse=lambda argv: (name, parse(argv)),
-        max_branching=None,
-        check=(lambda args, result: check(args[1], result)) if check is not None else None,
-        report=report,
-        description=description,
-        module=home,
-    )
+    return driven(name, drive, usage, parse, check, report, description, home)
 
 
 @spawnable

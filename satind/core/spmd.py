@@ -112,6 +112,8 @@ class Placement:
     moving: dict[int, str] = field(default_factory=dict)
     # Each entity's unfinished job, and pushes held back until the entity's move is over.
     jobs: dict[int, Job] = field(default_factory=dict)
+    # The paths of those sent to other members, to their entity (a result names its path).
+    by_path: dict[bytes, int] = field(default_factory=dict)
     held_back: dict[int, Job] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
     moves: int = 0
@@ -235,6 +237,7 @@ def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
         return [ToCompute(ChildResult(job, None, exc))]
     spec = job_spec(run.info, job, args, [], pushed=True)
     state.custody.give((run_id, job.path), job, holder, now)
+    place.by_path[job.path] = entity
     return [Send(holder, m.TaskPush(spec, task))]
 
 
@@ -279,11 +282,12 @@ def finished(state: PeerState, run_id: str, path: bytes, now: float) -> Effects:
     place = state.spmd.runs.get(run_id)
     if place is None:
         return []
-    for entity, job in list(place.jobs.items()):
-        if job.path == path:
-            del place.jobs[entity]
-            return _maybe_move(state, run_id, place, entity, now)
-    return []
+    entity = place.by_path.pop(path, None)
+    job = place.jobs.get(entity) if entity is not None else None
+    if entity is None or job is None or job.path != path:
+        return []
+    del place.jobs[entity]
+    return _maybe_move(state, run_id, place, entity, now)
 
 
 def _maybe_move(
@@ -390,11 +394,11 @@ def placement(state: PeerState) -> dict[str, int]:
 def lost_job(state: PeerState, job: Job) -> Effects:
     """An entity job whose holder died (custody gave it back): it fails."""
     place = state.spmd.runs.get(job.run.run_id)
-    if place is not None:
-        for entity, j in list(place.jobs.items()):
-            if j is job:
-                del place.jobs[entity]
-                place.lost.add(entity)
+    entity = job.args[2]
+    if place is not None and place.jobs.get(entity) is job:
+        del place.jobs[entity]
+        place.by_path.pop(job.path, None)
+        place.lost.add(entity)
     return [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
 
 
@@ -422,6 +426,7 @@ def member_gone(state: PeerState, name: str) -> Effects:
                 key = (run_id, job.path)
                 if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
                     continue  # already given back (its holder is the dead one)
+                place.by_path.pop(job.path, None)
                 if _alive(state, holder):
                     fx.append(Send(holder, m.Abort(key[0], key[1])))
             del place.jobs[entity]
