@@ -390,8 +390,17 @@ class Worker:
     def adopt(self, job: Job) -> bool:
         """At spawn, in a run with orphans: if this job's result is kept somewhere, link the
         job to it instead of queueing it (satin-ft §3.2). The table is shared with the network
-        side; single dict operations are atomic under the GIL."""
-        return adopt(job, self.hooks)
+        side; single dict operations are atomic under the GIL.
+
+        If telling the peer fails (a RecursionError at the very bottom of the stack, or a
+        bug), the job is queued after all: its result is computed again here rather than
+        fetched, and it is never lost. ``spawn`` has already counted it as pending, so an
+        exception out of here would leave its parent waiting forever.
+        """
+        try:
+            return adopt(job, self.hooks)
+        except Exception:
+            return False
 
     def sync_frame(self, frame: Job) -> None:
         """Run or wait for work until ``frame`` has no pending children.

@@ -573,13 +573,12 @@ def endless(n: int) -> int:
 def test_spawns_recursing_without_bound_fail_the_run_at_the_recursion_limit(
     worker: Worker,
 ) -> None:
-    # This thread's recursion limit (CPython's default here; a peer's compute thread sets
-    # engine.recursion_limit) is met somewhere: in the plugin's code or in the engine's.
-    # Either way the job that met it fails with an error naming the setting, its run fails,
-    # and nothing is left behind.
+    # This thread's recursion limit (a peer's compute thread sets engine.recursion_limit) is
+    # met somewhere: in the plugin's code or in the engine's. Either way the job that met it
+    # fails with an error naming the setting, its run fails, and nothing is left behind.
     run = _run()
     root = make_root(endless.fn, (0,), run)
-    worker.run_job(root)
+    assert _on_a_compute_thread(worker, lambda: worker.run_job(root))
     assert isinstance(root.error, LimitExceeded)
     assert "engine.recursion_limit" in str(root.error)
     assert worker.current is worker.idle_frame and len(worker.queue) == 0
@@ -587,6 +586,31 @@ def test_spawns_recursing_without_bound_fail_the_run_at_the_recursion_limit(
     again = make_root(fib.fn, (10,), _run())
     worker.run_job(again)
     assert value(again) == 55
+
+
+def _on_a_compute_thread(worker: Worker, call: Any) -> bool:
+    """Run ``call`` on a thread with a peer's compute-thread stack (engine.thread_stack_bytes);
+    whether it returned within 30 s.
+
+    The recursion limit (engine.recursion_limit, set process-wide by a Worker) is sized for
+    that stack: with the engine compiled (setup.py) a job level is one Python frame, not four,
+    so 20,000 levels would overflow the 8 MB stack of an ordinary thread and crash.
+    """
+    done = threading.Event()
+
+    def body() -> None:
+        call()
+        done.set()
+
+    previous = threading.stack_size()
+    threading.stack_size(worker.cfg.thread_stack_bytes)
+    try:
+        thread = threading.Thread(target=body, daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join(30.0)
+    return done.is_set()
 
 
 def _at_depth(depth: int, call: Any) -> None:
@@ -607,16 +631,10 @@ def test_the_recursion_limit_met_at_any_point_of_a_frame_loses_no_job(
     # popped job lost and its parent waiting forever. A level of ``endless`` is a handful of
     # frames, so sixteen starting depths meet every point of it.
     root = make_root(endless.fn, (0,), _run())
-    done = threading.Event()
-
-    def probe() -> None:
-        _at_depth(start, lambda: worker.run_job(root))
-        done.set()
-
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(30.0)
-    assert done.is_set(), f"the worker hung after meeting the recursion limit (start {start})"
+    probe = lambda: _at_depth(start, lambda: worker.run_job(root))  # noqa: E731
+    assert _on_a_compute_thread(worker, probe), (
+        f"the worker hung after meeting the recursion limit (start {start})"
+    )
     assert isinstance(root.error, LimitExceeded)
     assert worker.current is worker.idle_frame and len(worker.queue) == 0
 
@@ -640,16 +658,41 @@ def test_a_job_spawning_past_the_queue_limit_fails(worker: Worker) -> None:
 def test_engine_code_failing_on_a_job_fails_that_job_and_loses_nothing(worker: Worker) -> None:
     # A RecursionError at the very bottom of the stack hits engine code, not the plugin's:
     # the job it was running must still finish (with the error), or its parent waits forever.
-    calls: list[Job] = []
-    real = worker.run_job
+    # The failure is injected where the engine calls out of itself (a spawn, then the start
+    # of the job, look its path up in the run's orphans and tell the peer through a hook): a
+    # compiled engine's own methods cannot be replaced from a test.
+    calls: list[bytes] = []
 
-    def flaky(job: Job) -> None:
-        if job.args == (1,) and not calls:
-            calls.append(job)
-            raise RecursionError("maximum recursion depth exceeded")
-        real(job)
+    def failing(job: Job, holder: str) -> None:
+        calls.append(job.path)
+        raise RecursionError("maximum recursion depth exceeded")
 
-    worker.run_job = flaky  # type: ignore[method-assign]
-    root = make_root(spawn_many.fn, (3,), _run())
-    real(root)
+    worker.hooks.orphan_hit = failing  # type: ignore[method-assign]
+    run = _run()
+    run.orphans = {child_path(ROOT_PATH, 1): "elsewhere"}  # the second child's result is kept
+    root = make_root(spawn_many.fn, (3,), run)
+    worker.run_job(root)
+    assert calls and set(calls) == {child_path(ROOT_PATH, 1)}
     assert isinstance(root.error, LimitExceeded)  # the RecursionError, named
+    assert worker.current is worker.idle_frame and len(worker.queue) == 0
+
+
+def test_a_spawn_that_cannot_tell_the_peer_of_a_kept_result_runs_the_job_here(
+    worker: Worker,
+) -> None:
+    # The kept result cannot be fetched (the hook failed at the spawn): the job is queued
+    # after all and computed again, never lost or left pending.
+    calls: list[bytes] = []
+
+    def fails(job: Job, holder: str) -> None:
+        calls.append(job.path)
+        run.orphans = None  # and the holder is gone meanwhile: no lookup at the job's start
+        raise RecursionError("maximum recursion depth exceeded")
+
+    worker.hooks.orphan_hit = fails  # type: ignore[method-assign]
+    run = _run()
+    run.orphans = {child_path(ROOT_PATH, 1): "elsewhere"}
+    root = make_root(spawn_many.fn, (3,), run)
+    worker.run_job(root)
+    assert calls == [child_path(ROOT_PATH, 1)]
+    assert value(root) == 3
