@@ -5,6 +5,8 @@ Plugin authors import from here only::
     from satind import Plugin, UsageError, abort, spawnable, sync
 """
 
+# First: it refuses a stale compiled module before one is imported (satind/_native.py).
+from satind import _native as _native
 from satind.api import Handle as Handle
 from satind.api import Spawnable as Spawnable
 from satind.api import abort as abort
@@ -15,7 +17,7 @@ from satind.api import sync as sync
 from satind.engine.errors import JobAborted as JobAborted
 from satind.engine.errors import LimitExceeded as LimitExceeded
 from satind.engine.errors import RemoteJobError as RemoteJobError
-from satind.engine.jobs import ResultNotReady as ResultNotReady
+from satind.engine.errors import ResultNotReady as ResultNotReady
 from satind.iterative import iterative_plugin as iterative_plugin
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed

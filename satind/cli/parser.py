@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from satind import __version__
+from satind import __version__, _native
 from satind import config as config_mod
+
+
+def _version() -> str:
+    """``satind --version``: the version, and whether the hot path runs compiled (setup.py)."""
+    compiled = _native.compiled()
+    how = f"engine compiled ({len(compiled)} modules, mypyc)" if compiled else "pure Python"
+    return f"satind {__version__}, {how}"
 
 
 def heuristic_option(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +78,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "INFO for `satind start`, whose log says when peers start, stop and take runs; "
         "WARNING for every other command)",
     )
-    parser.add_argument("--version", action="version", version=f"satind {__version__}")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, argparse.ArgumentParser] = {}
 

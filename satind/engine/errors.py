@@ -138,3 +138,7 @@ def _registered(info: ErrorInfo) -> Exception | None:
     except DecodeError:
         return None
     return value if isinstance(value, Exception) else None
+
+
+class ResultNotReady(RuntimeError):
+    """``handle.result()`` was called before the ``sync()`` that waits for the job."""

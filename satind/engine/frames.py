@@ -364,8 +364,9 @@ def idle_frame() -> Job:
     return Job(_noop, (), None, 0, RunState(run_id="", plugin="", inv_branching=0.0), 0.0)
 
 
-def make_root(fn: Callable[..., Any], args: tuple[Any, ...], run: RunState) -> Job:
-    """The root job of a run: no parent, path empty, the whole tree's share."""
+def make_root(fn: Callable[..., Any], args: Any, run: RunState) -> Job:
+    """The root job of a run: no parent, path empty, the whole tree's share. ``args``: a
+    tuple, or its encoded form (``codec.Encoded``) for a root a new master restarts."""
     job = Job(fn, args, None, 0, run, 1.0)
     job.set_path(b"")
     job.origin = None

@@ -20,6 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+# Defined apart: an exception class is not compiled with this module (setup.py).
+from satind.engine.errors import ResultNotReady
+
 ROOT_PATH = b""
 # Application counters (``satind.count``): their names, and how many one run may have (each
 # travels in every run-statistics reply and line).
@@ -94,10 +97,6 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
-
-
-class ResultNotReady(RuntimeError):
-    """``handle.result()`` was called before the ``sync()`` that waits for the job."""
 
 
 class RunState:
