@@ -136,6 +136,9 @@ class MemberTable:
         self.alive_count = 1 if me.alive else 0
         self._alive: list[Member] | None = None
         self._updates: list[MemberUpdate] | None = None
+        # Each member's update, built once per change of that member: after one change the
+        # sync list is rebuilt from these, not from a thousand new updates.
+        self._update_of: dict[str, MemberUpdate] = {}
         # Bumped on every change, so that views derived from the table can be cached.
         self.version = 0
 
@@ -149,6 +152,7 @@ class MemberTable:
         self._members[member.name] = member
         self._alive = None
         self._updates = None
+        self._update_of.pop(member.name, None)
         self.version += 1
 
     def set_me(self, me: Member) -> None:
@@ -171,7 +175,14 @@ class MemberTable:
         """Every member as an update (what a state sync sends), built once per member change:
         with a thousand members a sync is a thousand of them."""
         if self._updates is None:
-            self._updates = [m.update() for _, m in sorted(self._members.items())]
+            cache = self._update_of
+            updates = []
+            for name, member in sorted(self._members.items()):
+                update = cache.get(name)
+                if update is None:
+                    update = cache[name] = member.update()
+                updates.append(update)
+            self._updates = updates
         return self._updates
 
     def __len__(self) -> int:
@@ -273,4 +284,5 @@ class MemberTable:
                 del self._members[name]  # gone members do not count as alive
                 self._alive = None
                 self._updates = None
+                self._update_of.pop(name, None)
                 self.version += 1
