@@ -67,9 +67,19 @@ class Member:
     def update(self, state: State | None = None, origin: str = "") -> MemberUpdate:
         """This member as a gossip update (with another state when given). The plugin list
         rides only on updates that say the member is alive: a suspicion or a death notice
-        does not need it, and it is the bulk of an update."""
+        does not need it, and it is the bulk of an update.
+
+        The member as it is (no other state, no origin) is built once per Member and shared
+        (updates are frozen): a state sync after one change reuses the other members'
+        updates, and the simulator's converged peers, which share their Members, build each
+        one once instead of once per peer."""
+        plain = state is None and not origin
+        if plain:
+            cached: MemberUpdate | None = self.__dict__.get("_update")
+            if cached is not None:
+                return cached
         state = state if state is not None else self.state
-        return MemberUpdate(
+        update = MemberUpdate(
             name=self.name,
             host=self.address.host,
             port=self.address.port,
@@ -82,6 +92,9 @@ class Member:
             plugins=dict(self.plugins) if state == State.ALIVE else {},
             origin=origin,
         )
+        if plain:
+            self.__dict__["_update"] = update  # a cache, not a field: replace() drops it
+        return update
 
 
 STATES = {s.label: s for s in State}
@@ -136,9 +149,6 @@ class MemberTable:
         self.alive_count = 1 if me.alive else 0
         self._alive: list[Member] | None = None
         self._updates: list[MemberUpdate] | None = None
-        # Each member's update, built once per change of that member: after one change the
-        # sync list is rebuilt from these, not from a thousand new updates.
-        self._update_of: dict[str, MemberUpdate] = {}
         # Bumped on every change, so that views derived from the table can be cached.
         self.version = 0
 
@@ -152,7 +162,6 @@ class MemberTable:
         self._members[member.name] = member
         self._alive = None
         self._updates = None
-        self._update_of.pop(member.name, None)
         self.version += 1
 
     def set_me(self, me: Member) -> None:
@@ -175,14 +184,7 @@ class MemberTable:
         """Every member as an update (what a state sync sends), built once per member change:
         with a thousand members a sync is a thousand of them."""
         if self._updates is None:
-            cache = self._update_of
-            updates = []
-            for name, member in sorted(self._members.items()):
-                update = cache.get(name)
-                if update is None:
-                    update = cache[name] = member.update()
-                updates.append(update)
-            self._updates = updates
+            self._updates = [m.update() for _, m in sorted(self._members.items())]
         return self._updates
 
     def __len__(self) -> int:
@@ -284,5 +286,4 @@ class MemberTable:
                 del self._members[name]  # gone members do not count as alive
                 self._alive = None
                 self._updates = None
-                self._update_of.pop(name, None)
                 self.version += 1
