@@ -46,6 +46,7 @@ from satind.sim.scenario import Fault, Scenario
 from satind.sim.workload import PLUGIN
 
 CLIENT = "sim-client"
+_NS = struct.Struct(">Q")
 
 # Thresholds of CPython's cyclic garbage collector while a simulation runs. A simulation holds
 # hundreds of thousands of long-lived objects (a thousand peers' member tables, tasks, queued
@@ -165,7 +166,13 @@ class Simulation:
         self.events += 1
 
     def _on_deliver(self, src: str, dst: str, data: bytes) -> None:
-        self.trace("msg", f"{src}>{dst}".encode() + b"\x00" + data)
+        # trace("msg", ...) with the parts hashed one after another (the same digest as
+        # hashing them joined), not copied into one string first: it runs for every message.
+        update = self.hash.update
+        update(_NS.pack(round(trio.current_time() * 1e9)))
+        update(f"msg\x00{src}>{dst}\x00".encode())
+        update(data)
+        self.events += 1
 
     def _on_leaf(self, peer: str, run_id: str, path: tuple[int, ...], cost: float) -> None:
         self.leaves[(run_id, path)] += 1
