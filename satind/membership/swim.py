@@ -343,7 +343,8 @@ class Swim:
     def _next_target(self) -> str | None:
         while True:
             if not self._order:
-                self._order = [m.name for m in self.table.alive() if m.name != self.me.name]
+                me = self.me.name
+                self._order = [m.name for m in self.table.alive() if m.name != me]
                 self.rng.shuffle(self._order)
                 if not self._order:
                     return None
@@ -374,10 +375,11 @@ class Swim:
             with trio.move_on_after(scale_by_health(self.cfg.probe_timeout_s, self.health)):
                 await acked.wait()
             if not acked.is_set():
+                skip = (self.me.name, target)
                 others = [
                     m.name
                     for m in self.table.alive()
-                    if m.name not in (self.me.name, target) and m.state == State.ALIVE
+                    if m.name not in skip and m.state == State.ALIVE
                 ]
                 helpers = self.rng.sample(others, min(self.cfg.indirect_checks, len(others)))
                 for helper in helpers:
@@ -426,7 +428,8 @@ class Swim:
             and (member := self.table.get(name)) is not None
             and member.state == State.DEAD
         ]
-        return [m.name for m in self.table.alive() if m.name != self.me.name] + recent
+        me = self.me.name
+        return [m.name for m in self.table.alive() if m.name != me] + recent
 
     async def _push_pull_loop(self) -> None:
         await self._jitter(push_pull_interval(self.cfg.push_pull_interval_s, len(self.table)))

@@ -67,9 +67,19 @@ class Member:
     def update(self, state: State | None = None, origin: str = "") -> MemberUpdate:
         """This member as a gossip update (with another state when given). The plugin list
         rides only on updates that say the member is alive: a suspicion or a death notice
-        does not need it, and it is the bulk of an update."""
+        does not need it, and it is the bulk of an update.
+
+        The member as it is (no other state, no origin) is built once per Member and shared
+        (updates are frozen): a state sync after one change reuses the other members'
+        updates, and the simulator's converged peers, which share their Members, build each
+        one once instead of once per peer."""
+        plain = state is None and not origin
+        if plain:
+            cached: MemberUpdate | None = self.__dict__.get("_update")
+            if cached is not None:
+                return cached
         state = state if state is not None else self.state
-        return MemberUpdate(
+        update = MemberUpdate(
             name=self.name,
             host=self.address.host,
             port=self.address.port,
@@ -82,6 +92,9 @@ class Member:
             plugins=dict(self.plugins) if state == State.ALIVE else {},
             origin=origin,
         )
+        if plain:
+            self.__dict__["_update"] = update  # a cache, not a field: replace() drops it
+        return update
 
 
 STATES = {s.label: s for s in State}

@@ -176,7 +176,7 @@ class MemoryNetwork:
         # Faults apply between peers; a client's link (the experimenter's probe) is reliable.
         faulty = sender.identity.role == "peer" and receiver.identity.role == "peer"
         if faulty and (
-            frozenset((sender.identity.name, dest)) in self._cut
+            (self._cut and frozenset((sender.identity.name, dest)) in self._cut)
             or (faults.drop and self.rng.random() < faults.drop)
         ):
             self.dropped += 1
@@ -218,7 +218,7 @@ class MemoryNetwork:
                 held.append(item)  # the receiver is paused: it reads this when it resumes
                 continue
             receiver = self._parties.get(dest)
-            if receiver is None or frozenset((src.name, dest)) in self._cut:
+            if receiver is None or (self._cut and frozenset((src.name, dest)) in self._cut):
                 self.dropped += 1
                 continue
             if self.on_deliver is not None:
