@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from satind import __version__
+from satind import __version__, _native
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,9 @@ def _satind(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 def test_version() -> None:
     proc = _satind("--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == f"satind {__version__}"
+    compiled = _native.compiled()
+    how = f"engine compiled ({len(compiled)} modules, mypyc)" if compiled else "pure Python"
+    assert proc.returncode == 0 and proc.stdout.strip() == f"satind {__version__}, {how}"
 
 
 def test_keys_init_with_a_name_issues_that_node_certificate(tmp_path: Path) -> None:
