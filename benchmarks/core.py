@@ -28,7 +28,7 @@ from satind.api import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.frames import make_root
-from satind.engine.jobs import RunState, size_of_job
+from satind.engine.jobs import Job, RunState
 from satind.engine.stealing import rtt_bucket_names, rtt_median_s
 from satind.engine.worker import Worker, tune_process
 from satind.plugin import find
@@ -69,6 +69,12 @@ class _NoHooks:
 
     def job_finished(self, job: object) -> None:
         pass
+
+
+def size_of_job() -> int:
+    """Bytes of one Job record (without its arguments): built the ordinary way, since a
+    compiled Job (setup.py) cannot be made with ``Job.__new__`` alone."""
+    return sys.getsizeof(Job(fib_plain, (), None, 0, RunState("r", "fib", 0.5), 1.0))
 
 
 def spawn_cost(n: int, repeat: int) -> dict[str, float]:

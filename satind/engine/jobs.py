@@ -16,7 +16,6 @@ the job is stolen, or when recovery asks) from the parent chain.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -333,8 +332,3 @@ class Job:
         state = "done" if self.done else "pending"
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         return f"<Job {self.run.run_id}{format_path(self.path)} {name} {state}>"
-
-
-def size_of_job() -> int:
-    """Bytes of one Job record (without its arguments), for docs/benchmarks.md."""
-    return sys.getsizeof(Job.__new__(Job))
