@@ -38,6 +38,11 @@ class EngineConfig:
     max_steal_nesting: int = 48
     # bytes. Stack of the compute thread: nested jobs and stolen work recurse on it.
     thread_stack_bytes: int = 256 * 1024 * 1024
+    # bytes. The interpreter data stack chunk the compute thread starts its work in
+    # (satind/engine/datastack.py): half of it holds the frames of jobs, so a recursion that
+    # stays within ~500 KB of frames never maps and unmaps a chunk per call. 0: CPython's own
+    # 16 KB chunks. Reserved address space; only touched pages become resident.
+    data_stack_bytes: int = 1024 * 1024
     # frames. Python recursion limit of the compute thread (see thread_stack_bytes): what bounds
     # how deep a run may nest on a peer. A level of nesting costs about 4 Python frames (the
     # job, its sync, the engine's run and sync loops) plus the plugin's own, so trees a few

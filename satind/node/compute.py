@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
+from satind.engine.datastack import on_a_large_chunk
 from satind.engine.frames import MailboxEvent
 from satind.engine.jobs import Job
 from satind.engine.worker import Worker
@@ -74,7 +75,10 @@ class ThreadCompute:
         threading.stack_size(self.worker.cfg.thread_stack_bytes)
         try:
             thread = threading.Thread(
-                target=self.worker.run_forever, name="satind-compute", daemon=True
+                target=on_a_large_chunk,
+                args=(self.worker.run_forever, self.worker.cfg.data_stack_bytes // 8),
+                name="satind-compute",
+                daemon=True,
             )
             thread.start()
         finally:
