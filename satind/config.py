@@ -384,6 +384,39 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class AdaptConfig:
+    """Self-adaptivity (satin-grid-programming-model §4.5): a coordinator on each run's
+    master measures how efficiently the peers work and grows or shrinks the set of peers."""
+
+    # Off by default: the coordinator drains machines and starts the provisioning command,
+    # which an operator should ask for. The measurements are made either way.
+    enabled: bool = False
+    # seconds. How often the coordinator samples every peer and decides. The paper measured
+    # over periods of minutes (10 min: 6% overhead); it costs here one small request per peer.
+    period_s: float = 60.0
+    # fraction. Above this weighted average efficiency the coordinator asks for more peers
+    # (the paper's E_max = 50%: below it more peers do not help).
+    e_max: float = 0.5
+    # fraction. Below this it drains the least efficient peers (the paper's E_min = 30%).
+    e_min: float = 0.3
+    # fraction of the period. A cluster whose peers wait on wide-area steals more than this on
+    # average is drained whole: its uplink is the bottleneck. The paper gives no value.
+    cluster_overhead_max: float = 0.3
+    # count. Never drain below this many working peers.
+    min_peers: int = 1
+    # count. At most this many peers asked for, or drained, in one period (the paper adds
+    # and removes gradually).
+    max_change: int = 8
+    # loop turns. The reference work each peer times every period to know its machine's
+    # speed (adaptivity/measure.py; ~3 ms of CPU): the paper's benchmark, run as a plain
+    # Python loop and timed in CPU time, so that waiting for the GIL does not count.
+    benchmark_loops: int = 50_000
+    # A command run when more peers are wanted than standby peers can give: its arguments,
+    # then the number of peers wanted (also in SATIND_PEERS_WANTED). Empty: standby only.
+    provision_command: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class LauncherConfig:
     """`satind run`: local peers started as child processes."""
 
@@ -521,6 +554,7 @@ class Config:
     spmd: SpmdConfig = field(default_factory=SpmdConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    adapt: AdaptConfig = field(default_factory=AdaptConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     client: ClientConfig = field(default_factory=ClientConfig)

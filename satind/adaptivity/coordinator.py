@@ -1,0 +1,146 @@
+"""The coordinator's decisions (satin-grid-programming-model §4.5), as pure functions.
+
+Every period the coordinator has two samples of each peer's counters (``Sample``, at the
+start and the end of the period) and turns them into one ``PeerPeriod`` each:
+
+- overhead: the share of the period the peer was idle (stealing, or waiting for stolen work);
+- wide overhead: the share it spent waiting on wide-area steal round trips;
+- speed: its machine's speed for interpreted code (1 / the CPU time of a fixed benchmark)
+  times the share of a CPU it got while it worked (CPU time over busy wall time: a machine
+  shared with another program gives the peer less), relative to the fastest peer.
+
+The weighted average efficiency is the paper's ``1/n * sum(speed_i * (1 - overhead_i))``. Then,
+in this order, one decision per period:
+
+1. a cluster whose peers spend on average more than ``cluster_overhead_max`` of the period
+   waiting on wide-area steals is drained whole: its link is the bottleneck;
+2. above ``e_max`` more peers are asked for, the more the higher the efficiency:
+   ``ceil(n * (wa - e_max))``;
+3. below ``e_min`` the least efficient peers are drained (lowest ``speed * (1 - overhead)``),
+   the more the lower the efficiency: ``ceil(n * (e_min - wa))``.
+
+Each change is at most ``max_change`` peers, and never leaves fewer than ``min_peers``
+working. The coordinator never drains its own peer (the run's master) or its cluster: a
+drained master hands its run over (recovery/drain.py), but a coordinator that removes itself
+would lose its samples; an operator can still drain it by hand. These two rules, the formulas
+for how many, and the cluster threshold are this implementation's choices: the paper gives
+the direction ("the higher the efficiency, the more processors are requested") and
+E_min/E_max, not the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from satind.config import AdaptConfig
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One peer's counters at one moment (what it answers a ``LoadRequest`` with)."""
+
+    name: str
+    cluster: str
+    at: float  # the coordinator's clock when the answer came
+    idle_s: float
+    wide_wait_s: float
+    cpu_s: float
+    bench_cpu_s: float
+    standby: bool = False
+
+
+@dataclass(frozen=True)
+class PeerPeriod:
+    name: str
+    cluster: str
+    speed: float  # relative to the fastest peer of the period, in (0, 1]
+    overhead: float  # share of the period idle, in [0, 1]
+    wide_overhead: float  # share of the period waiting on wide-area steals, in [0, 1]
+
+    @property
+    def useful(self) -> float:
+        """Useful work done, weighted by speed: this peer's term of wa_efficiency."""
+        return self.speed * (1.0 - self.overhead)
+
+
+@dataclass(frozen=True)
+class Decision:
+    wa_efficiency: float
+    add: int = 0
+    drain: tuple[str, ...] = ()
+    drain_cluster: str = ""
+    why: str = ""
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def periods(before: Mapping[str, Sample], after: Sequence[Sample]) -> list[PeerPeriod]:
+    """One period per peer sampled at both ends (a peer that joined meanwhile waits for the
+    next period; a standby peer does no work and is left out)."""
+    raw: list[tuple[Sample, float, float, float]] = []
+    for now in after:
+        then = before.get(now.name)
+        if then is None or now.standby or then.standby:
+            continue
+        span = now.at - then.at
+        if span <= 0:
+            continue
+        idle = _clip((now.idle_s - then.idle_s) / span)
+        wide = min(idle, _clip((now.wide_wait_s - then.wide_wait_s) / span))
+        busy_s = span * (1.0 - idle)
+        # The CPU a peer got while it worked; an idle peer gives no evidence: count it whole.
+        share = _clip((now.cpu_s - then.cpu_s) / busy_s) if busy_s > 0.01 * span else 1.0
+        machine = 1.0 / max(now.bench_cpu_s, 1e-9)
+        raw.append((now, idle, wide, machine * max(share, 1e-3)))
+    fastest = max((speed for *_, speed in raw), default=1.0)
+    return [
+        PeerPeriod(s.name, s.cluster, speed / fastest, idle, wide) for s, idle, wide, speed in raw
+    ]
+
+
+def wa_efficiency(peers: Sequence[PeerPeriod]) -> float:
+    """The paper's weighted average efficiency; 0 without peers."""
+    if not peers:
+        return 0.0
+    return sum(p.useful for p in peers) / len(peers)
+
+
+def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str) -> Decision:
+    """What to do after a period (see the module's docstring)."""
+    wa = wa_efficiency(peers)
+    n = len(peers)
+    if n == 0:
+        return Decision(wa, why="no peer worked through the period")
+    home = next((p.cluster for p in peers if p.name == master), "")
+    clusters: dict[str, list[PeerPeriod]] = {}
+    for p in peers:
+        clusters.setdefault(p.cluster, []).append(p)
+    if len(clusters) > 1:
+        worst, overhead = max(
+            ((c, sum(p.wide_overhead for p in ps) / len(ps)) for c, ps in clusters.items()),
+            key=lambda item: (item[1], item[0]),
+        )
+        remaining = n - len(clusters[worst])
+        if overhead > cfg.cluster_overhead_max and worst != home and remaining >= cfg.min_peers:
+            return Decision(
+                wa,
+                drain_cluster=worst,
+                why=f"cluster {worst} waits {overhead:.0%} of the time on wide-area steals "
+                f"(threshold {cfg.cluster_overhead_max:.0%})",
+            )
+    if wa > cfg.e_max:
+        add = min(cfg.max_change, max(1, math.ceil(n * (wa - cfg.e_max))))
+        return Decision(wa, add=add, why=f"efficiency {wa:.0%} above {cfg.e_max:.0%}")
+    if wa < cfg.e_min:
+        want = min(cfg.max_change, max(1, math.ceil(n * (cfg.e_min - wa))), n - cfg.min_peers)
+        candidates = sorted(
+            (p for p in peers if p.name != master), key=lambda p: (p.useful, p.name)
+        )
+        drain = tuple(p.name for p in candidates[: max(0, want)])
+        if drain:
+            return Decision(wa, drain=drain, why=f"efficiency {wa:.0%} below {cfg.e_min:.0%}")
+    return Decision(wa, why=f"efficiency {wa:.0%} within [{cfg.e_min:.0%}, {cfg.e_max:.0%}]")
