@@ -455,6 +455,9 @@ class DaemonConfig:
     # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
     # first, then leave).
     on_sigterm: OnSigterm = "leave"
+    # This machine's peers join as standby: members that take no work until a coordinator
+    # ([adapt] enabled on the run's master) or an operator (`satind release`) admits them.
+    standby: bool = False
 
 
 @dataclass(frozen=True)

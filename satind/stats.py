@@ -44,6 +44,13 @@ STATS: tuple[Stat, ...] = (
     Stat("stolen_local", "jobs", "steal", "jobs stolen inside the cluster"),
     Stat("stolen_wide", "jobs", "steal", "jobs stolen from other clusters"),
     Stat("jobs_given", "jobs", "steal", "jobs other peers took from this one"),
+    Stat(
+        "idle_s",
+        "seconds",
+        "steal",
+        "time the compute side wanted work while a run was active (stealing or waiting)",
+    ),
+    Stat("wide_wait_s", "seconds", "steal", "round trips of wide-area steal requests"),
     Stat("messages", "messages", "traffic", "messages sent"),
     Stat("bytes", "bytes", "traffic", "bytes sent"),
     Stat("messages_wide", "messages", "traffic", "messages sent to other clusters"),

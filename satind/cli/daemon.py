@@ -21,6 +21,7 @@ def start(args: argparse.Namespace) -> int:
         "peers": args.peers,
         "keys": args.keys,
         "name": args.name,
+        "standby": True if args.standby else None,
     }
     try:
         if args.listen:

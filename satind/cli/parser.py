@@ -181,6 +181,13 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")
     start.add_argument("--name", help="this machine's name (its certificate's; default: host)")
     start.add_argument(
+        "--standby",
+        action="store_true",
+        help="join as standby peers: members that take no work until admitted, by the "
+        "coordinator of a run ([adapt] enabled) when it wants more peers, or by `satind "
+        "release NAME/0 ...` (docs/operations.md, self-adaptivity)",
+    )
+    start.add_argument(
         "--plugin-path",
         action="append",
         default=[],

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from satind import plugin as plugin_mod
 from satind import stats
+from satind.adaptivity.measure import Utilization
 from satind.config import Config
 from satind.core.custody import Custody
 from satind.core.iterative import Scheduling
@@ -58,6 +59,11 @@ class PeerState:
     # Reclaimed by the machine's owner (`satind reclaim`): no stealing, the compute side
     # suspended until released (node/peer.py ``reclaim``).
     reclaimed: bool = False
+    # Started with --standby and not admitted yet: reclaimed until a coordinator (or an
+    # operator's `satind release`) admits it (node/adapt.py).
+    standby: bool = False
+    # Idle and wide-area waiting time, for self-adaptivity (adaptivity/measure.py).
+    utilization: Utilization = field(default_factory=Utilization)
     # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
     needs_orphans: bool = True
     # The compute side wants work, and how many frames it has open (as of that news).
@@ -118,6 +124,8 @@ class PeerState:
             len(r.state.orphans or ()) for r in self.runs.active.values()
         )
         out["abort_messages"] = self.abort_messages
+        out["idle_s"] = self.utilization.idle_s
+        out["wide_wait_s"] = self.utilization.wide_wait_s
         out.update(self.sharing.counters.as_dict())
         out.update(self.iterative.counters.as_dict())
         out.update(self.spmd.counters.as_dict())

@@ -611,6 +611,31 @@ class Reclaim(Message):
 
 
 @dataclass(frozen=True)
+class LoadRequest(Message):
+    """A run's master (its coordinator, node/adapt.py) asks a peer what it measured."""
+
+    TYPE: ClassVar[int] = 108
+    req: int
+
+
+@dataclass(frozen=True)
+class LoadReply(Message):
+    """A peer's counters for self-adaptivity (adaptivity/measure.py), all growing: seconds
+    idle and waiting on wide-area steals, CPU seconds of the process, and the CPU seconds
+    the reference benchmark took just now. ``standby``: started with ``--standby`` and not
+    admitted yet."""
+
+    TYPE: ClassVar[int] = 109
+    req: int
+    cluster: str
+    idle_s: float
+    wide_wait_s: float
+    cpu_s: float
+    bench_cpu_s: float
+    standby: bool
+
+
+@dataclass(frozen=True)
 class Ghost(Message):
     """Holder to holder: an entity's data for its neighbour ``entity`` (core/spmd.py); sent
     peer to peer, never through the master. A peer the entity left forwards it."""
@@ -754,6 +779,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     EntityMoved,
     MigrateRequest,
     GhostRequest,
+    LoadRequest,
+    LoadReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -768,6 +795,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     LogsReply,
     PluginsReply,
     TraceReply,
+    LoadReply,
     ErrorReply,
 )
 
@@ -790,5 +818,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         LogsRequest,
         PluginsRequest,
         TraceRequest,
+        LoadRequest,
     }
 )

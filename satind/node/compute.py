@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import trio
 
+from satind.adaptivity.measure import benchmark_cpu_s
 from satind.engine.datastack import on_a_large_chunk
 from satind.engine.frames import MailboxEvent
 from satind.engine.jobs import Job
@@ -45,6 +47,14 @@ class ComputeDriver(Protocol):
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None: ...
 
+    def cpu_seconds(self) -> float:
+        """CPU time the compute side has had so far (self-adaptivity's CPU share)."""
+        ...
+
+    def benchmark_cpu_s(self, loops: int) -> float:
+        """CPU seconds a fixed reference work of ``loops`` turns takes here now."""
+        ...
+
 
 class ThreadCompute:
     def __init__(self, worker: Worker) -> None:
@@ -67,6 +77,13 @@ class ThreadCompute:
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args)
+
+    def cpu_seconds(self) -> float:
+        # The process's: the trio thread's share is small next to the compute thread's.
+        return time.process_time()
+
+    def benchmark_cpu_s(self, loops: int) -> float:
+        return benchmark_cpu_s(loops)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the compute thread while this task runs; stop it when the task is cancelled."""

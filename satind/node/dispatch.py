@@ -16,7 +16,7 @@ from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import control, logs, plugins, status, tracing
+from satind.node import adapt, control, logs, plugins, status, tracing
 from satind.recovery import orphans
 
 if TYPE_CHECKING:
@@ -203,6 +203,7 @@ _HANDLERS: dict[type, Any] = {
     m.DrainRequest: control.on_drain_request,
     m.ReclaimRequest: control.on_reclaim_request,
     m.Reclaim: control.on_reclaim,
+    m.LoadRequest: adapt.on_load_request,
     m.StopRequest: control.on_stop_request,
     m.Shutdown: control.on_shutdown,
     m.Drain: control.on_drain,

@@ -55,6 +55,7 @@ from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.node import control
+from satind.node.adapt import Coordinator
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
@@ -105,6 +106,8 @@ class PeerOptions:
     # Where checkpoint logs go; by default files in [checkpoint] dir (the simulator shares
     # one in-memory store among its peers, as machines share a mount).
     checkpoint_store: LogStore | None = None
+    # `satind start --standby`: join, but take no work until admitted (node/adapt.py).
+    standby: bool = False
 
 
 TransportFactory = Callable[[Identity, Address, MessageHandler], PeerTransport]
@@ -203,6 +206,7 @@ class Peer:
         self.metrics: MetricsServer | None = None  # [metrics] enabled: the endpoint
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
+        self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
     # -- convenience views of the state -----------------------------------------------------
 
@@ -253,6 +257,11 @@ class Peer:
                 await nursery.start(self.thief.run)
                 await nursery.start(self.swim.run)
                 await nursery.start(self.compute.serve)
+                if self.options.standby:
+                    self.state.standby = True
+                    self.reclaim(True, "standby: takes no work until admitted")
+                if self.cfg.adapt.enabled:
+                    await nursery.start(self.coordinator.run)
                 nursery.start_soon(self._custody_loop)
                 nursery.start_soon(flush_loop, self)
                 if self._real_compute:
@@ -307,6 +316,8 @@ class Peer:
             return
         log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
         self.state.reclaimed = reclaimed
+        if not reclaimed:
+            self.state.standby = False  # admitted
         self.swim.set_reclaimed(reclaimed)
         self.worker.reclaim(reclaimed)
         self.thief.update()

@@ -91,7 +91,7 @@ def local_status(peer: Peer) -> m.PeerStatus:
     if state.draining and not state.table.me.state.gone:
         label = "draining"
     elif state.reclaimed and not state.table.me.state.gone:
-        label = "reclaimed"
+        label = "standby" if state.standby else "reclaimed"
     checkpoint = state.checkpoint
     last = peer.checkpointer.last_at
     return m.PeerStatus(

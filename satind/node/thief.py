@@ -66,6 +66,8 @@ class Thief:
     def update(self) -> None:
         """Re-evaluate whether to steal: the worker wants work and some run is active."""
         active = self._worker_wants and self.host.state.has_active_runs()
+        # Idle, for self-adaptivity: the compute side wants work that some run could give.
+        self.host.state.utilization.set_idle(active, trio.current_time())
         if active and not self._go.is_set():
             self._go.set()
         elif not active and self._go.is_set():
@@ -134,6 +136,9 @@ class Thief:
             ),
         )
         reply = await requests.reply_within(req, within_s)
+        if wide:
+            # Waiting on the wide area, answered or not (adaptivity: a cluster's overhead).
+            self.host.state.utilization.wide_wait_s += trio.current_time() - started
         job = reply.job if isinstance(reply, m.StealReply) else None
         # For the run's trace: what the thief stole for (a waiting sync's run, else any).
         runs = [for_run] if for_run else list(self.host.state.runs.active)

@@ -47,6 +47,7 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
         credentials=credentials,
         plugin_paths=args.plugin_path,
         seed=args.seed,
+        standby=args.standby,
     )
     peer = Peer(cfg, options)
     capture(peer.logs)  # what plugins print inside jobs goes to their runs (satind logs)
@@ -137,6 +138,7 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--expect", type=int, default=1)
     parser.add_argument("--plugin-path", type=Path, action="append", default=[])
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--standby", action="store_true")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -103,6 +103,7 @@ class Supervisor:
                     seeds=list(seeds),
                     plugin_paths=[Path(p) for p in d.plugin_paths],
                     log_level=log_level,
+                    standby=d.standby,
                 )
             )
             for i in range(count)

@@ -64,6 +64,7 @@ class PeerSpec:
     plugin_paths: Sequence[Path] = ()
     seed: int | None = None
     log_level: str = "WARNING"
+    standby: bool = False
 
     def command(self) -> list[str]:
         cmd = [
@@ -92,6 +93,8 @@ class PeerSpec:
             cmd += ["--plugin-path", str(path)]
         if self.seed is not None:
             cmd += ["--seed", str(self.seed)]
+        if self.standby:
+            cmd += ["--standby"]
         return cmd
 
     def handover(self) -> bytes:

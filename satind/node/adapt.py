@@ -1,0 +1,203 @@
+"""Self-adaptivity on a peer (satin-grid-programming-model §4.5): answering the coordinator,
+and being it.
+
+Every peer answers a ``LoadRequest`` with what it measured (adaptivity/measure.py). The
+coordinator is not a fixed machine: it is the master of the oldest run in progress, so it is
+elected as a run's master is, and when that master is lost or drained, the run's new master
+coordinates from its next period on. With ``[adapt] enabled`` each period it samples every
+member, decides (adaptivity/coordinator.py) and acts:
+
+- drain a peer, or every peer of a cluster: a ``Drain`` to each (recovery/drain.py: it
+  finishes or hands over its work and leaves);
+- more peers: first standby peers (``satind start --standby``: members that take no work until
+  admitted) get a ``Reclaim(False)``, as ``satind release`` would send; for the rest it runs
+  ``[adapt] provision_command`` with the number wanted (a batch system's submit, a cloud
+  script), one at a time. The simulator provides its own (it starts peers).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from satind.adaptivity.coordinator import Decision, Sample, decide, periods
+from satind.core.effects import Link, Reply
+from satind.net import messages as m
+from satind.node.rpc import ask_all
+
+if TYPE_CHECKING:
+    from satind.node.peer import Peer
+
+log = logging.getLogger(__name__)
+
+# Decisions a coordinator keeps for `satind status` and the tests (the newest).
+KEPT_DECISIONS = 100
+
+
+def measure(peer: Peer) -> m.LoadReply:
+    """This peer's answer to a LoadRequest (``req`` 0: for its own use)."""
+    state = peer.state
+    return m.LoadReply(
+        0,
+        state.cluster,
+        state.utilization.idle_total(peer.now()),
+        state.utilization.wide_wait_s,
+        peer.compute.cpu_seconds(),
+        peer.compute.benchmark_cpu_s(peer.cfg.adapt.benchmark_loops),
+        state.standby,
+    )
+
+
+def on_load_request(peer: Peer, link: Link, msg: m.LoadRequest) -> None:
+    peer.apply([Reply(link, dataclasses.replace(measure(peer), req=msg.req))])
+
+
+def _sample(name: str, at: float, reply: m.LoadReply) -> Sample:
+    return Sample(
+        name,
+        reply.cluster,
+        at,
+        reply.idle_s,
+        reply.wide_wait_s,
+        reply.cpu_s,
+        reply.bench_cpu_s,
+        reply.standby,
+    )
+
+
+@dataclass(frozen=True)
+class Made:
+    """One period's decision, as a coordinator made it."""
+
+    at: float
+    run_id: str
+    peers: int
+    decision: Decision
+    admitted: tuple[str, ...] = ()
+    provisioned: int = 0
+
+
+class Coordinator:
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.cfg = peer.cfg.adapt
+        self._before: dict[str, Sample] = {}
+        self._run = ""
+        self.decisions: collections.deque[Made] = collections.deque(maxlen=KEPT_DECISIONS)
+        # Provisioning: the simulator's own, else the configured command.
+        self.provision: Callable[[int], None] | None = None
+        self._provisioning = False
+
+    def coordinated_run(self) -> str:
+        """The run whose master coordinates: the oldest in progress that this peer masters
+        ("" when it masters none, or an older run has another master)."""
+        state = self.peer.state
+        if state.draining or not state.runs.active:
+            return ""
+        oldest = min(state.runs.active.values(), key=lambda r: (r.started, r.info.run_id))
+        if oldest.info.master != state.name or oldest.root is None:
+            return ""
+        return oldest.info.run_id
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self.cfg.period_s)
+            run_id = self.coordinated_run()
+            if not run_id:
+                self._before, self._run = {}, ""
+                continue
+            if run_id != self._run:
+                self._before, self._run = {}, run_id  # a new run: its first period starts now
+            samples = await self.sample()
+            peers = periods(self._before, samples)
+            self._before = {s.name: s for s in samples}
+            if not peers:
+                continue
+            decision = decide(peers, self.cfg, self.peer.name)
+            self.act(run_id, len(peers), decision, samples)
+
+    async def sample(self) -> list[Sample]:
+        peer = self.peer
+        answers = await ask_all(
+            peer, lambda req: m.LoadRequest(req), m.LoadReply, peer.cfg.run.stats_timeout_s
+        )
+        now = peer.now()
+        own = _sample(peer.name, now, measure(peer))
+        return [own, *(_sample(name, now, reply) for name, reply in answers)]
+
+    def act(self, run_id: str, n: int, decision: Decision, samples: list[Sample]) -> None:
+        peer = self.peer
+        reason = f"coordinator {peer.name} (run {run_id}): {decision.why}"
+        admitted: tuple[str, ...] = ()
+        provisioned = 0
+        drain: list[str] = list(decision.drain)
+        if decision.drain_cluster:
+            drain = sorted(
+                mem.name
+                for mem in peer.state.members()
+                if mem.cluster == decision.drain_cluster and mem.name != peer.name
+            )
+        for name in drain:
+            peer.post(name, m.Drain(reason))
+        if decision.add:
+            standby = sorted(s.name for s in samples if s.standby)
+            admitted = tuple(standby[: decision.add])
+            for name in admitted:
+                peer.post(name, m.Reclaim(False, f"admitted by {reason}"))
+            provisioned = decision.add - len(admitted)
+            if provisioned and not self._provision(provisioned):
+                provisioned = 0
+        log.info(
+            "adapt: wa_efficiency %.2f over %d peers: %s%s%s%s",
+            decision.wa_efficiency,
+            n,
+            decision.why,
+            f"; draining {', '.join(drain)}" if drain else "",
+            f"; admitting {', '.join(admitted)}" if admitted else "",
+            f"; provisioning {provisioned}" if provisioned else "",
+        )
+        self.decisions.append(Made(peer.now(), run_id, n, decision, admitted, provisioned))
+
+    def _provision(self, count: int) -> bool:
+        """Ask for ``count`` more peers; False when nobody can give them (or a request is
+        still running)."""
+        if self.provision is not None:
+            self.provision(count)
+            return True
+        command = self.cfg.provision_command
+        if not command or self._provisioning:
+            return False
+        self._provisioning = True
+
+        async def go() -> None:
+            try:
+                env = {**os.environ, "SATIND_PEERS_WANTED": str(count)}
+                done = await trio.run_process(
+                    [*command, str(count)],
+                    check=False,
+                    env=env,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                )
+                if done.returncode != 0:
+                    log.error(
+                        "adapt: provision command %s exited %d: %s",
+                        command,
+                        done.returncode,
+                        done.stderr.decode(errors="replace")[-500:],
+                    )
+            except OSError as exc:
+                log.error("adapt: cannot run provision command %s: %s", command, exc)
+            finally:
+                self._provisioning = False
+
+        self.peer.spawn_task(go)
+        return True
