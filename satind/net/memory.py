@@ -5,6 +5,14 @@ format and counts real bytes) and delivered after a delay. Faults come from a se
 ``random.Random``: per-message drop and duplication, extra jitter (which reorders), and
 partitions that cut all traffic between two sets of parties. Run the network's delivery loop
 in a nursery; with trio's MockClock, delays cost no wall time.
+
+A cluster's uplink can be given a bandwidth (``set_uplink``, the simulator's "bandwidth"
+fault): every wide-area message between peers into or out of that cluster is then serialized
+through a queue per direction, as on a site's thin wide-area link: it leaves at
+``max(now, link free) + size / bytes_per_s`` and arrives the wide latency later. A message
+between two limited clusters passes the sender's out-queue, then the receiver's in-queue
+(store and forward, the latency counted once, at the end). Local traffic, and a client's
+messages, are not paced.
 """
 
 from __future__ import annotations
@@ -108,6 +116,10 @@ class MemoryNetwork:
         self._cut: set[frozenset[str]] = set()
         # Paused parties, and the messages they sent or were sent meanwhile (in order).
         self._held: dict[str, list[_InFlight]] = {}
+        # Bandwidth of limited clusters' uplinks (bytes/s), and when each direction's queue,
+        # (cluster, "in" | "out"), is next free (virtual time).
+        self._uplinks: dict[str, float] = {}
+        self._link_free: dict[tuple[str, str], float] = {}
         self.delivered = 0
         self.dropped = 0
         # Called with (sender, receiver, bytes) for every delivered message (the simulator's
@@ -139,6 +151,33 @@ class MemoryNetwork:
 
     def heal(self) -> None:
         self._cut.clear()
+
+    def set_uplink(self, cluster: str, bytes_per_s: float | None) -> None:
+        """Limit a cluster's wide-area link to ``bytes_per_s`` each way from now on; None
+        lifts the limit. Messages already queued keep the times they were given.
+
+        Raises:
+            ValueError: ``bytes_per_s`` is not > 0.
+        """
+        if bytes_per_s is None:
+            self._uplinks.pop(cluster, None)
+            self._link_free.pop((cluster, "in"), None)
+            self._link_free.pop((cluster, "out"), None)
+            return
+        if not bytes_per_s > 0:
+            raise ValueError(f"bytes_per_s must be > 0, got {bytes_per_s!r}")
+        self._uplinks[cluster] = bytes_per_s
+
+    def _paced(self, src_cluster: str, dst_cluster: str, size: int) -> float:
+        """When a wide-area message of ``size`` bytes sent now leaves the limited uplinks on
+        its way (now if there are none); the queues it passes are busy until then."""
+        at = trio.current_time()
+        for key in ((src_cluster, "out"), (dst_cluster, "in")):
+            rate = self._uplinks.get(key[0])
+            if rate is not None:
+                at = max(at, self._link_free.get(key, 0.0)) + size / rate
+                self._link_free[key] = at
+        return at
 
     def hold(self, name: str) -> None:
         """Pause a party: what it sends and what is sent to it waits (nothing is lost), as TCP
@@ -183,11 +222,17 @@ class MemoryNetwork:
             return True
         duplicate = faulty and faults.duplicate and self.rng.random() < faults.duplicate
         copies = 2 if duplicate else 1
+        paced = wide and faulty and bool(self._uplinks)
         for _ in range(copies):
             delay = faults.wide_latency_s if wide else faults.latency_s
             if faults.jitter_s and faulty:
                 delay += self.rng.random() * faults.jitter_s
-            item = (trio.current_time() + delay, next(self._seq), dest, sender.identity, data)
+            start = (
+                self._paced(sender.identity.cluster, receiver.identity.cluster, len(data) + 4)
+                if paced
+                else trio.current_time()
+            )
+            item = (start + delay, next(self._seq), dest, sender.identity, data)
             held = self._held.get(sender.identity.name)
             if held is not None:
                 held.append(item)  # sent while paused: it leaves when the sender resumes

@@ -15,6 +15,11 @@ many peers it has.
   blocks, the driver sleeps that long on trio's clock, then steps the thread again.
 * A post to a thread blocked on its mailbox wakes the driver, which steps it.
 * ``freeze``/``thaw``: a paused peer (the "pause" fault) takes no turns.
+* ``speed`` (the machine's hardware speed, from the scenario's ``[peers] speeds``) and
+  ``share`` (the fraction of a CPU the peer gets, lowered by the "load" fault): a leaf of cost
+  ``c`` takes ``c / (speed * share)`` virtual seconds, and ``cpu_seconds`` grows by that times
+  ``share`` (``c / speed``: background load costs wall time, not CPU time). Both are read when
+  a leaf starts; a change takes effect from the next leaf (leaves last milliseconds).
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ Blocked = Literal["start", "mailbox", "sleep", "done", "running"]
 # Bytes of stack for each simulated compute thread (a real peer's is 256 MiB; a simulation
 # runs hundreds, and Python-to-Python calls take little C stack).
 STACK_BYTES = 8 * 1024 * 1024
+
+# The reference work ``benchmark_cpu_s`` times, in CPU seconds on a machine of speed 1.0. Small,
+# as a real peer's benchmark must be (it runs while the peer works), and it costs no virtual
+# time here.
+BENCHMARK_WORK_S = 0.01
 
 
 def spend(seconds: float, path: tuple[int, ...] | None) -> None:
@@ -90,7 +100,13 @@ class LockstepCompute:
             cfg, hooks, mailbox=_Mailbox(self), max_frame=max_frame, value_depth=value_depth
         )
         self.on_leaf = on_leaf
+        # Virtual seconds spent in leaves (wall time of the compute side, not CPU time).
         self.busy_s = 0.0
+        # Hardware speed relative to the reference machine, and the fraction of a CPU this
+        # peer gets (1.0: no background load). Set by the simulator; read at each leaf's start.
+        self.speed = 1.0
+        self.share = 1.0
+        self._cpu_s = 0.0
         # The turn passes through two locks held "taken": releasing one lets the thread
         # waiting in acquire go on. The hand-overs strictly alternate, so a plain lock does
         # what a Semaphore(0) would, without its Python-level Condition (a thread switch in
@@ -206,10 +222,35 @@ class LockstepCompute:
             raise WorkerStopped
 
     def leaf(self, seconds: float, path: tuple[int, ...] | None) -> None:
-        """A synthetic leaf spends ``seconds`` of virtual time (on the compute thread)."""
+        """A synthetic leaf of cost ``seconds`` (on the reference machine, alone on its CPU)
+        spends ``seconds / (speed * share)`` of virtual time (on the compute thread).
+
+        The recorded cost stays ``seconds``: the simulation's work and redone work are in
+        reference seconds, whoever ran the leaf.
+        """
         run_id = self.worker.current.run.run_id
-        self.block("sleep", self._now + seconds)
+        share = self.share
+        # x / 1.0 == x exactly: with speed and share 1.0 every wake time is what it was.
+        duration = seconds / (self.speed * share)
+        self.block("sleep", self._now + duration)
         # Done (a crash while it slept raised instead): recorded on the trio thread.
-        self.busy_s += seconds
+        self.busy_s += duration
+        self._cpu_s += duration * share
         if path is not None:
             self.soon(self.on_leaf, run_id, path, seconds)
+
+    # -- resource accounting (either thread; only one runs at a time) -------------------------
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the compute side has used so far, in virtual time: each finished leaf's
+        virtual duration times the share in force (the simulated ``time.process_time()``)."""
+        return self._cpu_s
+
+    def benchmark_cpu_s(self, loops: int = 0) -> float:
+        """CPU seconds the reference work (``BENCHMARK_WORK_S``) takes on this peer now.
+
+        CPU time, so background load (``share``) does not change it; it costs no virtual time.
+        ``loops``, the size of a real peer's benchmark (``ComputeDriver``), is ignored: what
+        a benchmark tells is the ratio between peers, the same for any size.
+        """
+        return BENCHMARK_WORK_S / self.speed

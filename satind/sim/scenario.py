@@ -7,6 +7,8 @@ duration_s = 600              # virtual time limit
 [peers]
 clusters = { c0 = 8, c1 = 8 } # peers per cluster (named c0/0, c0/1, ... c1/0, ...)
 bootstrap = "join"            # or "converged": start as a system that has been up
+speeds = { c1 = 0.5 }         # hardware speed per cluster (default 1.0; > 0), for every peer
+                              # of the cluster, joiners too: a leaf takes cost / speed
 
 [network]
 latency_ms = 0.5              # one way, inside a cluster
@@ -40,7 +42,13 @@ crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster
 # traffic of a process stopped by SIGSTOP or a suspended laptop) |
 # crash_all = true (a total loss) | damage_logs = 3 (every checkpoint log cut at a random
 # offset in its second half, then 3 random bits flipped) | resume = true (the client asks the
-# first live peer to resume the run from the checkpoint logs)
+# first live peer to resume the run from the checkpoint logs) |
+# load = ["c0/3"] or load_cluster = "c1" with share = 0.3 (background load: from then on
+# those peers, the ones there now, get that fraction of a CPU, 0 < share <= 1, and a leaf
+# takes cost / (speed * share); share = 1.0 lifts the load) |
+# bandwidth_cluster = "c1" with bytes_per_s = 100000 (from then on every wide-area message
+# between peers into or out of c1 is serialized through c1's uplink, a queue each way, then
+# takes the wide latency; bytes_per_s = inf lifts the limit)
 
 Checkpoints: a non-empty ``[config] checkpoint.dir`` turns them on; in the simulator the
 "directory" is one in-memory store shared by every peer, old and new (a shared mount).
@@ -48,6 +56,7 @@ Checkpoints: a non-empty ``[config] checkpoint.dir`` turns them on; in the simul
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +73,9 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Fault:
     at: float
-    kind: str  # crash, crash_all, drain, join, drop, partition, pause, damage_logs, resume
+    # crash, crash_all, drain, join, drop, partition, pause, damage_logs, resume, load (value:
+    # the share), bandwidth (cluster; value: bytes per second, inf for no limit)
+    kind: str
     peers: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
     count: int = 0
@@ -80,6 +91,8 @@ class Scenario:
     seed: int
     duration_s: float
     clusters: dict[str, int]
+    # Hardware speed factor per cluster (absent: 1.0), for every peer of it, joiners too.
+    speeds: dict[str, float] = field(default_factory=dict)
     # "join": every peer joins through the first one at the start (the join storm);
     # "converged": every peer starts knowing every other, as in a system that has been up.
     bootstrap: str = "join"
@@ -111,7 +124,16 @@ _FAULT_KINDS = (
     "pause",
     "damage_logs",
     "resume",
+    "load",
+    "load_cluster",
+    "bandwidth_cluster",
 )
+# Keys a fault kind takes besides `at` and its own.
+_FAULT_EXTRA = {
+    "load": {"share"},
+    "load_cluster": {"share"},
+    "bandwidth_cluster": {"bytes_per_s"},
+}
 
 
 def _get(table: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
@@ -138,7 +160,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     """
     _known(data, _TOP, "the scenario")
     peers = data.get("peers", {})
-    _known(peers, {"clusters", "bootstrap"}, "[peers]")
+    _known(peers, {"clusters", "bootstrap", "speeds"}, "[peers]")
     bootstrap = _get(peers, "bootstrap", str, "join", "peers")
     if bootstrap not in ("join", "converged"):
         raise ScenarioError("peers.bootstrap must be join (gossip from one seed) or converged")
@@ -149,6 +171,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
         or not all(isinstance(v, int) and v > 0 for v in clusters.values())
     ):
         raise ScenarioError("[peers] clusters must be a table of cluster = peer count (> 0)")
+    speeds = _speeds(peers.get("speeds", {}), set(clusters))
     net = data.get("network", {})
     _known(net, {"latency_ms", "wide_latency_ms", "jitter_ms", "drop", "duplicate"}, "[network]")
     workload = None
@@ -198,6 +221,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
         seed=_get(data, "seed", int, 1, "the scenario"),
         duration_s=_get(data, "duration_s", float, 600.0, "the scenario"),
         clusters={str(k): int(v) for k, v in clusters.items()},
+        speeds=speeds,
         bootstrap=bootstrap,
         latency_s=_get(net, "latency_ms", float, 0.5, "network") / 1000,
         wide_latency_s=_get(net, "wide_latency_ms", float, 0.5, "network") / 1000,
@@ -220,9 +244,32 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
     if len(kinds) != 1:
         raise ScenarioError(f"{where} needs exactly one of {', '.join(_FAULT_KINDS)}")
     kind = kinds[0]
-    _known(raw, {"at", kind, "duration", "join_cluster"}, where)
+    extra = _FAULT_EXTRA.get(kind, {"duration", "join_cluster"})
+    _known(raw, {"at", kind} | extra, where)
     at = _get(raw, "at", float, 0.0, where)
     value = raw[kind]
+    if kind in ("load", "load_cluster"):
+        if "share" not in raw:
+            raise ScenarioError(f"{where}.share is missing (the fraction of a CPU, 0 < share <= 1)")
+        share = _get(raw, "share", float, 1.0, where)
+        if not 0.0 < share <= 1.0:
+            raise ScenarioError(f"{where}.share must be in (0, 1], got {share!r}")
+        if kind == "load_cluster":
+            if value not in clusters:
+                raise ScenarioError(f"{where}.load_cluster: no cluster {value!r}")
+            return Fault(at, "load", clusters=(value,), value=share)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ScenarioError(f"{where}.load must be a list of peer names")
+        return Fault(at, "load", peers=tuple(value), value=share)
+    if kind == "bandwidth_cluster":
+        if value not in clusters:
+            raise ScenarioError(f"{where}.bandwidth_cluster: no cluster {value!r}")
+        if "bytes_per_s" not in raw:
+            raise ScenarioError(f"{where}.bytes_per_s is missing (the uplink's bandwidth, > 0)")
+        rate = _get(raw, "bytes_per_s", float, 0.0, where)
+        if not rate > 0:
+            raise ScenarioError(f"{where}.bytes_per_s must be > 0 (inf: no limit), got {rate!r}")
+        return Fault(at, "bandwidth", cluster=value, value=rate)
     if kind in ("crash", "drain", "pause"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScenarioError(f"{where}.{kind} must be a list of peer names")
@@ -255,6 +302,20 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
         sides=(tuple(sides[0]), tuple(sides[1])),
         duration=_get(raw, "duration", float, 10.0, where),
     )
+
+
+def _speeds(raw: Any, clusters: set[str]) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise ScenarioError("[peers] speeds must be a table of cluster = speed factor (> 0)")
+    speeds: dict[str, float] = {}
+    for cluster in raw:
+        if cluster not in clusters:
+            raise ScenarioError(f"peers.speeds: no cluster {cluster!r}")
+        value = _get(raw, cluster, float, 1.0, "peers.speeds")
+        if not 0.0 < value < math.inf:
+            raise ScenarioError(f"peers.speeds.{cluster} must be > 0 and finite, got {value!r}")
+        speeds[str(cluster)] = value
+    return speeds
 
 
 def load(path: Path) -> Scenario:

@@ -222,6 +222,7 @@ class Simulation:
                 max_frame=self.cfg.net.max_frame_bytes,
                 value_depth=self.cfg.net.max_depth,
             )
+            driver.speed = self.scenario.speeds.get(cluster, 1.0)
             self.workers[name] = driver
             return driver
 
@@ -301,6 +302,16 @@ class Simulation:
             await self._resume(client)
         elif fault.kind == "drop":
             network.faults.drop = fault.value
+        elif fault.kind == "load":
+            # The peers there now; a peer that joins later starts unloaded.
+            names = list(fault.peers) + [
+                n for n in self.live() if n.rsplit("/", 1)[0] in fault.clusters
+            ]
+            for name in names:
+                if name in self.workers and name not in self.gone:
+                    self.workers[name].share = fault.value
+        elif fault.kind == "bandwidth":
+            network.set_uplink(fault.cluster, None if fault.value == math.inf else fault.value)
         elif fault.kind == "pause":
             paused = [n for n in fault.peers if n in self.peers and n not in self.gone]
             for name in paused:
