@@ -402,6 +402,10 @@ class AdaptConfig:
     # fraction of the period. A cluster whose peers wait on wide-area steals more than this on
     # average is drained whole: its uplink is the bottleneck. The paper gives no value.
     cluster_overhead_max: float = 0.3
+    # periods. A drain (of peers or of a cluster) is carried out only when this many periods
+    # in a row called for one: a divide-and-conquer run's last stretch, when work runs out,
+    # looks inefficient for a period and is no reason to move work. Adding acts at once.
+    confirm_periods: int = 2
     # count. Never drain below this many working peers.
     min_peers: int = 1
     # count. At most this many peers asked for, or drained, in one period (the paper adds

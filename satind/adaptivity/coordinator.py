@@ -19,17 +19,20 @@ in this order, one decision per period:
 3. below ``e_min`` the least efficient peers are drained (lowest ``speed * (1 - overhead)``),
    the more the lower the efficiency: ``ceil(n * (e_min - wa))``.
 
-Each change is at most ``max_change`` peers, and never leaves fewer than ``min_peers``
-working. The coordinator never drains its own peer (the run's master) or its cluster: a
-drained master hands its run over (recovery/drain.py), but a coordinator that removes itself
-would lose its samples; an operator can still drain it by hand. These two rules, the formulas
-for how many, and the cluster threshold are this implementation's choices: the paper gives
-the direction ("the higher the efficiency, the more processors are requested") and
+A drain waits until ``confirm_periods`` periods in a row called for one (``confirm``): the last
+stretch of a divide-and-conquer run, when the work runs out, is inefficient for a period or so,
+and moving work then only costs. Each change is at most ``max_change`` peers, and never leaves
+fewer than ``min_peers`` working. The coordinator never drains its own peer (the run's master)
+or its cluster: a drained master hands its run over (recovery/drain.py), but a coordinator that
+removes itself would lose its samples; an operator can still drain it by hand. These two rules,
+the formulas for how many, and the cluster threshold are this implementation's choices: the
+paper gives the direction ("the higher the efficiency, the more processors are requested") and
 E_min/E_max, not the rest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +52,10 @@ class Sample:
     cpu_s: float
     bench_cpu_s: float
     standby: bool = False
+    # Alive, but its answer did not come in time (a saturated link, an overloaded machine):
+    # counted as all overhead for the period, wide-area overhead when ``wide``.
+    missing: bool = False
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,12 @@ class Decision:
     drain: tuple[str, ...] = ()
     drain_cluster: str = ""
     why: str = ""
+    # Periods in a row that called for a drain, this one included (see ``confirm``).
+    shrink_streak: int = 0
+
+    @property
+    def shrinks(self) -> bool:
+        return bool(self.drain or self.drain_cluster)
 
 
 def _clip(x: float) -> float:
@@ -82,9 +95,14 @@ def periods(before: Mapping[str, Sample], after: Sequence[Sample]) -> list[PeerP
     """One period per peer sampled at both ends (a peer that joined meanwhile waits for the
     next period; a standby peer does no work and is left out)."""
     raw: list[tuple[Sample, float, float, float]] = []
+    silent = []
     for now in after:
+        if now.missing:
+            if now.name in before and not before[now.name].standby:
+                silent.append(PeerPeriod(now.name, now.cluster, 1.0, 1.0, 1.0 if now.wide else 0.0))
+            continue
         then = before.get(now.name)
-        if then is None or now.standby or then.standby:
+        if then is None or now.standby or then.standby or then.missing:
             continue
         span = now.at - then.at
         if span <= 0:
@@ -99,7 +117,7 @@ def periods(before: Mapping[str, Sample], after: Sequence[Sample]) -> list[PeerP
     fastest = max((speed for *_, speed in raw), default=1.0)
     return [
         PeerPeriod(s.name, s.cluster, speed / fastest, idle, wide) for s, idle, wide, speed in raw
-    ]
+    ] + silent
 
 
 def wa_efficiency(peers: Sequence[PeerPeriod]) -> float:
@@ -109,8 +127,23 @@ def wa_efficiency(peers: Sequence[PeerPeriod]) -> float:
     return sum(p.useful for p in peers) / len(peers)
 
 
+def confirm(decision: Decision, previous: Decision | None, cfg: AdaptConfig) -> Decision:
+    """A drain goes ahead only when ``confirm_periods`` periods in a row called for one;
+    until then the decision is to wait (with the streak counted)."""
+    if not decision.shrinks:
+        return decision
+    streak = (previous.shrink_streak if previous is not None else 0) + 1
+    if streak >= cfg.confirm_periods:
+        return dataclasses.replace(decision, shrink_streak=streak)
+    return Decision(
+        decision.wa_efficiency,
+        why=f"{decision.why}; waiting for {cfg.confirm_periods - streak} more period(s) to confirm",
+        shrink_streak=streak,
+    )
+
+
 def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str) -> Decision:
-    """What to do after a period (see the module's docstring)."""
+    """What to do after a period (see the module's docstring), before ``confirm``."""
     wa = wa_efficiency(peers)
     n = len(peers)
     if n == 0:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from satind.adaptivity.coordinator import Decision, Sample, decide, periods
+from satind.adaptivity.coordinator import Decision, Sample, confirm, decide, periods
 from satind.core.effects import Link, Reply
 from satind.net import messages as m
 from satind.node.rpc import ask_all
@@ -121,7 +121,8 @@ class Coordinator:
             self._before = {s.name: s for s in samples}
             if not peers:
                 continue
-            decision = decide(peers, self.cfg, self.peer.name)
+            previous = self.decisions[-1].decision if self.decisions else None
+            decision = confirm(decide(peers, self.cfg, self.peer.name), previous, self.cfg)
             self.act(run_id, len(peers), decision, samples)
 
     async def sample(self) -> list[Sample]:
@@ -131,7 +132,17 @@ class Coordinator:
         )
         now = peer.now()
         own = _sample(peer.name, now, measure(peer))
-        return [own, *(_sample(name, now, reply) for name, reply in answers)]
+        got = [own, *(_sample(name, now, reply) for name, reply in answers)]
+        answered = {s.name for s in got}
+        me = peer.state.cluster
+        # Members that did not answer in time (and are not standby or reclaimed) count as all
+        # overhead from their second silent period on (coordinator.periods).
+        for mem in peer.state.members():
+            if mem.name in answered or mem.reclaimed:
+                continue
+            wide = mem.cluster != me
+            got.append(Sample(mem.name, mem.cluster, now, 0, 0, 0, 1, missing=True, wide=wide))
+        return got
 
     def act(self, run_id: str, n: int, decision: Decision, samples: list[Sample]) -> None:
         peer = self.peer

@@ -9,6 +9,8 @@ clusters = { c0 = 8, c1 = 8 } # peers per cluster (named c0/0, c0/1, ... c1/0, .
 bootstrap = "join"            # or "converged": start as a system that has been up
 speeds = { c1 = 0.5 }         # hardware speed per cluster (default 1.0; > 0), for every peer
                               # of the cluster, joiners too: a leaf takes cost / speed
+standby = { c1 = 4 }          # the last 4 peers of c1 start standby: no work until a
+                              # coordinator ([config] adapt) admits them
 
 [network]
 latency_ms = 0.5              # one way, inside a cluster
@@ -93,6 +95,9 @@ class Scenario:
     clusters: dict[str, int]
     # Hardware speed factor per cluster (absent: 1.0), for every peer of it, joiners too.
     speeds: dict[str, float] = field(default_factory=dict)
+    # Peers per cluster that start standby (the last ones of the cluster): members that take
+    # no work until a coordinator admits them (node/adapt.py).
+    standby: dict[str, int] = field(default_factory=dict)
     # "join": every peer joins through the first one at the start (the join storm);
     # "converged": every peer starts knowing every other, as in a system that has been up.
     bootstrap: str = "join"
@@ -160,7 +165,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     """
     _known(data, _TOP, "the scenario")
     peers = data.get("peers", {})
-    _known(peers, {"clusters", "bootstrap", "speeds"}, "[peers]")
+    _known(peers, {"clusters", "bootstrap", "speeds", "standby"}, "[peers]")
     bootstrap = _get(peers, "bootstrap", str, "join", "peers")
     if bootstrap not in ("join", "converged"):
         raise ScenarioError("peers.bootstrap must be join (gossip from one seed) or converged")
@@ -172,6 +177,17 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     ):
         raise ScenarioError("[peers] clusters must be a table of cluster = peer count (> 0)")
     speeds = _speeds(peers.get("speeds", {}), set(clusters))
+    standby = peers.get("standby", {})
+    if not isinstance(standby, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in standby.values()
+    ):
+        raise ScenarioError("[peers] standby must be a table of cluster = standby peer count")
+    for cluster, count in standby.items():
+        if cluster not in clusters or count > clusters[cluster]:
+            raise ScenarioError(
+                f"peers.standby: cluster {cluster!r} must be in [peers] clusters with at least "
+                f"{count} peers (standby peers are the last peers of their cluster)"
+            )
     net = data.get("network", {})
     _known(net, {"latency_ms", "wide_latency_ms", "jitter_ms", "drop", "duplicate"}, "[network]")
     workload = None
@@ -222,6 +238,7 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
         duration_s=_get(data, "duration_s", float, 600.0, "the scenario"),
         clusters={str(k): int(v) for k, v in clusters.items()},
         speeds=speeds,
+        standby={str(k): int(v) for k, v in standby.items()},
         bootstrap=bootstrap,
         latency_s=_get(net, "latency_ms", float, 0.5, "network") / 1000,
         wide_latency_s=_get(net, "wide_latency_ms", float, 0.5, "network") / 1000,

@@ -199,7 +199,12 @@ class Simulation:
         return f"{cluster}/{index}"
 
     async def start_peer(
-        self, nursery: trio.Nursery, network: MemoryNetwork, cluster: str, seeds: list[Address]
+        self,
+        nursery: trio.Nursery,
+        network: MemoryNetwork,
+        cluster: str,
+        seeds: list[Address],
+        standby: bool = False,
     ) -> Peer:
         name = self._new_name(cluster)
         options = PeerOptions(
@@ -212,6 +217,7 @@ class Simulation:
             plugins={PLUGIN.name: PLUGIN},
             run_ids=lambda: next(self._run_ids),
             checkpoint_store=self.store,
+            standby=standby,
         )
 
         def compute(hooks: Any) -> LockstepCompute:
@@ -392,9 +398,12 @@ class Simulation:
             first: Address | None = None
             converged = sc.bootstrap == "converged"
             for cluster in sorted(sc.clusters):
-                for _ in range(sc.clusters[cluster]):
+                working = sc.clusters[cluster] - sc.standby.get(cluster, 0)
+                for i in range(sc.clusters[cluster]):
                     seeds = [] if first is None or converged else [first]
-                    peer = await self.start_peer(nursery, network, cluster, seeds)
+                    peer = await self.start_peer(
+                        nursery, network, cluster, seeds, standby=i >= working
+                    )
                     first = first or peer.options.listen
             if converged:
                 everyone = [p.table.me for p in self.peers.values()]

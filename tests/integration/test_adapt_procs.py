@@ -25,6 +25,7 @@ period_s = 1.0
 e_min = 0.9
 e_max = 0.95
 max_change = 1
+confirm_periods = 1
 """
 
 

@@ -9,6 +9,7 @@ from satind.adaptivity.coordinator import (
     Decision,
     PeerPeriod,
     Sample,
+    confirm,
     decide,
     periods,
     wa_efficiency,
@@ -140,3 +141,28 @@ def test_the_benchmark_takes_cpu_time_that_grows_with_its_work() -> None:
     small = min(benchmark_cpu_s(20_000) for _ in range(3))
     large = min(benchmark_cpu_s(200_000) for _ in range(3))
     assert 0 < small < large
+
+
+def test_a_drain_waits_for_confirmation_and_adding_does_not() -> None:
+    cfg = AdaptConfig(confirm_periods=2)
+    low = decide(peers("c0:1:0.8:0 c0:1:0.8:0"), cfg, master="p0")
+    first = confirm(low, None, cfg)
+    assert not first.shrinks and first.shrink_streak == 1 and "confirm" in first.why
+    second = confirm(low, first, cfg)
+    assert second.drain == ("p1",) and second.shrink_streak == 2
+    high = decide(peers("c0:1:0:0"), cfg, master="p0")
+    assert confirm(high, None, cfg).add == 1
+    # a period in between that does not call for a drain starts the count again
+    assert not confirm(low, confirm(high, first, cfg), cfg).shrinks
+    assert confirm(low, None, AdaptConfig(confirm_periods=1)).drain == ("p1",)
+
+
+def test_a_peer_that_does_not_answer_counts_as_all_overhead() -> None:
+    gone = Sample("far", "c2", 10.0, 0, 0, 0, 1, missing=True, wide=True)
+    before = {"a": sample("a", 0.0, 0.0, 0.0), "far": sample("far", 0.0, 0.0, 0.0)}
+    got = {p.name: p for p in periods(before, [sample("a", 10.0, 0.0, 10.0), gone])}
+    assert got["far"].overhead == 1.0 and got["far"].wide_overhead == 1.0
+    assert got["far"].useful == 0.0
+    # silent at both ends, too; but an answer after a silence has no baseline yet
+    assert periods({"far": gone}, [gone])[0].overhead == 1.0
+    assert periods({"far": gone}, [sample("far", 20.0, 0.0, 10.0)]) == []
