@@ -408,6 +408,9 @@ class AdaptConfig:
     confirm_periods: int = 2
     # count. Never drain below this many working peers.
     min_peers: int = 1
+    # count. Never ask for peers past this many working ones (0: no limit). A provisioning
+    # command is asked again every period the efficiency stays above e_max.
+    max_peers: int = 0
     # count. At most this many peers asked for, or drained, in one period (the paper adds
     # and removes gradually).
     max_change: int = 8

@@ -142,8 +142,10 @@ def confirm(decision: Decision, previous: Decision | None, cfg: AdaptConfig) -> 
     )
 
 
-def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str) -> Decision:
-    """What to do after a period (see the module's docstring), before ``confirm``."""
+def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str, size: int = 0) -> Decision:
+    """What to do after a period (see the module's docstring), before ``confirm``.
+    ``size``: the working peers there are or will be (members, and peers asked for that have
+    not joined yet), for ``max_peers``; at least the peers of the period."""
     wa = wa_efficiency(peers)
     n = len(peers)
     if n == 0:
@@ -165,8 +167,9 @@ def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str) -> Decisi
                 why=f"cluster {worst} waits {overhead:.0%} of the time on wide-area steals "
                 f"(threshold {cfg.cluster_overhead_max:.0%})",
             )
-    if wa > cfg.e_max:
-        add = min(cfg.max_change, max(1, math.ceil(n * (wa - cfg.e_max))))
+    room = cfg.max_peers - max(n, size) if cfg.max_peers else cfg.max_change
+    if wa > cfg.e_max and room > 0:
+        add = min(cfg.max_change, room, max(1, math.ceil(n * (wa - cfg.e_max))))
         return Decision(wa, add=add, why=f"efficiency {wa:.0%} above {cfg.e_max:.0%}")
     if wa < cfg.e_min:
         want = min(cfg.max_change, max(1, math.ceil(n * (cfg.e_min - wa))), n - cfg.min_peers)

@@ -328,13 +328,18 @@ class Swim:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Probe, gossip, sync state and expire suspicions until cancelled."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._probe_loop)
-            nursery.start_soon(self._gossip_loop)
-            nursery.start_soon(self._push_pull_loop)
-            nursery.start_soon(self._housekeeping_loop)
-            task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._probe_loop)
+                nursery.start_soon(self._gossip_loop)
+                nursery.start_soon(self._push_pull_loop)
+                nursery.start_soon(self._housekeeping_loop)
+                task_status.started()
+        finally:
+            # Stopped (the peer left): a message handled after this starts no task here (a
+            # PingReq delivered late to a drained peer raised "Nursery is closed").
+            self._nursery = None
 
     async def _jitter(self, interval: float) -> None:
         # Every periodic loop starts at a random phase, so peers do not tick in step.

@@ -94,6 +94,9 @@ class Coordinator:
         # Provisioning: the simulator's own, else the configured command.
         self.provision: Callable[[int], None] | None = None
         self._provisioning = False
+        # Peers asked of provisioning count as coming until this time (max_peers).
+        self._expected = 0
+        self._expected_until = 0.0
 
     def coordinated_run(self) -> str:
         """The run whose master coordinates: the oldest in progress that this peer masters
@@ -122,8 +125,17 @@ class Coordinator:
             if not peers:
                 continue
             previous = self.decisions[-1].decision if self.decisions else None
-            decision = confirm(decide(peers, self.cfg, self.peer.name), previous, self.cfg)
+            size = self.working_size()
+            decision = confirm(decide(peers, self.cfg, self.peer.name, size), previous, self.cfg)
             self.act(run_id, len(peers), decision, samples)
+
+    def working_size(self) -> int:
+        """Working members (not standby or reclaimed), or more while provisioned peers are
+        expected: they count from their request until they join, at most three periods."""
+        working = sum(1 for mem in self.peer.state.members() if not mem.reclaimed)
+        if self.peer.now() < self._expected_until:
+            return max(working, self._expected)
+        return working
 
     async def sample(self) -> list[Sample]:
         peer = self.peer
@@ -166,6 +178,9 @@ class Coordinator:
             provisioned = decision.add - len(admitted)
             if provisioned and not self._provision(provisioned):
                 provisioned = 0
+            if provisioned:
+                self._expected = self.working_size() + provisioned
+                self._expected_until = peer.now() + 3 * self.cfg.period_s
         log.info(
             "adapt: wa_efficiency %.2f over %d peers: %s%s%s%s",
             decision.wa_efficiency,
@@ -180,11 +195,13 @@ class Coordinator:
     def _provision(self, count: int) -> bool:
         """Ask for ``count`` more peers; False when nobody can give them (or a request is
         still running)."""
+        command = self.cfg.provision_command
+        if not command:
+            return False
         if self.provision is not None:
             self.provision(count)
             return True
-        command = self.cfg.provision_command
-        if not command or self._provisioning:
+        if self._provisioning:
             return False
         self._provisioning = True
 

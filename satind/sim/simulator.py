@@ -198,6 +198,19 @@ class Simulation:
         self._next_index[cluster] += 1
         return f"{cluster}/{index}"
 
+    def _provision(
+        self, nursery: trio.Nursery, network: MemoryNetwork, cluster: str, count: int
+    ) -> None:
+        async def join() -> None:
+            for _ in range(count):
+                alive = self.live()
+                seeds = [
+                    self.peers[n].options.listen for n in self.rng.sample(alive, min(3, len(alive)))
+                ]
+                await self.start_peer(nursery, network, cluster, seeds)
+
+        nursery.start_soon(join)
+
     async def start_peer(
         self,
         nursery: trio.Nursery,
@@ -234,6 +247,9 @@ class Simulation:
 
         peer = Peer(self.cfg, options, transport=network.attach, compute=compute)
         self.peers[name] = peer
+        # [adapt] provision_command in the simulator: new peers join the coordinator's cluster
+        # (a real one runs the command; here nothing outside the simulation may run).
+        peer.coordinator.provision = functools.partial(self._provision, nursery, network, cluster)
         scope = trio.CancelScope()
         self.scopes[name] = scope
 

@@ -75,3 +75,19 @@ def test_without_adaptivity_nobody_is_admitted_or_drained() -> None:
     sim = run(1, enabled=False)
     assert not any(p.coordinator.decisions for p in sim.peers.values())
     assert not sim.gone
+
+
+def test_provisioning_starts_peers_up_to_max_peers() -> None:
+    text = (
+        SCENARIO.format(seed=1, enabled="true")
+        .replace("clusters = { c0 = 4, c1 = 4, c2 = 4 }", "clusters = { c0 = 4 }")
+        .replace("standby = { c2 = 4 }\n", "")
+        .replace("e_max = 0.8 }", 'e_max = 0.8, provision_command = ["sim"], max_peers = 7 }')
+        .split("[[faults]]")[0]
+    )
+    sim = Simulation(parse(tomllib.loads(text)))
+    report = sim.run()
+    assert report.result_ok and report.invariants_ok, report.violations
+    made = [d for p in sim.peers.values() for d in p.coordinator.decisions]
+    assert sum(d.provisioned for d in made) == 3
+    assert sorted(sim.peers) == [f"c0/{i}" for i in range(7)]

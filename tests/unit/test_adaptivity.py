@@ -63,6 +63,9 @@ def peers(spec: str) -> list[PeerPeriod]:
             AdaptConfig(max_change=3),
             Decision(0.05, drain=("p1", "p10", "p11")),
         ),
+        # never past max_peers
+        (" ".join(["c0:1:0:0"] * 10), AdaptConfig(max_peers=12), Decision(1.0, add=2)),
+        (" ".join(["c0:1:0:0"] * 12), AdaptConfig(max_peers=12), Decision(1.0)),
         # nobody worked through the period
         ("", CFG, Decision(0.0)),
     ],
