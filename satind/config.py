@@ -406,6 +406,10 @@ class AdaptConfig:
     # in a row called for one: a divide-and-conquer run's last stretch, when work runs out,
     # looks inefficient for a period and is no reason to move work. Adding acts at once.
     confirm_periods: int = 2
+    # fraction. No drain once the run is this far done (the share of its tree finished, from
+    # job ids): at the end of a divide-and-conquer run everyone runs out of work, which is no
+    # reason to move what is left. 1.0: drain whenever the efficiency says so.
+    shrink_until: float = 0.8
     # count. Never drain below this many working peers.
     min_peers: int = 1
     # count. Never ask for peers past this many working ones (0: no limit). A provisioning

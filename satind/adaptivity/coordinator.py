@@ -52,6 +52,7 @@ class Sample:
     cpu_s: float
     bench_cpu_s: float
     standby: bool = False
+    progress: float = 0.0  # its share of the run's progress (summed over peers: the run's)
     # Alive, but its answer did not come in time (a saturated link, an overloaded machine):
     # counted as all overhead for the period, wide-area overhead when ``wide``.
     missing: bool = False
@@ -142,10 +143,13 @@ def confirm(decision: Decision, previous: Decision | None, cfg: AdaptConfig) -> 
     )
 
 
-def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str, size: int = 0) -> Decision:
+def decide(
+    peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str, size: int = 0, done: float = 0.0
+) -> Decision:
     """What to do after a period (see the module's docstring), before ``confirm``.
     ``size``: the working peers there are or will be (members, and peers asked for that have
-    not joined yet), for ``max_peers``; at least the peers of the period."""
+    not joined yet), for ``max_peers``; at least the peers of the period. ``done``: the share
+    of the run finished; from ``shrink_until`` on nothing is drained."""
     wa = wa_efficiency(peers)
     n = len(peers)
     if n == 0:
@@ -154,7 +158,8 @@ def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str, size: int
     clusters: dict[str, list[PeerPeriod]] = {}
     for p in peers:
         clusters.setdefault(p.cluster, []).append(p)
-    if len(clusters) > 1:
+    late = done >= cfg.shrink_until
+    if len(clusters) > 1 and not late:
         worst, overhead = max(
             ((c, sum(p.wide_overhead for p in ps) / len(ps)) for c, ps in clusters.items()),
             key=lambda item: (item[1], item[0]),
@@ -171,6 +176,8 @@ def decide(peers: Sequence[PeerPeriod], cfg: AdaptConfig, master: str, size: int
     if wa > cfg.e_max and room > 0:
         add = min(cfg.max_change, room, max(1, math.ceil(n * (wa - cfg.e_max))))
         return Decision(wa, add=add, why=f"efficiency {wa:.0%} above {cfg.e_max:.0%}")
+    if wa < cfg.e_min and late:
+        return Decision(wa, why=f"efficiency {wa:.0%}, but the run is {done:.0%} done: no drain")
     if wa < cfg.e_min:
         want = min(cfg.max_change, max(1, math.ceil(n * (cfg.e_min - wa))), n - cfg.min_peers)
         candidates = sorted(

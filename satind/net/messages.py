@@ -616,6 +616,7 @@ class LoadRequest(Message):
 
     TYPE: ClassVar[int] = 108
     req: int
+    run_id: str
 
 
 @dataclass(frozen=True)
@@ -623,7 +624,7 @@ class LoadReply(Message):
     """A peer's counters for self-adaptivity (adaptivity/measure.py), all growing: seconds
     idle and waiting on wide-area steals, CPU seconds of the process, and the CPU seconds
     the reference benchmark took just now. ``standby``: started with ``--standby`` and not
-    admitted yet."""
+    admitted yet. ``progress``: its share of the asking run's progress."""
 
     TYPE: ClassVar[int] = 109
     req: int
@@ -633,6 +634,8 @@ class LoadReply(Message):
     cpu_s: float
     bench_cpu_s: float
     standby: bool
+    # This peer's share of the run's progress (the ``progress`` counter: tree finished).
+    progress: float
 
 
 @dataclass(frozen=True)

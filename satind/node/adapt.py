@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 KEPT_DECISIONS = 100
 
 
-def measure(peer: Peer) -> m.LoadReply:
-    """This peer's answer to a LoadRequest (``req`` 0: for its own use)."""
+def measure(peer: Peer, run_id: str) -> m.LoadReply:
+    """This peer's answer to a LoadRequest for ``run_id`` (``req`` 0: for its own use)."""
     state = peer.state
     return m.LoadReply(
         0,
@@ -52,11 +52,12 @@ def measure(peer: Peer) -> m.LoadReply:
         peer.compute.cpu_seconds(),
         peer.compute.benchmark_cpu_s(peer.cfg.adapt.benchmark_loops),
         state.standby,
+        float(state.run_counters(run_id).get("progress", 0.0)),
     )
 
 
 def on_load_request(peer: Peer, link: Link, msg: m.LoadRequest) -> None:
-    peer.apply([Reply(link, dataclasses.replace(measure(peer), req=msg.req))])
+    peer.apply([Reply(link, dataclasses.replace(measure(peer, msg.run_id), req=msg.req))])
 
 
 def _sample(name: str, at: float, reply: m.LoadReply) -> Sample:
@@ -69,6 +70,7 @@ def _sample(name: str, at: float, reply: m.LoadReply) -> Sample:
         reply.cpu_s,
         reply.bench_cpu_s,
         reply.standby,
+        reply.progress,
     )
 
 
@@ -119,14 +121,17 @@ class Coordinator:
                 continue
             if run_id != self._run:
                 self._before, self._run = {}, run_id  # a new run: its first period starts now
-            samples = await self.sample()
+            samples = await self.sample(run_id)
             peers = periods(self._before, samples)
             self._before = {s.name: s for s in samples}
             if not peers:
                 continue
             previous = self.decisions[-1].decision if self.decisions else None
             size = self.working_size()
-            decision = confirm(decide(peers, self.cfg, self.peer.name, size), previous, self.cfg)
+            done = min(1.0, sum(s.progress for s in samples))
+            decision = confirm(
+                decide(peers, self.cfg, self.peer.name, size, done), previous, self.cfg
+            )
             self.act(run_id, len(peers), decision, samples)
 
     def working_size(self) -> int:
@@ -137,13 +142,13 @@ class Coordinator:
             return max(working, self._expected)
         return working
 
-    async def sample(self) -> list[Sample]:
+    async def sample(self, run_id: str) -> list[Sample]:
         peer = self.peer
         answers = await ask_all(
-            peer, lambda req: m.LoadRequest(req), m.LoadReply, peer.cfg.run.stats_timeout_s
+            peer, lambda req: m.LoadRequest(req, run_id), m.LoadReply, peer.cfg.run.stats_timeout_s
         )
         now = peer.now()
-        own = _sample(peer.name, now, measure(peer))
+        own = _sample(peer.name, now, measure(peer, run_id))
         got = [own, *(_sample(name, now, reply) for name, reply in answers)]
         answered = {s.name for s in got}
         me = peer.state.cluster

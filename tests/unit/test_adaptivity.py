@@ -169,3 +169,12 @@ def test_a_peer_that_does_not_answer_counts_as_all_overhead() -> None:
     # silent at both ends, too; but an answer after a silence has no baseline yet
     assert periods({"far": gone}, [gone])[0].overhead == 1.0
     assert periods({"far": gone}, [sample("far", 20.0, 0.0, 10.0)]) == []
+
+
+def test_nothing_is_drained_late_in_a_run_but_peers_may_still_be_added() -> None:
+    cfg = AdaptConfig(shrink_until=0.8)
+    low = peers("c0:1:0.9:0 c0:1:0.9:0 c1:1:0.9:0.9 c1:1:0.9:0.9")
+    assert decide(low, cfg, "p0", done=0.5).shrinks
+    late = decide(low, cfg, "p0", done=0.85)
+    assert not late.shrinks and "done" in late.why
+    assert decide(peers("c0:1:0:0"), cfg, "p0", done=0.95).add == 1
