@@ -62,7 +62,9 @@ CASES: list[tuple[list[str], int, list[str], bool, Callable[[], Any]]] = [
     # Spinning leaves, so that the kill waits until the thief has computed (holds stolen
     # work) however slowly the machine starts the run.
     (["tree", "3", "8", "30", "busy"], 4, ["local/3"], True, lambda: independent.tree(3, 8)),
-    (["tree", "3", "8", "40", "sleep"], 4, ["local/0"], False, lambda: independent.tree(3, 8)),
+    # The master: spinning leaves too, so that the kill waits until it computes (after 2 s of
+    # wall time a slow machine had not submitted the run yet: the client found no master).
+    (["tree", "3", "8", "40", "busy"], 4, ["local/0"], True, lambda: independent.tree(3, 8)),
     # OEIS A000170: 14 queens have 365,596 solutions. Three peers: with six, a peer computes
     # only ~1.5 CPU s in all (the engine compiled), so the kill came at the end of the run.
     (["nqueens", "14"], 3, ["local/2"], True, lambda: 365_596),
