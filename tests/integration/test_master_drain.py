@@ -54,7 +54,7 @@ def test_a_draining_master_hands_its_running_and_queued_runs_over(keys: Path) ->
             assert live <= {"m1/1", "m2/0", "m2/1"}, runs
             return bool(live)
 
-        wait_for(taken_over, limit=10)
+        wait_for(taken_over, limit=30)  # under a full suite on two busy cores: later
         assert left_after < 8.0
         for proc, argv in zip(waiting, (LONG, SHORT), strict=True):
             out, err = proc.communicate(timeout=120)
