@@ -285,6 +285,13 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
     run.started = now
     state.runs.active[run.info.run_id] = run
     run.root = make_root(run.plugin.entry.fn, run.args, run.state)
+    from satind import iterative, spmd
+
+    if run.plugin.entry in (iterative.drive, spmd.drive):
+        # The root of an iterative or SPMD run is its scheduler: it runs here, never stolen
+        # (its tasks are pushed; on a loaded machine a thief took the root before the
+        # compute side started it, and scheduled the run from there).
+        run.state.pushed = True
     log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
     return [*announce(state, m.RunAnnounce(run.info, RUNNING)), QueueRoot(run.root), StealUpdate()]
 
