@@ -35,7 +35,7 @@ def one(variant: str, seed: int) -> tuple[float, float, float | None]:
     report = sim.run()
     assert report.violations == [] and report.result_ok, report.violations
     assert report.makespan_s is not None
-    gone = sim.left_at.get("c0/0")
+    gone = sim.left_at.get(sim.slots["c0/0"])
     return report.makespan_s, report.redone_s, None if gone is None else gone - DRAIN_AT
 
 

@@ -13,6 +13,7 @@ from satind.cli.exits import EXIT_FAILED, EXIT_OK
 from satind.client.runner import Failure, Outcome, outcome_of
 from satind.config import Config
 from satind.net import messages as m
+from satind.net.names import slot_of
 
 
 def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, Any]:
@@ -99,7 +100,9 @@ def show_result(
 
 def status_json(reply: m.StatusReply) -> dict[str, Any]:
     return {
-        "peers": [vars(p) for p in reply.peers],
+        # "slot": the name the daemon gives the peer (b/0), whichever process runs there now
+        # ("name", b/0#k2j9x1: membership/view.py).
+        "peers": [{**vars(p), "slot": slot_of(p.name)} for p in reply.peers],
         "runs": [
             {**vars(r), "progress": round(r.progress, 4), "elapsed_s": round(r.elapsed_s, 3)}
             for r in reply.runs

@@ -153,7 +153,7 @@ class Swim:
             self._confirm(update)
             return
         try:
-            change, refutation = self.table.apply(update)
+            changes, refutation = self.table.apply(update)
         except KeyError:
             log.warning("ignoring member update with unknown state %r", update.state)
             return
@@ -161,13 +161,17 @@ class Swim:
             log.info("refuting %s about us (incarnation now %d)", update.state, self.me.incarnation)
             self.health = min(self.cfg.awareness_max, self.health + 1)
             self._broadcast(refutation)
-        if change is None:
-            return
-        if spread:
-            self._broadcast(update)
-        self._track(change, update)
-        self.host.on_member_change(change)
-        if not self._joined.is_set() and len(self.table) > 1:
+        for change in changes:
+            if change.after.name != update.name or change.after.state.label != update.state:
+                # An older instance of a slot, dead because a newer one appeared (or news of
+                # it came after its replacement): its death is the news to spread.
+                log.info("member %s is replaced by a newer instance", change.after.name)
+                self._broadcast(change.after.update())
+            elif spread:
+                self._broadcast(update)
+            self._track(change, update)
+            self.host.on_member_change(change)
+        if changes and not self._joined.is_set() and len(self.table) > 1:
             self._joined.set()
 
     def _track(self, change: Change, update: m.MemberUpdate) -> None:

@@ -11,21 +11,31 @@ them, as pure code over plain data:
 * a member that is **dead** or has **left** is never made alive again by an update of the same
   incarnation.
 
-One addition: each process has an ``instance`` (its start time in nanoseconds). A peer restarted
-under the same name is a new instance; an update with a newer instance replaces the member
-outright, and the old instance counts as gone (its stolen jobs must be recovered), even if
-nobody saw it die.
+One addition: **a member is a process, not a name.** Each process has an ``instance`` (its
+start time in nanoseconds), and its member name is its *slot* (``NODE/INDEX``, what the daemon
+starts and restarts) with the instance appended (``b/0#k2j9x1``, net/names.py). Everything a
+peer is responsible for — mastering a run, jobs it stole, orphans it holds, replicas, entities,
+tasks — is recorded against that name, so it belongs to one process. When a newer instance of
+a slot appears, the older one is declared dead on the spot (``MemberTable.apply`` returns its
+death before the newcomer's arrival), and every recovery rule treats it exactly as a crash; the
+newcomer starts empty and joins like any new member. A daemon that restarts a crashed peer at
+the same address within a second (faster than SWIM could suspect the old one) therefore never
+has the new process taken for the old.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Protocol
 
 from satind.net.messages import MemberUpdate
+from satind.net.names import slot_of
 from satind.net.transport import Address
+
+log = logging.getLogger(__name__)
 
 
 class State(IntEnum):
@@ -63,6 +73,10 @@ class Member:
     @property
     def alive(self) -> bool:
         return self.state in (State.ALIVE, State.SUSPECT)
+
+    @property
+    def slot(self) -> str:
+        return slot_of(self.name)
 
     def update(self, state: State | None = None, origin: str = "") -> MemberUpdate:
         """This member as a gossip update (with another state when given). The plugin list
@@ -117,12 +131,11 @@ def member_from(update: MemberUpdate) -> Member:
 
 @dataclass(frozen=True)
 class Change:
-    """What applying an update did (for the failure detector and the recovery hooks)."""
+    """What applying an update did to one member (for the failure detector and the recovery
+    hooks). An older instance replaced by a newer one is a change of its own, to DEAD."""
 
     before: Member | None
     after: Member
-    # The previous instance of a restarted member is gone (its work must be recovered).
-    replaced: bool = False
 
 
 class MembershipView(Protocol):
@@ -144,6 +157,9 @@ class MemberTable:
     def __init__(self, me: Member) -> None:
         self._me = me
         self._members: dict[str, Member] = {me.name: me}
+        # slot -> the newest instance known to run in it (alive or not): what decides that
+        # news of an older one is stale, and that a newer one replaces it.
+        self._slots: dict[str, Member] = {me.slot: me}
         # Members alive or suspect, kept up to date so that counting costs nothing, and their
         # sorted list, rebuilt only after a change (every probe and gossip round asks for it).
         self.alive_count = 1 if me.alive else 0
@@ -160,6 +176,9 @@ class MemberTable:
         old = self._members.get(member.name)
         self.alive_count += int(member.alive) - int(old is not None and old.alive)
         self._members[member.name] = member
+        newest = self._slots.get(member.slot)
+        if newest is None or newest.instance <= member.instance:
+            self._slots[member.slot] = member
         self._alive = None
         self._updates = None
         self.version += 1
@@ -171,6 +190,15 @@ class MemberTable:
     def get(self, name: str) -> Member | None:
         return self._members.get(name)
 
+    def newest_in(self, slot: str) -> Member | None:
+        """The newest instance known in ``slot`` (``b/0``), whatever its state."""
+        return self._slots.get(slot)
+
+    def named(self, name: str) -> Member | None:
+        """What an operator means by ``name``: the member of that name (``b/0#k2j9x1``), or
+        the newest instance in that slot (``b/0``)."""
+        return self._members.get(name) or self._slots.get(name)
+
     def alive(self) -> list[Member]:
         """Members alive or suspect, by name. The list is shared: do not change it."""
         if self._alive is None:
@@ -179,6 +207,11 @@ class MemberTable:
 
     def everyone(self) -> list[Member]:
         return [m for _, m in sorted(self._members.items())]
+
+    def current(self) -> list[Member]:
+        """Every member but instances a newer one of their slot replaced: one per slot, what
+        an operator asks about."""
+        return [m for m in self.everyone() if self._slots[m.slot] is m]
 
     def updates(self) -> list[MemberUpdate]:
         """Every member as an update (what a state sync sends), built once per member change:
@@ -190,36 +223,48 @@ class MemberTable:
     def __len__(self) -> int:
         return self.alive_count
 
-    def apply(self, update: MemberUpdate) -> tuple[Change | None, MemberUpdate | None]:
-        """Apply one update. Returns (the change, or None if it changed nothing; and a
-        refutation to broadcast when the update wrongly says this peer is not alive).
+    def apply(self, update: MemberUpdate) -> tuple[list[Change], MemberUpdate | None]:
+        """Apply one update. Returns the changes it made, in order (an older instance of the
+        slot declared dead comes before its replacement's arrival), and a refutation to
+        broadcast when the update wrongly says this peer is not alive.
 
         Raises:
             KeyError: an unknown state label (the codec cannot check string enums).
         """
         new = member_from(update)
         if new.name == self._me.name:
-            return None, self._refute(new)
+            return [], self._refute(new)
+        newest = self._slots.get(new.slot)
+        if newest is not None and newest.instance > new.instance:
+            # News of a process its slot has replaced: it is gone, whatever the news says.
+            return self._bury(new.name), None
+        changes: list[Change] = []
+        if newest is not None and newest.instance < new.instance:
+            if newest.name == self._me.name:
+                # Another process runs in our slot, started after us: the operator's mistake
+                # (two daemons under one name). Nothing sensible to do but let both be.
+                log.warning("%s runs in our slot %s, started after us", new.name, new.slot)
+            else:
+                changes += self._bury(newest.name)  # a restart nobody saw die: a crash
         old = self._members.get(new.name)
-        if old is None:
-            if new.state.gone:
-                # A tombstone for someone we never knew: remember it so a stale "alive" of
-                # the same incarnation cannot bring it back.
-                self._put(new)
-                return Change(None, new), None
+        if old is None or old.instance != new.instance:
             self._put(new)
-            return Change(None, new), None
-        if new.instance != old.instance:
-            if new.instance < old.instance:
-                return None, None  # news of an older process: ignore
-            self._put(new)
-            return Change(old, new, replaced=not old.state.gone), None
+            return [*changes, Change(None, new)], None
         if not self._overrides(old, new):
-            return None, None
+            return changes, None
         # Suspicion and death notices need not repeat the plugin list.
         merged = replace(new, plugins=new.plugins or old.plugins)
         self._put(merged)
-        return Change(old, merged), None
+        return [*changes, Change(old, merged)], None
+
+    def _bury(self, name: str) -> list[Change]:
+        """A replaced instance is dead: the change, if we knew it alive."""
+        old = self._members.get(name)
+        if old is None or old.state.gone:
+            return []
+        dead = replace(old, state=State.DEAD)
+        self._put(dead)
+        return [Change(old, dead)]
 
     @staticmethod
     def _overrides(old: Member, new: Member) -> bool:
@@ -236,13 +281,8 @@ class MemberTable:
 
     def _refute(self, news: Member) -> MemberUpdate | None:
         me = self._me
-        if news.instance > me.instance:
-            # Someone else runs under our name with a newer process. Nothing sensible to do but
-            # let the newer one win; this one should not be running (the operator's mistake).
-            return None
-        if news.instance < me.instance:
-            # Gossip about an earlier process of ours (we restarted): tell them we are new.
-            return me.update()
+        if news.instance != me.instance:
+            return None  # not us: another process under our very name (cannot be told apart)
         if news.state == State.ALIVE and news.incarnation <= me.incarnation:
             return None
         if news.state == State.LEFT and me.state == State.LEFT:

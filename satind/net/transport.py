@@ -43,6 +43,7 @@ from satind.net.framing import Link as Link
 from satind.net.framing import TrafficCounters as TrafficCounters
 from satind.net.framing import handle_frame as handle_frame
 from satind.net.framing import parse_address as parse_address
+from satind.net.names import answers_to
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +268,9 @@ class TcpTransport:
 
         async def go() -> None:
             try:
-                await self._dial(expect or str(address), address, conn, ready=ready)
+                await self._dial(
+                    expect or str(address), address, conn, ready=ready, expect=bool(expect)
+                )
             except BaseException as exc:  # reported to the caller below
                 failure.append(exc)
                 ready.set()
@@ -281,15 +284,24 @@ class TcpTransport:
         return conn
 
     async def _dial(
-        self, dest: str, address: Address, conn: Connection, ready: trio.Event | None = None
+        self,
+        dest: str,
+        address: Address,
+        conn: Connection,
+        ready: trio.Event | None = None,
+        expect: bool = False,
     ) -> None:
+        """Connect ``conn`` to ``dest`` at ``address``. A connection made for a message to a
+        member (``ready`` None), or a dial that ``expect``s a name, fails when another party
+        answers: after a restart in the same slot the address answers as a new instance, and
+        the old one's messages must not reach it (net/names.py)."""
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 tcp = await trio.open_tcp_stream(address.host, address.port)
                 stream = await self._secure(tcp, server_side=False)
                 reader = FrameReader(stream, self.cfg, self._budget)
                 conn.remote = await self._handshake(stream, reader)
-                if ready is None and conn.remote.name != dest:
+                if (ready is None or expect) and not answers_to(conn.remote.name, dest):
                     # A member's address now answers under another name (a restart, a
                     # reused port): talking to it as `dest` would misroute everything.
                     raise HandshakeError(f"dialled {dest} but {conn.remote.name} answered")

@@ -10,7 +10,7 @@ in a worker thread) — and then hands the decision to the core (``core/master.p
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -343,12 +343,24 @@ async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
 # -- drain and stop -------------------------------------------------------------------------------
 
 
+def alive_named(peer: Peer, names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The live members an operator names (``b/0``: the process in that slot now, or
+    ``b/0#k2j9x1``: that very process), and the names that match no live member."""
+    found: list[str] = []
+    unknown: list[str] = []
+    for name in names:
+        member = peer.table.named(name)
+        if member is not None and member.alive:
+            found.append(member.name)
+        else:
+            unknown.append(name)
+    return found, unknown
+
+
 def on_drain_request(peer: Peer, link: Link, msg: m.DrainRequest) -> None:
-    targets = list(msg.peers)
+    targets, unknown = alive_named(peer, msg.peers)
     if msg.cluster:
         targets += [mem.name for mem in peer.table.alive() if mem.cluster == msg.cluster]
-    known = {mem.name for mem in peer.table.alive()}
-    unknown = [t for t in targets if t not in known]
     if unknown or not targets:
         what = ", ".join(unknown) if unknown else f"cluster {msg.cluster!r}"
         link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
@@ -392,20 +404,19 @@ def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
 
 
 def on_reclaim_request(peer: Peer, link: Link, msg: m.ReclaimRequest) -> None:
-    known = {mem.name for mem in peer.table.alive()}
-    unknown = [t for t in msg.peers if t not in known]
-    if unknown or not msg.peers:
+    targets, unknown = alive_named(peer, msg.peers)
+    if unknown or not targets:
         what = ", ".join(unknown) if unknown else "(none named)"
         link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
         return
     reason = f"asked by {link.remote_name}"
-    for target in msg.peers:
+    for target in targets:
         if target == peer.name:
             peer.reclaim(msg.reclaim, reason)
         else:
             peer.post(target, m.Reclaim(msg.reclaim, f"{reason} via {peer.name}"))
     what = "reclaiming" if msg.reclaim else "releasing"
-    link.post(m.ControlReply(msg.req, True, f"{what} {len(msg.peers)} peer(s)", list(msg.peers)))
+    link.post(m.ControlReply(msg.req, True, f"{what} {len(targets)} peer(s)", targets))
 
 
 def on_reclaim(peer: Peer, link: Link, msg: m.Reclaim) -> None:

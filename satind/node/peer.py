@@ -52,6 +52,7 @@ from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable
 from satind.net import messages as m
 from satind.net import tls
+from satind.net.names import peer_name
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.node import control
@@ -127,7 +128,11 @@ class Peer:
     ) -> None:
         self.cfg = cfg
         self.options = options
-        self.name = options.name
+        instance = options.instance if options.instance is not None else time.time_ns()
+        # This process's member name: its slot (options.name, NODE/INDEX) and its instance.
+        # What it is responsible for is recorded against this name, so a restart in the same
+        # slot is a new member and the old one's work is recovered (membership/view.py).
+        self.name = peer_name(options.name, instance)
         rng = random.Random(options.seed)
         found = (
             options.plugins
@@ -135,13 +140,13 @@ class Peer:
             else plugins.discover(options.plugin_paths)
         )
         me = Member(
-            options.name,
+            self.name,
             options.listen,
             options.cluster,
-            instance=options.instance if options.instance is not None else time.time_ns(),
+            instance=instance,
             plugins={p.name: p.code_hash for p in found.values()},
         )
-        self.state = PeerState(options.name, options.cluster, cfg, MemberTable(me), found)
+        self.state = PeerState(self.name, options.cluster, cfg, MemberTable(me), found)
         self.state.orphans.keep_results = cfg.ft.keep_results
         self.state.runs.keep_results = cfg.run.keep_results
         self.state.runs.keep_results_s = cfg.run.keep_results_s
@@ -152,7 +157,7 @@ class Peer:
         self.checkpointer = Checkpointer(
             cfg.checkpoint, options.name, options.checkpoint_store, self.state.checkpoint
         )
-        identity = Identity(options.name, options.cluster, "peer")
+        identity = Identity(self.name, options.cluster, "peer")
         self.transport: PeerTransport
         if transport is not None:
             self.transport = transport(identity, options.listen, self._on_message)

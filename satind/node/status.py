@@ -32,7 +32,7 @@ def on_status(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
     if not msg.deep:
         view = [
             m.PeerStatus(mem.name, mem.cluster, state_label(mem))
-            for mem in peer.table.everyone()
+            for mem in peer.table.current()
             if mem.name != peer.name
         ]
         peers = with_availability(peer, [local_status(peer), *view])
@@ -52,7 +52,7 @@ async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
             peers.append(reply.peers[0])  # its own line; the rest is its view
             runs.extend(reply.runs)
     answered = {p.name for p in peers}
-    for member in peer.table.everyone():
+    for member in peer.table.current():
         if member.name not in answered:
             peers.append(
                 m.PeerStatus(

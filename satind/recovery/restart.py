@@ -32,13 +32,14 @@ log = logging.getLogger(__name__)
 
 
 def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
-    """Membership news: a member that is gone (or replaced by a new instance) loses what it
-    took; a run it mastered gets a new master."""
+    """Membership news: a member that is gone — dead, left, or replaced by a newer instance
+    of its slot (membership/view.py) — loses what it took; a run it mastered gets a new
+    master."""
     from satind.recovery.election import elect
 
     fx: Effects = [Changed()]
     after = change.after
-    if after.state.gone or change.replaced:
+    if after.state.gone:
         fx += restart_jobs_of(state, after.name, after.state.label)
         fx += spmd.member_gone(state, after.name)
         fx += elect(state, now)

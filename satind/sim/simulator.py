@@ -25,7 +25,7 @@ import random
 import struct
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import trio
@@ -37,6 +37,7 @@ from satind.membership.view import State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
+from satind.net.names import peer_name
 from satind.net.transport import Address, Identity
 from satind.node.peer import Peer, PeerOptions
 from satind.recovery.checkpoint import MemoryStore
@@ -125,6 +126,9 @@ class Simulation:
         self.scopes: dict[str, trio.CancelScope] = {}
         self.workers: dict[str, LockstepCompute] = {}
         self.gone: set[str] = set()  # crashed or left: not expected in anyone's view
+        # Peers are keyed by member name (slot and instance, membership/view.py); a
+        # scenario names slots (c1/2): the newest instance started in each.
+        self.slots: dict[str, str] = {}
         self.hash = hashlib.sha256()
         self.events = 0
         self.leaves: Counter[tuple[str, tuple[int, ...]]] = Counter()
@@ -219,14 +223,17 @@ class Simulation:
         seeds: list[Address],
         standby: bool = False,
     ) -> Peer:
-        name = self._new_name(cluster)
+        slot = self._new_name(cluster)
+        instance = len(self.peers) + 1
+        name = peer_name(slot, instance)
+        self.slots[slot] = name
         options = PeerOptions(
-            name=name,
+            name=slot,
             cluster=cluster,
-            listen=self._address(name),
+            listen=self._address(slot),
             seeds=seeds,
             seed=self.rng.getrandbits(64),
-            instance=len(self.peers) + 1,
+            instance=instance,
             plugins={PLUGIN.name: PLUGIN},
             run_ids=lambda: next(self._run_ids),
             checkpoint_store=self.store,
@@ -246,6 +253,7 @@ class Simulation:
             return driver
 
         peer = Peer(self.cfg, options, transport=network.attach, compute=compute)
+        assert peer.name == name
         self.peers[name] = peer
         # [adapt] provision_command in the simulator: new peers join the coordinator's cluster
         # (a real one runs the command; here nothing outside the simulation may run).
@@ -275,6 +283,11 @@ class Simulation:
     def live(self) -> list[str]:
         return [n for n in self.peers if n not in self.gone]
 
+    def named(self, names: Sequence[str]) -> list[str]:
+        """The peers a scenario names: by slot (c1/2, the newest instance in it) or by member
+        name."""
+        return [self.slots.get(n, n) for n in names]
+
     # -- faults ------------------------------------------------------------------------------
 
     async def _fault(
@@ -294,7 +307,7 @@ class Simulation:
         self.last_change = trio.current_time()
         self.trace("fault", repr(fault).encode())
         if fault.kind in ("crash", "crash_all"):
-            names = list(fault.peers) + [
+            names = self.named(fault.peers) + [
                 n
                 for n in self.live()
                 if n.rsplit("/", 1)[0] in fault.clusters or fault.kind == "crash_all"
@@ -307,7 +320,7 @@ class Simulation:
             if self.master in names:
                 self._follow(client)
         elif fault.kind == "drain":
-            for name in fault.peers:
+            for name in self.named(fault.peers):
                 self.drained.add(name)
                 client.post(name, m.DrainRequest(0, [name]))
         elif fault.kind == "join":
@@ -326,7 +339,7 @@ class Simulation:
             network.faults.drop = fault.value
         elif fault.kind == "load":
             # The peers there now; a peer that joins later starts unloaded.
-            names = list(fault.peers) + [
+            names = self.named(fault.peers) + [
                 n for n in self.live() if n.rsplit("/", 1)[0] in fault.clusters
             ]
             for name in names:
@@ -335,7 +348,7 @@ class Simulation:
         elif fault.kind == "bandwidth":
             network.set_uplink(fault.cluster, None if fault.value == math.inf else fault.value)
         elif fault.kind == "pause":
-            paused = [n for n in fault.peers if n in self.peers and n not in self.gone]
+            paused = [n for n in self.named(fault.peers) if n in self.peers and n not in self.gone]
             for name in paused:
                 network.hold(name)
                 self.workers[name].freeze()
@@ -393,7 +406,7 @@ class Simulation:
             if item in self.scenario.clusters:
                 out |= {n for n in self.peers if n.rsplit("/", 1)[0] == item}
             else:
-                out.add(item)
+                out.add(self.slots.get(item, item))
         return out
 
     # -- the run -----------------------------------------------------------------------------

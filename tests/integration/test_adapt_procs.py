@@ -61,7 +61,7 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     keys = tmp_path
     cpus = sorted(os.sched_getaffinity(0))
     wait_for(lambda: len(status(keys, m1.first)["peers"]) == 3)
-    states = {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}
+    states = {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
     assert states == {"m1/0": "alive", "m2/0": "alive", "m3/0": "standby"}
 
     os.sched_setaffinity(m1.children[0], {cpus[0]})
@@ -100,7 +100,7 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     # m2/0 drained and left; m3/0 was admitted (it may have been drained again since: with
     # these thresholds two peers sharing the machine's CPUs are "inefficient" again).
     def states() -> dict[str, str]:
-        return {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}
+        return {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
 
     try:
         wait_for(lambda: states().get("m2/0") in (None, "left"), 15.0)

@@ -116,7 +116,7 @@ def test_two_machines_run_status_drain_and_stop(
     wait_for(
         lambda: len([p for p in status(keys, m2.first)["peers"] if p["state"] == "alive"]) == 4
     )
-    peers = {p["name"]: p for p in status(keys, m1.first)["peers"]}
+    peers = {p["slot"]: p for p in status(keys, m1.first)["peers"]}
     assert {n: p["cluster"] for n, p in peers.items()} == {
         "m1/0": "east",
         "m1/1": "east",
@@ -160,7 +160,7 @@ def test_two_machines_run_status_drain_and_stop(
     proc = client(keys, m1.first, "drain", "m2/1")
     assert proc.returncode == 0, proc.stderr
     wait_for(
-        lambda: {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}["m2/1"] == "left"
+        lambda: {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}["m2/1"] == "left"
     )
     proc = client(keys, m1.first, "drain", "nobody/9")
     assert proc.returncode == 1 and "no live peer nobody/9" in proc.stderr
@@ -229,7 +229,7 @@ def test_the_supervisor_restarts_a_crashed_peer(keys: Path) -> None:
         )
         wait_for(
             lambda: (
-                {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}.get("m1/1")
+                {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}.get("m1/1")
                 == "alive"
                 and len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 2
             )
@@ -271,7 +271,7 @@ def test_draining_a_cluster_mid_run_loses_no_work_and_stop_drain_ends_the_daemon
     assert report["stats"]["jobs_restarted"] == 0
     # m2's peers left; its supervisor exits by itself, cleanly.
     assert m2.proc.wait(timeout=30) == 0
-    states = {p["name"]: p["state"] for p in status(keys, m1.first)["peers"]}
+    states = {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
     assert states["m2/0"] == states["m2/1"] == "left"
     # `stop --drain` takes m1 down the same way.
     proc = client(keys, m1.first, "stop", "--drain")

@@ -33,7 +33,7 @@ def _result(keys: Path, to: str, run_id: str) -> object:
 
 
 def _state(keys: Path, to: str, name: str) -> str:
-    return next((p["state"] for p in status(keys, to)["peers"] if p["name"] == name), "unknown")
+    return next((p["state"] for p in status(keys, to)["peers"] if p["slot"] == name), "unknown")
 
 
 def test_a_result_is_fetched_from_survivors_after_its_master_was_drained_or_killed(

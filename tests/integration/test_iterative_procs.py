@@ -130,11 +130,11 @@ def _two_machines(tmp_path: Path) -> tuple[Daemon, Daemon]:
 
 
 def _jobs_run(keys: Path, to: str, name: str) -> int:
-    return int(next(p["jobs_run"] for p in status(keys, to)["peers"] if p["name"] == name))
+    return int(next(p["jobs_run"] for p in status(keys, to)["peers"] if p["slot"] == name))
 
 
 def _peers(keys: Path, to: str) -> dict[str, str]:
-    return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
+    return {p["slot"]: p["state"] for p in status(keys, to)["peers"]}
 
 
 def _iteration(keys: Path, to: str, run_id: str) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from satind.net.names import slot_of
 from tests import independent
 from tests.integration.test_daemon import Daemon, client, client_in_background, status, wait_for
 
@@ -21,7 +22,7 @@ SHORT = ["tree", "3", "4", "5", "sleep"]  # 81 leaves of 5 ms
 
 
 def _state_of(keys: Path, to: str, name: str) -> str:
-    return next((p["state"] for p in status(keys, to)["peers"] if p["name"] == name), "gone")
+    return next((p["state"] for p in status(keys, to)["peers"] if p["slot"] == name), "gone")
 
 
 def test_a_draining_master_hands_its_running_and_queued_runs_over(keys: Path) -> None:
@@ -50,7 +51,7 @@ def test_a_draining_master_hands_its_running_and_queued_runs_over(keys: Path) ->
             # A status is a snapshot of what the members answered in time: under load the
             # heir's row may come a poll later. What must hold: it comes, from a peer that stays.
             runs = status(keys, m2.first)["runs"]
-            live = {r["master"] for r in runs if r["state"] in ("running", "queued")}
+            live = {slot_of(r["master"]) for r in runs if r["state"] in ("running", "queued")}
             assert live <= {"m1/1", "m2/0", "m2/1"}, runs
             return bool(live)
 

@@ -12,6 +12,7 @@ import trio
 from satind import config
 from satind.client import client as control
 from satind.net import tls
+from satind.net.names import slot_of
 from satind.ops.launcher import PeerProcess, ephemeral_keys, local_peers
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,7 @@ async def views(
         assert peer.address is not None
         async with control.connect(peer.address, cfg, credentials, peer.name) as client:
             reply = await client.status(within_s=5, deep=False)
-        seen.append({p.name: p.state for p in reply.peers}.get(about, "unknown"))
+        seen.append({slot_of(p.name): p.state for p in reply.peers}.get(about, "unknown"))
     return seen
 
 

@@ -108,11 +108,11 @@ def _pin(pid: int, cpu: int) -> None:
 
 
 def _entities(keys: Path, to: str) -> dict[str, int]:
-    return {p["name"]: int(p["entities"]) for p in status(keys, to)["peers"]}
+    return {p["slot"]: int(p["entities"]) for p in status(keys, to)["peers"]}
 
 
 def _peers(keys: Path, to: str) -> dict[str, str]:
-    return {p["name"]: p["state"] for p in status(keys, to)["peers"]}
+    return {p["slot"]: p["state"] for p in status(keys, to)["peers"]}
 
 
 def _iteration(keys: Path, to: str, run_id: str) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from satind.net.names import slot_of
 from tests.integration.test_daemon import Daemon, client, satind
 
 pytestmark = pytest.mark.slow
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def tracks(trace: dict[str, Any]) -> dict[int, str]:
     return {
-        e["pid"]: e["args"]["name"].split(" ")[0]
+        e["pid"]: slot_of(e["args"]["name"].split(" ")[0])
         for e in trace["traceEvents"]
         if e["ph"] == "M" and e["name"] == "process_name"
     }

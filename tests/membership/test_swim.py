@@ -17,9 +17,10 @@ from satind.membership.swim import (
     scale_by_health,
     suspicion_timeout,
 )
-from satind.membership.view import Member, MemberTable
+from satind.membership.view import Member, MemberTable, State
 from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryNetwork
+from satind.net.names import peer_name, slot_of
 from satind.net.transport import Address
 from tests.membership.harness import Cluster
 
@@ -81,27 +82,48 @@ def _update(name: str, state: str, inc: int, instance: int = 1) -> m.MemberUpdat
 def test_member_table_precedence() -> None:
     me = Member("me", Address("h", 0), "c0", instance=5)
     t = MemberTable(me)
-    assert t.apply(_update("x", "alive", 1))[0] is not None
-    assert t.apply(_update("x", "alive", 1))[0] is None  # old news
-    assert t.apply(_update("x", "suspect", 0))[0] is None  # older incarnation
-    assert t.apply(_update("x", "suspect", 1))[0] is not None
-    assert t.apply(_update("x", "alive", 1))[0] is None  # suspicion beats alive at equal inc
-    assert t.apply(_update("x", "alive", 2))[0] is not None  # refuted
-    assert t.apply(_update("x", "dead", 2))[0] is not None
-    assert t.apply(_update("x", "alive", 2))[0] is None  # the dead stay dead
-    change, _ = t.apply(_update("x", "alive", 0, instance=2))  # restarted: a new instance
-    assert change is not None and change.after.incarnation == 0 and not change.replaced
-    y = _update("y", "alive", 0)
-    t.apply(y)
-    change, _ = t.apply(_update("y", "alive", 0, instance=3))
-    assert change is not None and change.replaced  # the old, unseen-dead process is gone
+    assert t.apply(_update("x", "alive", 1))[0]
+    assert not t.apply(_update("x", "alive", 1))[0]  # old news
+    assert not t.apply(_update("x", "suspect", 0))[0]  # older incarnation
+    assert t.apply(_update("x", "suspect", 1))[0]
+    assert not t.apply(_update("x", "alive", 1))[0]  # suspicion beats alive at equal inc
+    assert t.apply(_update("x", "alive", 2))[0]  # refuted
+    assert t.apply(_update("x", "dead", 2))[0]
+    assert not t.apply(_update("x", "alive", 2))[0]  # the dead stay dead
+    [change], _ = t.apply(_update("x", "alive", 0, instance=2))  # restarted: a new instance
+    assert change.after.incarnation == 0 and change.after.alive and change.before is None
+    t.apply(_update("y", "alive", 0))
+    died, came = t.apply(_update("y", "alive", 0, instance=3))[0]
+    # The old, unseen-dead process is gone first, then the new one arrives.
+    assert (died.after.instance, died.after.state, came.after.instance) == (1, State.DEAD, 3)
+
+
+def test_a_newer_instance_of_a_slot_is_a_new_member_and_the_old_one_is_dead() -> None:
+    """A peer is an instance (its member name carries it): a daemon restarting b/0 at the same
+    address makes a new member, and the old one dies at once, as in a crash."""
+    t = MemberTable(Member(peer_name("a/0", 5), Address("h", 0), "c0", instance=5))
+    old, new = peer_name("b/0", 100), peer_name("b/0", 200)
+    assert old != new and slot_of(old) == slot_of(new) == "b/0"
+    t.apply(_update(old, "alive", 4, instance=100))
+    died, came = t.apply(_update(new, "alive", 0, instance=200))[0]
+    assert died.before is not None and died.before.alive
+    assert (died.after.name, died.after.state) == (old, State.DEAD)
+    assert came.after.name == new and came.before is None
+    assert [mem.name for mem in t.alive()] == sorted([t.me.name, new])
+    # Late news of the old process, even at a higher incarnation, cannot bring it back.
+    assert not t.apply(_update(old, "alive", 9, instance=100))[0]
+    assert t.get(old).state == State.DEAD  # type: ignore[union-attr]
+    # Nor is an old process we never knew added after its replacement.
+    assert not t.apply(_update(peer_name("b/0", 50), "alive", 0, instance=50))[0]
+    assert t.get(peer_name("b/0", 50)) is None
+    assert t.newest_in("b/0") is t.get(new)
 
 
 def test_refutation_of_our_own_suspicion() -> None:
     me = Member("me", Address("h", 0), "c0", instance=5)
     t = MemberTable(me)
     change, refute = t.apply(m.MemberUpdate("me", "h", 0, "c0", "suspect", 0, 5))
-    assert change is None and refute is not None and refute.incarnation == 1
+    assert change == [] and refute is not None and refute.incarnation == 1
     assert refute.state == "alive" and t.me.incarnation == 1
     _, refute = t.apply(m.MemberUpdate("me", "h", 0, "c0", "alive", 0, 5))
     assert refute is None

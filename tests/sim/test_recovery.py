@@ -73,7 +73,7 @@ def test_a_draining_master_hands_its_run_over_and_leaves_long_before_it_ends(see
     # the run over and left once the work it had stolen from others was done (at 8.5 s on
     # most seeds, 13.5 s on one), instead of staying to the end.
     assert sim.result_at is not None
-    assert sim.left_at["c0/0"] < 15.0 < sim.result_at - 5.0
+    assert sim.left_at[sim.slots["c0/0"]] < 15.0 < sim.result_at - 5.0
     # What it finished itself was handed over and reused, not computed again.
     assert report.drained_redone <= report.leaves_expected // 20
 

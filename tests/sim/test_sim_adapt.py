@@ -7,6 +7,7 @@ import tomllib
 
 import pytest
 
+from satind.net.names import slot_of
 from satind.sim.scenario import parse
 from satind.sim.simulator import Simulation
 
@@ -55,8 +56,8 @@ def run(seed: int, enabled: bool) -> Simulation:
 def test_the_coordinator_admits_standby_peers_and_drains_loaded_ones(seed: int) -> None:
     sim = run(seed, enabled=True)
     made = [d for p in sim.peers.values() for d in p.coordinator.decisions]
-    admitted = {name for d in made for name in d.admitted}
-    drained = {name for d in made for name in d.decision.drain}
+    admitted = {slot_of(name) for d in made for name in d.admitted}
+    drained = {slot_of(name) for d in made for name in d.decision.drain}
     drained |= {
         f"{d.decision.drain_cluster}/{i}"
         for d in made
@@ -66,7 +67,7 @@ def test_the_coordinator_admits_standby_peers_and_drains_loaded_ones(seed: int) 
     assert admitted and admitted <= {f"c2/{i}" for i in range(4)}
     # the loaded peers go (and only they: the others are as fast as each other)
     assert drained and drained <= {f"c1/{i}" for i in range(4)}, made
-    assert all(name in sim.gone for name in drained)
+    assert all(sim.slots[name] in sim.gone for name in drained)
     # the coordinator is the run's master: one peer made every decision
     assert len({p for p, peer in sim.peers.items() if peer.coordinator.decisions}) == 1
 
@@ -90,4 +91,4 @@ def test_provisioning_starts_peers_up_to_max_peers() -> None:
     assert report.result_ok and report.invariants_ok, report.violations
     made = [d for p in sim.peers.values() for d in p.coordinator.decisions]
     assert sum(d.provisioned for d in made) == 3
-    assert sorted(sim.peers) == [f"c0/{i}" for i in range(7)]
+    assert sorted(sim.slots) == [f"c0/{i}" for i in range(7)]

@@ -14,6 +14,7 @@ import trio
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
+from satind.net.names import slot_of
 from satind.net.transport import Address, Identity
 from satind.sim.lockstep import BENCHMARK_WORK_S
 from satind.sim.scenario import Scenario, ScenarioError, parse
@@ -57,11 +58,11 @@ def _run(scenario: Scenario) -> Simulation:
 
 
 def _work_by_peer(sim: Simulation) -> dict[str, float]:
-    """Reference seconds of the leaves each peer ran (the workload's costs)."""
-    work = dict.fromkeys(sim.workers, 0.0)
+    """Reference seconds of the leaves each peer ran (the workload's costs), by slot."""
+    work = dict.fromkeys(map(slot_of, sim.workers), 0.0)
     for leaf, runners in sim.leaf_runners.items():
         for name in runners:
-            work[name] += sim.leaf_cost[leaf]
+            work[slot_of(name)] += sim.leaf_cost[leaf]
     return work
 
 
@@ -73,8 +74,8 @@ def test_a_half_speed_cluster_takes_twice_the_virtual_time_per_leaf() -> None:
         )
     )
     work = _work_by_peer(sim)
-    assert set(sim.workers) == {"c0/0", "c0/1", "c1/0", "c1/1", "c1/2"}
-    for name, driver in sim.workers.items():
+    assert set(sim.slots) == {"c0/0", "c0/1", "c1/0", "c1/1", "c1/2"}
+    for name, driver in ((slot_of(n), d) for n, d in sim.workers.items()):
         slow = name.startswith("c1/")  # the joiner c1/2 included
         factor = 2.0 if slow else 1.0
         assert driver.speed == (0.5 if slow else 1.0)
@@ -98,7 +99,7 @@ def test_background_load_stretches_leaves_but_not_their_cpu_time() -> None:
     work = _work_by_peer(sim)
     expect = {"c0/0": (2.0, 1.0), "c0/1": (2.0, 0.5), "c1/0": (1.0, 0.25), "c1/1": (1.0, 0.25)}
     for name, (speed, share) in expect.items():
-        driver = sim.workers[name]
+        driver = sim.workers[sim.slots[name]]
         assert work[name] > 0
         assert (driver.speed, driver.share) == (speed, share)
         assert driver.busy_s == pytest.approx(work[name] / (speed * share))
@@ -119,7 +120,7 @@ def test_lifting_the_load_restores_the_share() -> None:
     work = _work_by_peer(sim)
     for name, driver in sim.workers.items():
         assert driver.share == 1.0
-        assert driver.busy_s == pytest.approx(work[name])  # the run began after the lift
+        assert driver.busy_s == pytest.approx(work[slot_of(name)])  # the run began after the lift
 
 
 def test_a_thin_uplink_slows_the_run_but_keeps_it_exact_and_deterministic() -> None:
