@@ -226,14 +226,14 @@ def drop(state: PeerState, run_id: str) -> Effects:
     if run is None:
         return []
     state.custody.forget_run(run_id)
-    sharing.forget_run(state, run_id)
+    fx = sharing.forget_run(state, run_id)
     iterative.forget_run(state, run_id)
     spmd.forget_run(state, run_id)
     state.cancelled = {job for job in state.cancelled if job.run.run_id != run_id}
     state.orphans.forget_run(run_id)
     run.state.aborted = True
     state.queue.drop_run(run_id)
-    return [ToCompute(Wakeup()), StealUpdate(), Changed()]
+    return [*fx, ToCompute(Wakeup()), StealUpdate(), Changed()]
 
 
 def check_answered(state: PeerState, run_id: str, reply: m.Message | None) -> Effects:

@@ -293,7 +293,13 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         # compute side started it, and scheduled the run from there).
         run.state.pushed = True
     log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
-    return [*announce(state, m.RunAnnounce(run.info, RUNNING)), QueueRoot(run.root), StealUpdate()]
+    # Changed: a draining peer that just inherited the run hands it on (recovery/drain.py).
+    return [
+        *announce(state, m.RunAnnounce(run.info, RUNNING)),
+        QueueRoot(run.root),
+        StealUpdate(),
+        Changed(),
+    ]
 
 
 def start_next(state: PeerState, now: float) -> Effects:

@@ -36,6 +36,7 @@ from satind.core.effects import Effects, Later, Send, ToCompute
 from satind.engine.frames import (
     DigestArrived,
     DigestWanted,
+    ForgetRun,
     JobArrived,
     ReplicaArrived,
     ReplicaWanted,
@@ -255,16 +256,15 @@ def tick(state: PeerState, now: float) -> Effects:
     return fx
 
 
-def forget_run(state: PeerState, run_id: str) -> None:
-    """A run is over here: its replicas and records go."""
-    prefix = f"{run_id}:"
-    for shared_id in list(state.replicas):
-        if shared_id.startswith(prefix):
-            state.replicas.pop(shared_id, None)
+def forget_run(state: PeerState, run_id: str) -> Effects:
+    """A run is over here: its records go, and the compute side drops its replicas (they
+    are its own: popping them here raced its digests, "dictionary changed size during
+    iteration")."""
     sh = state.sharing
     sh.held = [h for h in sh.held if h.job.run.run_id != run_id]
     sh.parked = {j for j in sh.parked if j.run.run_id != run_id}
     sh.refs = {j: r for j, r in sh.refs.items() if j.run.run_id != run_id}
+    return [ToCompute(ForgetRun(run_id))]
 
 
 def _ask(state: PeerState, victim: str, ids: set[str]) -> Effects:

@@ -56,6 +56,9 @@ class PeerState:
     run_ids: Callable[[], str] = new_run_id
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
+    # Members a drain request told us leave with us (a machine or a cluster drained at once):
+    # never an heir, even before gossip says they drain (election.successor).
+    leaving: set[str] = field(default_factory=set)
     # Reclaimed by the machine's owner (`satind reclaim`): no stealing, the compute side
     # suspended until released (node/peer.py ``reclaim``).
     reclaimed: bool = False

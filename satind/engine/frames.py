@@ -179,6 +179,14 @@ class DigestArrived:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgetRun:
+    """A run is over here: drop its replicas. The compute thread owns them (it iterates
+    them for digests), so the network side asks instead of popping them itself."""
+
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Unwind the compute side."""
 
@@ -204,6 +212,7 @@ MailboxEvent = (
     | ReplicaWanted
     | DigestWanted
     | DigestArrived
+    | ForgetRun
     | Stop
     | Wakeup
     | Snapshot

@@ -43,6 +43,7 @@ from satind.engine.frames import (
     ChildResult,
     DigestArrived,
     DigestWanted,
+    ForgetRun,
     JobArrived,
     MailboxEvent,
     Orphaned,
@@ -576,6 +577,8 @@ class Worker:
             self.hooks.shared_send(event.peer, SharedDigest(digest(self.shared)))
         elif isinstance(event, DigestArrived):
             self._answer_digest(event)
+        elif isinstance(event, ForgetRun):
+            self._forget_replicas(event.run_id)
         elif isinstance(event, Wakeup):
             self.shared_log.keep(self.shared)  # posted, among others, when a run ends here
         elif isinstance(event, Snapshot):
@@ -743,6 +746,15 @@ class Worker:
             if not pending:
                 del self.shared_pending[key]
         self._recheck_parked()
+
+    def _forget_replicas(self, run_id: str) -> None:
+        """A run ended here: its replicas, calls held for them and logged calls go."""
+        prefix = f"{run_id}:"
+        for shared_id in [sid for sid in self.shared if sid.startswith(prefix)]:
+            del self.shared[shared_id]
+        for key in [k for k in self.shared_pending if k[0].startswith(prefix)]:
+            del self.shared_pending[key]
+        self.shared_log.keep(self.shared)
 
     def _install_replica(self, event: ReplicaArrived) -> None:
         from satind.shared import rebuild

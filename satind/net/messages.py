@@ -716,10 +716,12 @@ class GhostRequest(Message):
 
 @dataclass(frozen=True)
 class Drain(Message):
-    """Peer to peer: stop taking work, finish it, leave."""
+    """Peer to peer: stop taking work, finish it, leave. ``leaving``: every peer drained by
+    the same request (a machine's, a cluster's), none of which may inherit a run."""
 
     TYPE: ClassVar[int] = 67
     reason: str
+    leaving: list[str] = field(default_factory=list)
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (

@@ -174,7 +174,7 @@ class Coordinator:
                 if mem.cluster == decision.drain_cluster and mem.name != peer.name
             )
         for name in drain:
-            peer.post(name, m.Drain(reason))
+            peer.post(name, m.Drain(reason, drain))
         if decision.add:
             standby = sorted(s.name for s in samples if s.standby)
             admitted = tuple(standby[: decision.add])

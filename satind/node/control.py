@@ -367,26 +367,23 @@ def on_drain_request(peer: Peer, link: Link, msg: m.DrainRequest) -> None:
         return
     for target in targets:
         if target == peer.name:
-            peer.drain(f"asked by {link.remote_name}")
+            peer.drain(f"asked by {link.remote_name}", targets)
         else:
-            peer.post(target, m.Drain(f"asked by {link.remote_name} via {peer.name}"))
+            peer.post(target, m.Drain(f"asked by {link.remote_name} via {peer.name}", targets))
     link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
 
 
 def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
-    node = peer.name.split("/")[0]
-    targets = [
-        mem.name for mem in peer.table.alive() if msg.every or mem.name.split("/")[0] == node
-    ]
+    targets = [mem.name for mem in peer.table.alive()] if msg.every else peer.machine()
     reason = f"stop requested by {link.remote_name}"
     if msg.drain:
         # Graceful: each peer drains (finishes, hands its results over) and then leaves; the
         # daemon exits once all its peers are down.
         for target in targets:
             if target == peer.name:
-                peer.drain(reason)
+                peer.drain(reason, targets)
             else:
-                peer.post(target, m.Drain(f"{reason} via {peer.name}"))
+                peer.post(target, m.Drain(f"{reason} via {peer.name}", targets))
         link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
         return
     for target in targets:
@@ -429,4 +426,4 @@ def on_shutdown(peer: Peer, link: Link, msg: m.Shutdown) -> None:
 
 
 def on_drain(peer: Peer, link: Link, msg: m.Drain) -> None:
-    peer.drain(msg.reason)
+    peer.drain(msg.reason, msg.leaving)

@@ -52,7 +52,7 @@ from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable
 from satind.net import messages as m
 from satind.net import tls
-from satind.net.names import peer_name
+from satind.net.names import peer_name, slot_of
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.node import control
@@ -328,11 +328,13 @@ class Peer:
         self.thief.update()
         self.changed()
 
-    def drain(self, reason: str) -> None:
-        """Stop taking work, finish what is here, then leave (recovery/drain.py)."""
-        if self.state.draining:
+    def drain(self, reason: str, leaving: Sequence[str] = ()) -> None:
+        """Stop taking work, finish what is here, then leave (recovery/drain.py).
+        ``leaving``: the members drained with this one (none of them inherits a run)."""
+        was_draining = self.state.draining
+        self.apply(drain.start(self.state, reason, self.now(), leaving))
+        if was_draining:
             return
-        self.apply(drain.start(self.state, reason, self.now()))
         self.swim.set_draining()
 
         async def finish() -> None:
@@ -346,6 +348,11 @@ class Peer:
             self.leave()
 
         self.spawn_task(finish)
+
+    def machine(self) -> list[str]:
+        """The live members this peer's machine runs (its slot's node: b/0, b/1, ...)."""
+        node = slot_of(self.name).split("/")[0]
+        return [mem.name for mem in self.table.alive() if mem.slot.split("/")[0] == node]
 
     def changed(self) -> None:
         """Wake whoever waits for this peer's state (idleness, runs, members) to change."""

@@ -85,7 +85,8 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
                         continue
                     asked_to_stop = True
                     if cfg.daemon.on_sigterm == "drain":
-                        peer.drain("SIGTERM")
+                        # The daemon stops all its peers this way: none inherits a run.
+                        peer.drain("SIGTERM", peer.machine())
                     else:
                         peer.leave()
 

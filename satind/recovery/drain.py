@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from satind import stats
@@ -53,8 +54,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def start(state: PeerState, reason: str, now: float = 0.0) -> Effects:
-    """Stop taking work; the node announces it and waits for ``drained``."""
+def start(
+    state: PeerState, reason: str, now: float = 0.0, leaving: Collection[str] = ()
+) -> Effects:
+    """Stop taking work; the node announces it and waits for ``drained``. ``leaving``: the
+    members drained with this one, which must not inherit its runs."""
+    state.leaving.update(leaving)
     if state.draining:
         return []
     log.info("draining: %s", reason)
@@ -109,7 +114,9 @@ def heir(state: PeerState, info: m.RunInfo) -> str | None:
     capable = {mem.name for mem in state.table.alive() if can_run(mem.plugins)}
     name = successor(state, but=state.name, among=capable)
     member = state.table.get(name) if name is not None else None
-    return name if member is not None and not member.draining else None
+    if member is None or member.draining or name in state.leaving:
+        return None
+    return name
 
 
 def hand_over_runs(state: PeerState) -> Effects:

@@ -196,7 +196,13 @@ def hand_over(state: PeerState) -> Effects:
     others = state.others()
     if not (state.orphans.kept and others and state.cfg.ft.orphans):
         return []
-    anyone = random.Random(state.name).choice(others)
+    # A peer that stays, if there is one: one that drains too would have to hand them on.
+    staying = [
+        mem.name
+        for mem in state.table.alive()
+        if mem.name in others and not mem.draining and mem.name not in state.leaving
+    ]
+    anyone = random.Random(state.name).choice(staying or others)
     to: dict[str, list[m.JobResult]] = {}
     for (run_id, path), result in state.orphans.kept.items():
         run = state.runs.active.get(run_id)

@@ -8,7 +8,16 @@ import dataclasses
 import pytest
 
 from satind.core import lifecycle
-from satind.core.effects import Log, QueueRoot, Send, Spread, Task, ToCompute, WakeWaiters
+from satind.core.effects import (
+    Changed,
+    Log,
+    QueueRoot,
+    Send,
+    Spread,
+    Task,
+    ToCompute,
+    WakeWaiters,
+)
 from satind.core.runs import supersedes
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
@@ -286,6 +295,37 @@ def test_the_heir_is_a_member_that_stays_and_has_the_plugin_else_the_master_stay
     drain.start(state, "asked")
     assert drain.hand_over_runs(state) == []  # nobody to take it: it stays here
     assert not drain.drained(state)
+
+
+def test_a_machine_drained_at_once_hands_its_runs_to_another_machine() -> None:
+    """`satind stop --drain` on the master's machine: the sibling a/1 is named in the drain
+    (Drain.leaving) before gossip says it drains, and never inherits the run or the results
+    (a sibling heir would have to hand the run on again, and once did not)."""
+    state = make_state("a/0", ("a/1", "b/0"))
+    _with_plugins(state, "a/1", "b/0")
+    run = known_run(state)
+    run.root = root = job_of(run.state)
+    state.orphans.keep(m.JobResult("r1", b"\x02", codec.encode_value(8), None))
+    assert drain.heir(state, info()) == "a/1"  # the smallest name, as far as gossip knows
+    drain.start(state, "stop --drain", leaving=["a/0", "a/1"])
+    assert drain.heir(state, info()) == "b/0"
+    drain.hand_over_runs(state)
+    fx = drain.root_dropped(state, root, 2.0)
+    assert [f.dest for f in fx if isinstance(f, Send)] == ["b/0"]
+
+
+def test_a_draining_peer_that_inherits_a_run_hands_it_on() -> None:
+    """An heir that drains meanwhile (or was not known to) starts the run and is woken to
+    hand it over again: starting a run is a change a drain waits for."""
+    state = make_state("b/0", ("a/0", "c/0"))
+    _with_plugins(state, "c/0")
+    known_run(state)  # mastered by a/0, which drains
+    drain.start(state, "asked")
+    fx = orphans.on_hand_over(state, m.HandOver([], [info()], []), 1.0)
+    assert Changed() in fx
+    run = state.runs.active["r1"]
+    assert run.info.master == "b/0" and run.root is not None
+    assert drain.hand_over_runs(state) == [ToCompute(Orphaned(run.root))]
 
 
 def test_a_master_whose_heir_left_meanwhile_respawns_the_run_itself() -> None:

@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 
 from satind import SharedObject, global_method, spawnable, sync
-from satind.config import EngineConfig
+from satind.config import Config, EngineConfig
+from satind.core import sharing
+from satind.core.effects import ToCompute
+from satind.core.state import PeerState
 from satind.engine import worker as worker_mod
 from satind.engine.frames import (
     DigestArrived,
+    ForgetRun,
     JobArrived,
     ReplicaArrived,
     ReplicaWanted,
@@ -23,9 +27,11 @@ from satind.engine.frames import (
 from satind.engine.jobs import Job, RunState
 from satind.engine.replication import UpdateLog
 from satind.engine.worker import Worker
+from satind.membership.view import Member, MemberTable
 from satind.net.codec import DecodeError, Encoded, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
+from satind.net.transport import Address
 from tests.unit.test_worker import Hooks
 
 
@@ -139,6 +145,21 @@ def test_updates_apply_in_order_per_sender_once_each(worker: Worker) -> None:
     worker.drain()
     assert counter.log == [10, 20, 7, 30, 40] and counter.total == 107
     assert counter._shared_seen == {"p2": 4, "p3": 1}
+
+
+def test_a_run_that_ends_drops_its_replicas_on_the_compute_thread_only(worker: Worker) -> None:
+    """The network side never changes the compute side's replicas: forgetting a run posts
+    ForgetRun (popping them on the trio thread raced the compute thread's digests)."""
+    _replica(worker)
+    worker.post(UpdatesArrived([_update(2, 20)]))  # held: waits for call 1
+    state = PeerState("me", "c0", Config(), MemberTable(Member("me", Address("h", 1), "c0")), {})
+    state.replicas = worker.shared  # type: ignore[assignment]  # as node/peer.py shares it
+    worker.drain()
+    fx = sharing.forget_run(state, "r1")
+    assert fx == [ToCompute(ForgetRun("r1"))] and "r1::0" in worker.shared
+    worker.post(fx[0].event)
+    worker.drain()
+    assert worker.shared == {} and worker.shared_pending == {}
 
 
 def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
