@@ -37,6 +37,9 @@ membership = { probe_interval_s = 0.5 }
 [[faults]]                    # at virtual time `at`, one action:
 at = 30.0
 crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster = "c1"
+# restart = ["c0/0"] with delay = 1.0 (each peer crashes and, `delay` seconds later, a new
+# process starts in its slot at its address, as a daemon restarting it: a new instance that
+# knows nothing of the old one's work) |
 # drain = ["c0/4"] | join = 4 (join_cluster = "c0") | drop = 0.1 |
 # partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names) |
 # pause = ["c0/0"] with duration = 20.0 (the peers neither send nor receive for that long;
@@ -75,8 +78,9 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Fault:
     at: float
-    # crash, crash_all, drain, join, drop, partition, pause, damage_logs, resume, load (value:
-    # the share), bandwidth (cluster; value: bytes per second, inf for no limit)
+    # crash, crash_all, restart (duration: the delay before the new instance), drain, join,
+    # drop, partition, pause, damage_logs, resume, load (value: the share), bandwidth
+    # (cluster; value: bytes per second, inf for no limit)
     kind: str
     peers: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
@@ -122,6 +126,7 @@ _FAULT_KINDS = (
     "crash",
     "crash_cluster",
     "crash_all",
+    "restart",
     "drain",
     "join",
     "drop",
@@ -135,6 +140,7 @@ _FAULT_KINDS = (
 )
 # Keys a fault kind takes besides `at` and its own.
 _FAULT_EXTRA = {
+    "restart": {"delay"},
     "load": {"share"},
     "load_cluster": {"share"},
     "bandwidth_cluster": {"bytes_per_s"},
@@ -287,6 +293,13 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
         if not rate > 0:
             raise ScenarioError(f"{where}.bytes_per_s must be > 0 (inf: no limit), got {rate!r}")
         return Fault(at, "bandwidth", cluster=value, value=rate)
+    if kind == "restart":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ScenarioError(f"{where}.restart must be a list of peer names")
+        delay = _get(raw, "delay", float, 1.0, where)
+        if not 0.0 <= delay < math.inf:
+            raise ScenarioError(f"{where}.delay must be >= 0 seconds, got {delay!r}")
+        return Fault(at, kind, peers=tuple(value), duration=delay)
     if kind in ("crash", "drain", "pause"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScenarioError(f"{where}.{kind} must be a list of peer names")

@@ -222,8 +222,11 @@ class Simulation:
         cluster: str,
         seeds: list[Address],
         standby: bool = False,
+        slot: str = "",
     ) -> Peer:
-        slot = self._new_name(cluster)
+        """Start a peer: a new one in ``cluster``, or a new instance in ``slot`` (a restart:
+        same address, a newer instance)."""
+        slot = slot or self._new_name(cluster)
         instance = len(self.peers) + 1
         name = peer_name(slot, instance)
         self.slots[slot] = name
@@ -319,6 +322,26 @@ class Simulation:
                     self.gone.add(name)
             if self.master in names:
                 self._follow(client)
+        elif fault.kind == "restart":
+            names = [n for n in self.named(fault.peers) if n in self.peers and n not in self.gone]
+            for name in names:
+                network.detach(name)
+                self.scopes[name].cancel()
+                self.gone.add(name)
+            if self.master in names:
+                self._follow(client)
+            await trio.sleep(fault.duration)
+            self.last_change = trio.current_time()
+            for name in names:
+                old = self.peers[name]
+                alive = self.live()
+                seeds = [
+                    self.peers[n].options.listen for n in self.rng.sample(alive, min(3, len(alive)))
+                ]
+                await self.start_peer(
+                    nursery, network, old.options.cluster, seeds, slot=old.options.name
+                )
+                self.trace("restart", name.encode())
         elif fault.kind == "drain":
             for name in self.named(fault.peers):
                 self.drained.add(name)
