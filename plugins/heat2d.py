@@ -17,7 +17,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from satind import UsageError, spmd_plugin
+from satind import UsageError, output_file, spmd_plugin
 
 from . import _heat
 from ._args import at_most, int_arg
@@ -111,7 +111,7 @@ def report(argv: Sequence[str], result: _heat.Plate) -> dict[str, Any]:
         "checksum": checksum(result),
     }
     if path:
-        _heat.png(result, path)
+        output_file(path, _heat.png(result))  # written where the submitter is
         out["png"] = path
     return out
 
