@@ -7,7 +7,8 @@ edge rows of the blocks above and below (its ghosts, sent by their holders). sat
 blocks between members at iteration boundaries; the answer is the same bit for bit, which the
 check verifies against a sequential sweep of the whole plate (plugins/_heat.py). The result
 is the final plate; the report gives its mean temperature and a checksum, and with ``--png``
-(after ``--`` on the command line) writes a picture of it.
+(after ``--`` on the command line) makes a picture of it (``satind.output_file``: written
+where the submitter is).
 """
 
 from __future__ import annotations
