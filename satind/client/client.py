@@ -113,7 +113,16 @@ class Client:
         inputs: dict[str, bytes] = {}
         while True:
             req = self.requests.new()
-            self.conn.post(m.Submit(req, plugin, argv, code_hash, check, inputs))
+            if not self.conn.post(m.Submit(req, plugin, argv, code_hash, check, inputs)):
+                if self.conn.closed:
+                    raise PeerUnavailable(f"lost the connection to {self.peer}")
+                size = sum(len(data) for data in inputs.values())
+                raise UsageError(
+                    f"the submission (its arguments and {size:,} bytes of input files) does "
+                    "not fit in one message (net.max_frame_bytes): send smaller files, or "
+                    "have the operator put them in the peers' input directory ([files] "
+                    "input_dir)"
+                )
             reply = await self._wait_reply(req, self.cfg.client.timeout_s)
             assert isinstance(reply, m.Submitted)
             # Each round sends at least one file more, and only files the arguments name

@@ -64,6 +64,9 @@ class ClientFiles:
             if name not in self.allowed:
                 done[name] = "not written: no argument of the run names it"
                 continue
+            if name in self.local.read_files:
+                done[name] = "not written: it is an input file of the run"
+                continue
             try:
                 Path(name).write_bytes(data)
             except OSError as exc:
@@ -75,14 +78,18 @@ class ClientFiles:
 
 def save_into(result: m.RunResult, directory: Path) -> dict[str, str]:
     """Write the output files a result carries into ``directory``, each under its base name
-    (``satind result --outputs DIR``: the arguments were not typed here)."""
+    (``satind result --outputs DIR``: the arguments were not typed here), made if need be."""
     done: dict[str, str] = {}
     for name, data in result.outputs.items():
         try:
             target = directory / files.output_name(name)
+            directory.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        except (UsageError, OSError) as exc:
+        except UsageError as exc:
             done[name] = f"not written: {exc}"
+            continue
+        except OSError as exc:
+            done[name] = f"not written: {exc.strerror or exc}"
             continue
         done[name] = f"written to {target} ({len(data):,} bytes)"
     return done | kept(result)

@@ -223,6 +223,15 @@ async def test_an_output_file_goes_to_the_submitter_not_onto_the_masters_disk(
     assert out["check"] == "ok" and "plate.png" in out["outputs"]
     assert (client_dir / "plate.png").read_bytes().startswith(PNG)
     assert list(system.home.iterdir()) == []
+    # Fetched later, from another directory: written only where the user says.
+    later = system.tmp / "later"
+    later.mkdir()
+    proc = await system.cli_async(
+        "result", out["run_id"], "--json", "--outputs", str(later / "pics"), cwd=later
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "written to" in json.loads(proc.stdout)["outputs"]["plate.png"]
+    assert sorted(p.name for p in later.rglob("*")) == ["pics", "plate.png"]
 
 
 def test_the_cli_sends_the_users_own_input_file(system: System) -> None:

@@ -208,6 +208,10 @@ def test_a_client_sends_and_writes_only_files_its_arguments_name(
     assert (tmp_path / "pic.png").read_bytes() == b"P" and (tmp_path / "b.png").read_bytes() == b"B"
     assert done["/tmp/evil"].startswith("not written") and not Path("/tmp/evil").exists()
     assert done["../up.png"].startswith("not written")
+    # An output never replaces an input file the client sent.
+    overwrite = replace(result, outputs={"in.cnf": b"junk"}, kept={})
+    assert client.save(overwrite) == {"in.cnf": "not written: it is an input file of the run"}
+    assert (tmp_path / "in.cnf").read_text() == "p cnf 1 1\n1 0\n"
     assert not (tmp_path.parent / "up.png").exists()
     assert done["c.png"] == "kept by the run's master at m1/0:/srv/out/r/c.png"
     into = tmp_path / "into"
