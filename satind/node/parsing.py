@@ -50,10 +50,6 @@ class ClientSlots:
             if not stats.borrowed_tokens and not stats.tasks_waiting:
                 del self._limiters[who]
 
-    def busy(self) -> dict[str, int]:
-        """Parses going (or stuck) per client."""
-        return {who: int(lim.borrowed_tokens) for who, lim in self._limiters.items()}
-
 
 def client_of(link: Link) -> str:
     """Whose slots a request takes: the client certificate's name (every connection of a
