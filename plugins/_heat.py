@@ -68,7 +68,7 @@ def sequential(rows: int, cols: int, iterations: int) -> Plate:
     return p
 
 
-def png(p: Plate, path: str) -> None:
+def png(p: Plate) -> bytes:
     """The plate as an RGB PNG, cold blue to hot red (zlib and struct only)."""
     height, width = len(p), len(p[0]) if p else 0
     raw = bytearray()
@@ -83,8 +83,9 @@ def png(p: Plate, path: str) -> None:
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", header))
-        f.write(chunk(b"IDAT", zlib.compress(bytes(raw), 6)))
-        f.write(chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(bytes(raw), 6))
+        + chunk(b"IEND", b"")
+    )

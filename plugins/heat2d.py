@@ -7,7 +7,8 @@ edge rows of the blocks above and below (its ghosts, sent by their holders). sat
 blocks between members at iteration boundaries; the answer is the same bit for bit, which the
 check verifies against a sequential sweep of the whole plate (plugins/_heat.py). The result
 is the final plate; the report gives its mean temperature and a checksum, and with ``--png``
-(after ``--`` on the command line) writes a picture of it.
+(after ``--`` on the command line) makes a picture of it (``satind.output_file``: written
+where the submitter is).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from satind import UsageError, spmd_plugin
+from satind import UsageError, output_file, spmd_plugin
 
 from . import _heat
 from ._args import at_most, int_arg
@@ -111,7 +112,7 @@ def report(argv: Sequence[str], result: _heat.Plate) -> dict[str, Any]:
         "checksum": checksum(result),
     }
     if path:
-        _heat.png(result, path)
+        output_file(path, _heat.png(result))  # written where the submitter is
         out["png"] = path
     return out
 

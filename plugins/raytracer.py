@@ -17,9 +17,8 @@ import math
 import struct
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
-from satind import Plugin, UsageError, spawnable, sync
+from satind import Plugin, UsageError, output_file, spawnable, sync
 
 from ._args import int_arg
 
@@ -217,7 +216,7 @@ def parse(argv: Sequence[str]) -> tuple[int, int, int, int, int, int]:
 def report(argv: Sequence[str], result: bytes) -> str:
     if len(argv) == 3:
         width, height = int(argv[0]), int(argv[1])
-        Path(argv[2]).write_bytes(png(width, height, result))
+        output_file(argv[2], png(width, height, result))  # written where the submitter is
     return hashlib.sha256(result).hexdigest()
 
 

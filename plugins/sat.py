@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from pathlib import Path
 
-from satind import Plugin, UsageError, abort, register_type, spawnable, sync
+from satind import Plugin, UsageError, abort, input_file, register_type, spawnable, sync
 
 from ._args import at_most, int_arg
 
 SPAWN_DEPTH = 8
-MAX_CNF_BYTES = 64 * 1024 * 1024
 
 Clauses = tuple[tuple[int, ...], ...]
 Model = tuple[int, ...]
@@ -218,14 +216,13 @@ def parse(argv: Sequence[str]) -> tuple[Clauses, Model, int, int]:
         seed = int_arg(argv, 2, "SEED", low=0, high=2**63)
         return random_3sat(variables, seed), (), variables, SPAWN_DEPTH
     at_most(argv, 1)
-    path = Path(argv[0])
+    # The client's file (sent with the submission), never a path opened on the peer.
+    data = input_file(argv[0])
     try:
-        if path.stat().st_size > MAX_CNF_BYTES:
-            raise UsageError(f"{path} is larger than {MAX_CNF_BYTES} bytes")
-        text = path.read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    variables, clauses = parse_dimacs(text, str(path))
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{argv[0]} is not a text file (byte {exc.start})") from None
+    variables, clauses = parse_dimacs(text, argv[0])
     return clauses, (), variables, SPAWN_DEPTH
 
 

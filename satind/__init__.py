@@ -18,6 +18,8 @@ from satind.engine.errors import JobAborted as JobAborted
 from satind.engine.errors import LimitExceeded as LimitExceeded
 from satind.engine.errors import RemoteJobError as RemoteJobError
 from satind.engine.errors import ResultNotReady as ResultNotReady
+from satind.files import input_file as input_file
+from satind.files import output_file as output_file
 from satind.iterative import iterative_plugin as iterative_plugin
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed

@@ -381,6 +381,48 @@ class RunConfig:
     # of each run of another master it still tracks whether the run is over: every notice of
     # its end may have been lost (30 s with the defaults).
     stale_check_rounds: int = 6
+    # seconds. A submission's parse (the plugin's own code, in a thread of its own) that has
+    # not returned within this is refused, saying so. Below client.timeout_s (30 s), so that
+    # the client hears why instead of timing out. A parse that reads a pipe or loops forever
+    # cannot be stopped (Python cannot kill a thread): it runs on, holding one of its
+    # client's parses_per_client slots, and nothing else. Raise it for plugins that build
+    # large inputs in parse (DIMACS files of millions of clauses take seconds).
+    parse_timeout_s: float = 20.0
+    # count. Parses of one client certificate a peer runs at once; more wait for a slot
+    # (within parse_timeout_s). So one client's stuck or slow parses cost its own
+    # submissions only, and parsing memory is bounded per client (at most this many
+    # parses, each of at most files.max_input_bytes of input). Parses take milliseconds, so
+    # 2 rarely makes anyone wait.
+    parses_per_client: int = 2
+
+
+@dataclass(frozen=True)
+class FilesConfig:
+    """Files a run's arguments name (satind/files.py). A run's arguments come from a client,
+    so by default a peer opens no path they name: a plugin's input file travels from the
+    client with the submission, and its output files travel back with the result, written
+    by the client where it runs. An operator may let the peers read one directory and write
+    into another instead."""
+
+    # A directory the peers may read input files from: an argument names a file in it,
+    # relative to it or absolute inside it. Confined: no "..", no symlink (even one that
+    # points inside: copy or hard-link the file), regular files only, at most
+    # max_input_bytes. A file it does not hold is asked of the client. Empty (the default):
+    # peers read no file a client names.
+    input_dir: str = ""
+    # A directory where a run's master writes the run's output files, in a directory per run
+    # (OUTPUT_DIR/RUN_ID/, under each file's base name), instead of sending them to the
+    # submitter with the result. Empty (the default): outputs go to the submitter.
+    output_dir: str = ""
+    # bytes. The largest input file. It travels in the submission (one frame, at most
+    # net.max_frame_bytes) and a plugin's parse turns it into objects several times its
+    # size: 16 MiB of DIMACS is about a million clauses. The client refuses a larger file
+    # before sending it, naming this setting.
+    max_input_bytes: int = 16 * 1024 * 1024
+    # bytes. A run's output files together. They travel in the run's result (one frame with
+    # the value) and are kept with it (run.keep_results, run.result_copies): a report that
+    # makes more fails, naming this setting.
+    max_output_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -568,6 +610,7 @@ class Config:
     spmd: SpmdConfig = field(default_factory=SpmdConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    files: FilesConfig = field(default_factory=FilesConfig)
     adapt: AdaptConfig = field(default_factory=AdaptConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)

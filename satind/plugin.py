@@ -62,7 +62,8 @@ class Plugin:
         entry: the spawnable function the run's root job calls.
         usage: the argument synopsis, e.g. ``"fib N [THRESHOLD]"``.
         parse: turns the command-line arguments into the entry's arguments; raises
-            ``UsageError`` with a message saying what is wrong.
+            ``UsageError`` with a message saying what is wrong. Reads an input file the
+            arguments name with ``satind.input_file`` (never ``open``: it runs on a peer).
         max_branching: the most children one job spawns, or a function of the entry's
             arguments giving it. A job's share of its parent's work is 1/max_branching, which
             is how progress is estimated from job ids; None when not known (job ids are level
@@ -70,8 +71,9 @@ class Plugin:
         check: optional independent check of a result, ``check(entry_args, result)``; raises
             (``CheckFailed`` or any exception) when the result is wrong.
         report: optional, turns the raw result into the JSON-able value users see,
-            ``report(argv, result)``; may write files the arguments name. Runs where the
-            result is delivered (the submitting client). Default: the raw result.
+            ``report(argv, result)``; makes the output files the arguments name with
+            ``satind.output_file`` (never by writing them: it runs on the run's master, and
+            the files go to the submitter). Default: the raw result.
         description: one line for ``satind plugins``.
     """
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from satind import config as config_mod
+from satind import files
 from satind import plugin as plugins
 from satind._trio import run_flat
 from satind.cli.common import env_default, flags_of, heuristic_flag, load_config
@@ -20,9 +21,9 @@ from satind.net import tls
 
 
 def run(args: argparse.Namespace) -> int:
+    from satind.client.files import ClientFiles
     from satind.client.runner import Failure, LocalRun, run_local
 
-    plugin = resolve_plugin(args.plugin, args.args, args.plugin_path)
     peers = args.peers if args.peers is not None else config_mod.default_peer_count()
     if peers < 1:
         raise CliError("--peers must be at least 1", EXIT_USAGE)
@@ -32,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
         load_config(args.config),
         {"steal": {"algorithm": args.steal}, "iterative": {"heuristic": heuristic_flag(args)}},
     )
+    # The user's own files, read here (once) and sent to the peers; outputs written here.
+    run_files = ClientFiles(args.args, cfg.files.max_input_bytes)
+    plugin = resolve_plugin(args.plugin, args.args, args.plugin_path, run_files.local)
     request = LocalRun(
         plugin=plugin,
         argv=args.args,
@@ -43,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.json and sys.stderr.isatty(),
         check=not args.no_check,
         trace=args.trace,
+        files=run_files,
     )
     try:
         outcome = run_flat(run_local, request, cfg)
@@ -56,14 +61,18 @@ def run(args: argparse.Namespace) -> int:
     return print_report(report, args.json)
 
 
-def resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugins.Plugin:
-    """The plugin to run, with its arguments checked here, before any peer starts."""
+def resolve_plugin(
+    name: str, argv: list[str], paths: Sequence[Path], local: files.Local | None = None
+) -> plugins.Plugin:
+    """The plugin to run, with its arguments checked here, before any peer starts (its input
+    files read through ``local``, which keeps them to send)."""
     try:
         plugin = plugins.find(name, paths)
     except (plugins.UnknownPlugin, FileNotFoundError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     try:
-        plugin.parse_args(argv)
+        with files.scope(local or files.Local(config_mod.DEFAULT.files.max_input_bytes)):
+            plugin.parse_args(argv)
     except plugins.UsageError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     except plugins.PluginFailed as exc:

@@ -252,6 +252,13 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     result.add_argument("--wait", action="store_true", help="wait until the run ends")
     result.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    result.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="DIR",
+        help="write the output files the result carries (a picture a report made) into DIR, "
+        "each under its base name (`submit --wait` and `run` write them where they run)",
+    )
     client_options(result)
 
     resume = commands["resume"] = sub.add_parser(

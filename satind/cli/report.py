@@ -10,6 +10,7 @@ from typing import Any
 
 from satind import stats
 from satind.cli.exits import EXIT_FAILED, EXIT_OK
+from satind.client.files import unsaved
 from satind.client.runner import Failure, Outcome, outcome_of
 from satind.config import Config
 from satind.net import messages as m
@@ -29,6 +30,7 @@ def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, 
         "peers": outcome.peers,
         "stats": outcome.stats,
         "check": outcome.check,
+        **({"outputs": outcome.outputs} if outcome.outputs else {}),
     }
 
 
@@ -48,6 +50,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             f"statistics and check); check {report['check']}"
         )
         print("  " + _line(counters, stats.SUMMARY))
+        for name, what in report.get("outputs", {}).items():
+            print(f"  output {name}: {what}")
         if any(counters.get(name) for name in stats.RECOVERY):
             print("  recovery: " + _line(counters, stats.RECOVERY))
         if any(counters.get(name) for name in stats.SHARING):
@@ -88,12 +92,15 @@ def show_result(
     argv: list[str],
     as_json: bool,
     cfg: Config,
+    saved: dict[str, str] | None = None,
 ) -> int:
-    """Print a run's result as `satind run` does; the exit code."""
+    """Print a run's result as `satind run` does; the exit code. ``saved``: what became of
+    the output files the result carries (None: none was written here)."""
     outcome = outcome_of(result, cfg)
     if isinstance(outcome, Failure):
         print(f"satind: {outcome.message}", file=sys.stderr)
         return EXIT_FAILED
+    outcome.outputs = saved if saved is not None else unsaved(result)
     report = run_report(plugin_name, argv, outcome)
     return print_report(report, as_json)
 

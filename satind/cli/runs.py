@@ -16,6 +16,7 @@ from satind.cli.common import connected
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.cli.report import show_result
 from satind.client import client as control
+from satind.client.files import ClientFiles, save_into
 from satind.config import Config
 from satind.net import messages as m
 
@@ -24,9 +25,14 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
     # Parsed, checked and reported on the run's master: this machine needs no plugin code.
     if args.trace is not None and not args.wait:
         raise CliError("--trace needs --wait (the trace is fetched when the run ends)", EXIT_USAGE)
+    # The run's files are this machine's: input files go with the submission, outputs are
+    # written here (client/files.py).
+    run_files = ClientFiles(args.args, cfg.files.max_input_bytes)
     async with connected(args, cfg) as client:
         try:
-            run_id = await client.submit(args.plugin, list(args.args), check=not args.no_check)
+            run_id = await client.submit(
+                args.plugin, list(args.args), check=not args.no_check, files=run_files
+            )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
         except control.SubmitRefused as exc:
@@ -40,7 +46,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             return await _interrupted(client, args, run_id, cfg)
         if args.trace is not None:
             await control.save_trace(client, run_id, args.trace)
-    return show_result(result, args.plugin, list(args.args), args.json, cfg)
+    saved = run_files.save(result)
+    return show_result(result, args.plugin, list(args.args), args.json, cfg, saved)
 
 
 async def _until_interrupted(waiting: Awaitable[m.RunResult]) -> m.RunResult | None:
@@ -171,7 +178,10 @@ async def result(args: argparse.Namespace, cfg: Config) -> int:
     if reply.result is None:
         raise CliError(reply.error or f"no result for {args.run_id}", EXIT_FAILED)
     plugin_name, argv = _plugin_and_argv(status, args.run_id)
-    return show_result(reply.result, plugin_name, argv, args.json, cfg)
+    # The arguments come from the peers here, not from the user: output files are written
+    # only where the user says, under their base names.
+    saved = save_into(reply.result, args.outputs) if args.outputs is not None else None
+    return show_result(reply.result, plugin_name, argv, args.json, cfg, saved)
 
 
 def _print_run_id(run_id: str, as_json: bool) -> int:

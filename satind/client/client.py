@@ -19,6 +19,7 @@ import trio
 
 from satind import trace
 from satind._trio import single_errors
+from satind.client.files import ClientFiles, NotAnArgument
 from satind.config import Config
 from satind.net import messages as m
 from satind.net import tls
@@ -91,20 +92,48 @@ class Client:
             self._closed.set()
 
     async def submit(
-        self, plugin: str, argv: list[str], code_hash: str = "", check: bool = True
+        self,
+        plugin: str,
+        argv: list[str],
+        code_hash: str = "",
+        check: bool = True,
+        files: ClientFiles | None = None,
     ) -> str:
         """Submit a run; returns its id (``contacts`` then holds where else to follow it).
+        When the master asks for input files the arguments name, ``files`` sends them (the
+        submission is made again with their content); without it, the run is refused.
 
         Raises:
-            UsageError: bad arguments (the message carries the plugin's usage).
+            UsageError: bad arguments (the message carries the plugin's usage), or an input
+                file that cannot be read here.
             UnknownPlugin: the peer has no such plugin.
             SubmitRefused: any other refusal.
             PeerUnavailable: no answer.
         """
-        req = self.requests.new()
-        self.conn.post(m.Submit(req, plugin, argv, code_hash, check))
-        reply = await self._wait_reply(req, self.cfg.client.timeout_s)
-        assert isinstance(reply, m.Submitted)
+        inputs: dict[str, bytes] = {}
+        while True:
+            req = self.requests.new()
+            if not self.conn.post(m.Submit(req, plugin, argv, code_hash, check, inputs)):
+                if self.conn.closed:
+                    raise PeerUnavailable(f"lost the connection to {self.peer}")
+                size = sum(len(data) for data in inputs.values())
+                raise UsageError(
+                    f"the submission (its arguments and {size:,} bytes of input files) does "
+                    "not fit in one message (net.max_frame_bytes): send smaller files, or "
+                    "have the operator put them in the peers' input directory ([files] "
+                    "input_dir)"
+                )
+            reply = await self._wait_reply(req, self.cfg.client.timeout_s)
+            assert isinstance(reply, m.Submitted)
+            # Each round sends at least one file more, and only files the arguments name
+            # (files.send refuses others): this ends.
+            missing = [name for name in reply.needs if name not in inputs]
+            if reply.error is None or files is None or not missing:
+                break
+            try:
+                inputs.update(files.send(missing))
+            except NotAnArgument as exc:
+                raise SubmitRefused(m.ErrorInfo("NotAnArgument", str(exc))) from None
         if reply.error is not None:
             if reply.error.type.endswith("UsageError"):
                 raise UsageError(reply.error.message)

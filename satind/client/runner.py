@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from satind.client import client as control
+from satind.client.files import ClientFiles, unsaved
 from satind.config import Config
 from satind.net import codec
 from satind.net import messages as m
@@ -34,6 +35,8 @@ class Outcome:
     check: str = "skipped"
     # Seconds after the root's end spent on the members' statistics and the plugin's check.
     finish_s: float = 0.0
+    # What became of each output file the plugin's report made (client/files.py).
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class LocalRun:
     check: bool = True
     # Write the run's trace here (Chrome trace-event JSON, satind/trace.py).
     trace: Path | None = None
+    # The run's input and output files on this machine (sent to the peers, written here).
+    files: ClientFiles | None = None
 
 
 async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
@@ -85,7 +90,11 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                 async with control.connect(master.address, cfg, credentials, master.name) as client:
                     try:
                         run_id = await client.submit(
-                            plugin.name, list(request.argv), plugin.code_hash, request.check
+                            plugin.name,
+                            list(request.argv),
+                            plugin.code_hash,
+                            request.check,
+                            request.files,
                         )
                     except (UsageError, UnknownPlugin) as exc:
                         return Failure("usage", str(exc))
@@ -119,7 +128,10 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                     return Failure("runtime", str(lost))
     except StartupError as exc:
         return Failure("runtime", f"peers did not start: {exc}")
-    return outcome_of(result, cfg)
+    outcome = outcome_of(result, cfg)
+    if isinstance(outcome, Outcome):
+        outcome.outputs = request.files.save(result) if request.files else unsaved(result)
+    return outcome
 
 
 def outcome_of(result: m.RunResult, cfg: Config) -> Outcome | Failure:

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from satind import files, stats
 from satind import plugin as plugins
-from satind import stats
+from satind.config import DEFAULT, FilesConfig
 from satind.core.effects import (
     Changed,
     Effects,
@@ -75,14 +76,22 @@ class Parsed:
     branching: int
 
 
-def parse_submission(plugin: plugins.Plugin, argv: Sequence[str], max_frame: int) -> Parsed:
+def parse_submission(
+    plugin: plugins.Plugin,
+    argv: Sequence[str],
+    max_frame: int,
+    inputs: dict[str, bytes] | None = None,
+    files_cfg: FilesConfig = DEFAULT.files,
+) -> Parsed:
     """Run the plugin's parse and branching code and encode the root's arguments. Plugin
-    code: the node runs this in a worker thread, not on its network side.
+    code: the node runs this in a worker thread, not on its network side. Its input files
+    are what the client sent (``inputs``) or what the operator's input directory holds.
 
     Raises:
-        UsageError, PluginFailed, EncodeError.
+        UsageError, PluginFailed, EncodeError; InputNeeded (the client has to send a file).
     """
-    args = plugin.parse_args(argv)
+    with files.scope(files.Submission(inputs or {}, files_cfg)):
+        args = plugin.parse_args(argv)
     encoded = codec.encode_value(args, max_frame)
     return Parsed(plugin, args, encoded, plugin.branching(args))
 
@@ -94,15 +103,36 @@ class Verdict:
 
     report: bytes | None
     check: str
+    # The report's output files (satind/files.py): to send, or kept here (name -> where).
+    outputs: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    kept: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def judge(
-    plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
+    plugin: plugins.Plugin,
+    info: m.RunInfo,
+    value: bytes,
+    max_depth: int,
+    max_frame: int,
+    files_cfg: FilesConfig = DEFAULT.files,
+    where: str = "",
 ) -> Verdict:
     """Run the plugin's check (unless the submitter said not to) and its report on a run's
     value. Plugin code: the node runs this in a worker thread. A check or report that raises
     fails the check, saying which hook raised: the user asked for what the plugin makes of the
-    value, and it could not be made."""
+    value, and it could not be made. Output files the report makes travel with the verdict,
+    or are written into the operator's output directory (``where``: this peer's name, for
+    the user to find them)."""
+    outputs = files.Outputs(files_cfg, info.run_id)
+    with files.scope(outputs):
+        verdict = _judged(plugin, info, value, max_depth, max_frame)
+    kept = {name: f"{where}:{path}" for name, path in outputs.kept.items()}
+    return dataclasses.replace(verdict, outputs=outputs.files, kept=kept)
+
+
+def _judged(
+    plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
+) -> Verdict:
     result = codec.decode_value(value, max_depth)
     check = "skipped"
     if info.check and plugin.check is not None:
@@ -178,9 +208,16 @@ def _plugin_or_what_the_system_has(state: PeerState, name: str) -> plugins.Plugi
 
 
 def submit(
-    state: PeerState, link: Link, msg: m.Submit, parsed: Parsed | Exception, now: float
+    state: PeerState,
+    link: Link,
+    msg: m.Submit,
+    parsed: Parsed | Exception | files.InputNeeded,
+    now: float,
 ) -> Effects:
     """Accept (start or queue) or refuse a submission whose arguments were parsed."""
+    if isinstance(parsed, files.InputNeeded):
+        error = error_info(parsed)
+        return [Reply(link, m.Submitted(msg.req, "", error, needs=[parsed.name]))]
     if isinstance(parsed, Exception):
         return [Reply(link, m.Submitted(msg.req, "", error_info(parsed)))]
     info = m.RunInfo(
@@ -363,7 +400,13 @@ def finish(
     result = _result_message(run, elapsed, peers, stats.as_ints(counters))
     result = dataclasses.replace(result, finish_s=round(now - root_done, 6))
     if verdict is not None and result.error is None:
-        result = dataclasses.replace(result, report=verdict.report, check=verdict.check)
+        result = dataclasses.replace(
+            result,
+            report=verdict.report,
+            check=verdict.check,
+            outputs=verdict.outputs,
+            kept=verdict.kept,
+        )
     state.runs.keep(Finished(result, run.info, now), now)
     status = DONE if result.error is None else FAILED
     ended = m.RunAnnounce(run.info, status)

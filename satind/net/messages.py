@@ -34,7 +34,7 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,9 @@ class Submit(Message):
     code_hash: str = ""
     # False: the master does not run the plugin's check on the result.
     check: bool = True
+    # The content of input files the arguments name, by argument (satind/files.py): the
+    # client sends those the master asked for (``Submitted.needs``).
+    inputs: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,9 @@ class Submitted(Message):
     run_id: str
     error: ErrorInfo | None = None
     contacts: list[str] = field(default_factory=list)
+    # Refused for want of these input files (error type "InputNeeded"): a client that has
+    # them submits again with their content in ``Submit.inputs``.
+    needs: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -198,6 +204,11 @@ class RunResult(Message):
     # Seconds after the root's end, before the result went out: the members' statistics and
     # the plugin's check (not in ``elapsed_s``, which ends when the root does).
     finish_s: float = 0.0
+    # The output files the plugin's report made (satind/files.py), by the argument naming
+    # each, for the submitter to write; or, when the master's operator set an output
+    # directory, where the master wrote them ("PEER:PATH").
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

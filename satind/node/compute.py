@@ -9,6 +9,7 @@ with ``TrioToken.run_sync_soon``, and stops it when its task is cancelled.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -41,8 +42,18 @@ class ComputeDriver(Protocol):
     def stop(self) -> None: ...
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` (plugin code, or a long encoding) where it cannot keep the
-        network side from answering: a worker thread on a real peer."""
+        """Run ``fn(*args)`` (a long encoding, a rescan) where it cannot keep the network
+        side from answering: a worker thread on a real peer."""
+        ...
+
+    async def run_plugin(
+        self, fn: Callable[..., T], *args: Any, limiter: trio.CapacityLimiter | None = None
+    ) -> T:
+        """Run plugin code for a run (a submission's parse, a result's check and report) as
+        ``offload`` does, but let it go when cancelled (a stop, a parse's time bound): a
+        Python thread cannot be stopped, so a stuck one runs on, holding nothing of the
+        network side's and no token of the limiter other threads wait on. ``limiter``:
+        whose slots it takes (a client's parses), each held until the code returns."""
         ...
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None: ...
@@ -60,6 +71,11 @@ class ThreadCompute:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self._token: trio.lowlevel.TrioToken | None = None
+        # Plugin code's threads are not drawn from trio's default limiter (40 threads, which
+        # the checkpoint store's file I/O uses too): a stuck parse holds its token until it
+        # returns, maybe never. What bounds them is run.parses_per_client per client, and a
+        # thread per run judged.
+        self._plugin_threads = trio.CapacityLimiter(math.inf)
 
     def post(self, event: MailboxEvent) -> None:
         self.worker.post(event)
@@ -77,6 +93,13 @@ class ThreadCompute:
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args)
+
+    async def run_plugin(
+        self, fn: Callable[..., T], *args: Any, limiter: trio.CapacityLimiter | None = None
+    ) -> T:
+        return await trio.to_thread.run_sync(
+            fn, *args, limiter=limiter or self._plugin_threads, abandon_on_cancel=True
+        )
 
     def cpu_seconds(self) -> float:
         # The process's: the trio thread's share is small next to the compute thread's.

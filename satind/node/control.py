@@ -23,6 +23,7 @@ from satind.core.master import RunRefused
 from satind.engine.errors import error_info
 from satind.net import codec
 from satind.net import messages as m
+from satind.node import parsing
 from satind.node.rpc import ask, ask_all
 
 if TYPE_CHECKING:
@@ -70,8 +71,15 @@ async def _judge(peer: Peer, run_id: str) -> master.Verdict | None:
     if not isinstance(value, codec.Encoded):
         return None
     net = peer.cfg.net
-    return await peer.compute.offload(
-        master.judge, run.plugin, run.info, value.data, net.max_depth, net.max_frame_bytes
+    return await peer.compute.run_plugin(
+        master.judge,
+        run.plugin,
+        run.info,
+        value.data,
+        net.max_depth,
+        net.max_frame_bytes,
+        peer.cfg.files,
+        peer.name,
     )
 
 
@@ -217,15 +225,10 @@ def on_submit(peer: Peer, link: Link, msg: m.Submit) -> None:
         return
 
     async def parse_then_submit() -> None:
-        # The plugin's own code (parse, branching, encoding the arguments) runs in a worker
-        # thread: the network side must keep answering probes meanwhile.
-        parsed: master.Parsed | Exception
-        try:
-            parsed = await peer.compute.offload(
-                master.parse_submission, plugin, msg.argv, peer.cfg.net.max_frame_bytes
-            )
-        except (plugins.UsageError, plugins.PluginFailed, codec.EncodeError) as exc:
-            parsed = exc
+        # The plugin's own code (parse, branching, encoding the arguments) runs in a thread
+        # of its own, bounded in time and per client (node/parsing.py): the network side
+        # keeps answering probes, and other clients are served, whatever it does.
+        parsed = await parsing.parse(peer, link, msg, plugin)
         peer.apply(master.submit(peer.state, link, msg, parsed, peer.now()))
 
     peer.spawn_answer(link, msg.req, parse_then_submit)

@@ -61,6 +61,7 @@ from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
 from satind.node.logs import RunLogs, flush_loop
+from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
@@ -207,6 +208,8 @@ class Peer:
         self.logs = RunLogs(cfg.run, options.name)
         # Requests answered from tasks, in flight per connection (net.max_requests_in_flight).
         self._in_flight: dict[int, int] = {}
+        # Submissions being parsed, per client certificate (run.parses_per_client).
+        self.parses = ClientSlots(cfg.run.parses_per_client)
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
         self.metrics: MetricsServer | None = None  # [metrics] enabled: the endpoint
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from satind import files
 from satind.core import master
 from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, WakeWaiters
 from satind.core.master import RunRefused
@@ -53,6 +54,24 @@ def test_a_refused_submission_says_why() -> None:
     fx = master.submit(state, link, msg, caught.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
     assert fx[0].msg.error is not None and "usage" in fx[0].msg.error.message
+
+
+def test_a_submission_whose_parse_needs_a_file_asks_the_client_for_it() -> None:
+    from satind_plugins import sat
+
+    state = make_state()
+    link = FakeLink("client~1", role="client")
+    msg = m.Submit(7, "sat", ["/etc/passwd"], sat.PLUGIN.code_hash)
+    with pytest.raises(files.InputNeeded) as needed:
+        master.parse_submission(sat.PLUGIN, msg.argv, 1 << 20)
+    fx = master.submit(state, link, msg, needed.value, 1.0)
+    assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
+    assert fx[0].msg.needs == ["/etc/passwd"] and fx[0].msg.run_id == ""
+    assert fx[0].msg.error is not None and fx[0].msg.error.type.endswith("InputNeeded")
+    # Sent with the submission again: parsed from what the client sent.
+    sent = {"/etc/passwd": b"p cnf 1 1\n1 0\n"}
+    parsed = master.parse_submission(sat.PLUGIN, msg.argv, 1 << 20, sent)
+    assert parsed.args[0] == ((1,),)
 
 
 def test_runs_past_max_concurrent_wait_in_the_masters_queue() -> None:

@@ -29,7 +29,15 @@ def satind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 class Daemon:
-    def __init__(self, keys: Path, name: str, cluster: str, seeds: str = "", *extra: str) -> None:
+    def __init__(
+        self,
+        keys: Path,
+        name: str,
+        cluster: str,
+        seeds: str = "",
+        *extra: str,
+        cwd: Path | None = None,
+    ) -> None:
         cmd = [
             sys.executable,
             "-m",
@@ -50,7 +58,9 @@ class Daemon:
         if seeds:
             cmd += ["--seeds", seeds]
         self.log = Path(keys) / f"{name}.log"
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"))
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"), cwd=cwd
+        )
         self.addresses = self._wait_for_addresses(name)
         self.children = children_of(self.proc.pid)
 

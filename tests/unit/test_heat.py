@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 from satind_plugins._heat import HOT, blocks, plate, png, sequential, sweep_rows
@@ -44,10 +43,8 @@ def test_blocks_cover_the_rows_once() -> None:
     assert blocks(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
 
 
-def test_the_png_is_a_valid_image_of_the_plate(tmp_path: Path) -> None:
-    out = tmp_path / "plate.png"
-    png(sequential(6, 5, 10), str(out))
-    data = out.read_bytes()
+def test_the_png_is_a_valid_image_of_the_plate() -> None:
+    data = png(sequential(6, 5, 10))
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     length, kind = struct.unpack(">I4s", data[8:16])
     width, height = struct.unpack(">II", data[16:24])

@@ -3,9 +3,12 @@ ran (core/master.judge), so that what a user sees does not depend on where they 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from satind import Plugin, spawnable
+from satind import Plugin, output_file, spawnable
+from satind.config import DEFAULT
 from satind.core.master import judge
 from satind.net import codec
 from satind.net import messages as m
@@ -52,3 +55,23 @@ def test_report_is_encoded_and_a_raising_report_fails_the_check() -> None:
     bad = judge(_plugin(broken), _info(["4"]), value, 50, 1 << 20)
     assert bad.report is None
     assert bad.check == "failed: its report raised OSError: cannot write out.png"
+
+
+def test_output_files_of_the_report_travel_with_the_verdict_or_stay_in_the_output_dir(
+    tmp_path: Path,
+) -> None:
+    def picture(argv: list[str], result: Any) -> str:
+        output_file(argv[1], b"\x89PNG" + bytes([result]))
+        return "drawn"
+
+    value = codec.encode_value(4)
+    made = judge(_plugin(picture), _info(["4", "pic.png"]), value, 50, 1 << 20)
+    assert made.outputs == {"pic.png": b"\x89PNG\x04"} and made.kept == {}
+    assert not (tmp_path / "pic.png").exists()
+    kept_in = replace(DEFAULT.files, output_dir=str(tmp_path))
+    made = judge(_plugin(picture), _info(["4", "pic.png"]), value, 50, 1 << 20, kept_in, "m1/0")
+    assert made.outputs == {} and made.kept == {"pic.png": f"m1/0:{tmp_path}/r/pic.png"}
+    assert (tmp_path / "r" / "pic.png").read_bytes() == b"\x89PNG\x04"
+    too_big = replace(DEFAULT.files, max_output_bytes=3)
+    failed = judge(_plugin(picture), _info(["4", "pic.png"]), value, 50, 1 << 20, too_big)
+    assert "files.max_output_bytes" in failed.check and failed.outputs == {}
