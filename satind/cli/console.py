@@ -27,6 +27,7 @@ from satind.client.client import Client, PeerUnavailable, RequestFailed, connect
 from satind.config import Config
 from satind.net import messages as m
 from satind.net.framing import parse_address
+from satind.net.names import slot_of
 
 STATE_STYLE = {
     "alive": "green",
@@ -68,7 +69,7 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
     for p in reply.peers:
         known = p.state not in ("dead", "left") and p.rss_mb > 0
         cells: dict[str, str | Text] = {
-            "peer": p.name,
+            "peer": slot_of(p.name),  # one row per slot: the process there now
             "cluster": p.cluster,
             "state": Text(p.state, style=STATE_STYLE.get(p.state, "")),
         }
@@ -119,7 +120,7 @@ def runs_table(reply: m.StatusReply) -> Table:
         table.add_row(
             r.run_id,
             f"{r.plugin} {' '.join(r.argv)}",
-            r.master,
+            slot_of(r.master),
             r.state,
             f"{100 * r.progress:.1f}%",
             f"{r.elapsed_s:.1f}",
@@ -181,7 +182,9 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         live.update(Text(f"lost every peer: {exc}", style="red"))
                         return
                     current, name = moved
-                    notice = Text(f"lost the peer ({exc}); now watching through {name}", "yellow")
+                    notice = Text(
+                        f"lost the peer ({exc}); now watching through {slot_of(name)}", "yellow"
+                    )
                     continue
                 now = trio.current_time()
                 addresses = {

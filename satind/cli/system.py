@@ -11,6 +11,7 @@ from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from satind.cli.report import status_json
 from satind.config import Config
 from satind.net import messages as m
+from satind.net.names import slot_of
 
 
 async def status(args: argparse.Namespace, cfg: Config) -> int:
@@ -73,11 +74,11 @@ async def plugins(args: argparse.Namespace, cfg: Config) -> int:
     failed = [p for p in reply.members if p.note.startswith("reload failed")]
     if args.action == "reload":
         for member in reply.members:
-            print(f"{member.member}: {member.note}")
+            print(f"{slot_of(member.member)}: {member.note}")
         return EXIT_FAILED if failed else EXIT_OK
     groups: dict[tuple[m.PluginInfo, ...], list[str]] = {}
     for member in reply.members:
-        groups.setdefault(tuple(member.plugins), []).append(member.member)
+        groups.setdefault(tuple(member.plugins), []).append(slot_of(member.member))
     for listed, members in groups.items():
         print(f"{', '.join(members)}:")
         for p in listed or ():

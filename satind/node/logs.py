@@ -23,6 +23,7 @@ import trio
 from satind.config import RunConfig
 from satind.engine import worker as worker_mod
 from satind.net import messages as m
+from satind.net.names import slot_of
 from satind.node.rpc import ask
 
 if TYPE_CHECKING:
@@ -95,10 +96,12 @@ class RunLogs:
             while len(self.kept) > self.cfg.keep_results:
                 old, _ = self.kept.popitem(last=False)
                 self.first.pop(old, None)
+        # Lines say which slot (b/0) they came from: peers as the operator names them.
+        where = slot_of(peer)
         for line in lines:
             if len(kept) == kept.maxlen:
                 self.first[run_id] += 1
-            kept.append(f"{peer}: {line[: self.cfg.log_line_chars]}")
+            kept.append(f"{where}: {line[: self.cfg.log_line_chars]}")
 
     def since(self, run_id: str, start: int) -> tuple[list[str], int]:
         """Lines from number ``start`` on (or the oldest kept), and the next number."""

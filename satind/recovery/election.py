@@ -45,9 +45,7 @@ def successor(state: PeerState, but: str = "", among: Collection[str] | None = N
         mem.name
         for mem in alive
         if not (
-            mem.draining
-            or mem.name in state.leaving
-            or (mem.name == state.name and state.draining)
+            mem.draining or mem.name in state.leaving or (mem.name == state.name and state.draining)
         )
     ]
     return min(staying or [mem.name for mem in alive], default=None)

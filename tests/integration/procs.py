@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import socket
 from pathlib import Path
 
 
@@ -31,6 +33,38 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+def free_ports(count: int, start: int = 21000, stop: int = 40000) -> int:
+    """The first port of ``count`` consecutive free ones on 127.0.0.1 (a daemon's peers listen
+    on port, port + 1, ...). Picked at random so that parallel test workers do not collide;
+    a port taken between this check and its use fails that daemon's start, loudly."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(start, stop - count)
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise AssertionError(f"no {count} consecutive free ports in {start}..{stop}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds ``pid`` has used; infinite once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return float("inf")
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kill_all(pids: list[int]) -> None:

@@ -4,6 +4,7 @@ and stop cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -37,7 +38,12 @@ class Daemon:
         seeds: str = "",
         *extra: str,
         cwd: Path | None = None,
+        listen: str = "127.0.0.1:0",
+        peers: int = 2,
     ) -> None:
+        """``listen``: peer 0's address, peer i at its port + i; a fixed port is the
+        production setup (a restarted peer is back at the same address), 0 any free ports."""
+        self.name = name
         cmd = [
             sys.executable,
             "-m",
@@ -50,9 +56,9 @@ class Daemon:
             "--cluster",
             cluster,
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--peers",
-            "2",
+            str(peers),
             *extra,
         ]
         if seeds:
@@ -79,6 +85,18 @@ class Daemon:
     @property
     def first(self) -> str:
         return next(iter(self.addresses.values()))
+
+    def pid_of(self, slot: str, limit: float = 30.0) -> int:
+        """The process running in ``slot`` (m1/0) now: after a restart, the new one."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            for pid in children_of(self.proc.pid):
+                with contextlib.suppress(OSError):
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if b"--name" in argv and argv[argv.index(b"--name") + 1] == slot.encode():
+                        return pid
+            time.sleep(0.05)
+        raise AssertionError(f"no process in slot {slot}")
 
     def kill(self) -> None:
         # Its peers now (a restarted one has a new pid) and those it started with.

@@ -15,6 +15,7 @@ from unittest.mock import patch
 import pytest
 
 from satind.core import sharing
+from satind.core.effects import Effects
 from satind.core.state import PeerState
 from satind.sim.report import SimReport
 from satind.sim.scenario import load
@@ -33,14 +34,14 @@ def _run(seed: int, name: str = "shared-steps-loss") -> tuple[SimReport, dict[st
     ends: Ends = {}
     forget = sharing.forget_run
 
-    def recorded(state: PeerState, run_id: str) -> None:
+    def recorded(state: PeerState, run_id: str) -> Effects:
         for shared_id, obj in state.replicas.items():
             if shared_id.startswith(f"{run_id}:"):
                 clock: Any = obj
                 ends.setdefault(state.name, []).append(
                     (clock.step, dict(clock._shared_seen), clock._shared_inc)
                 )
-        forget(state, run_id)
+        return forget(state, run_id)
 
     with patch.object(sharing, "forget_run", recorded):
         sim = Simulation(load(SCENARIOS / f"{name}.toml"), seed)

@@ -1,0 +1,179 @@
+"""Crashes on real daemons with the shipped defaults: what `tests/integration/test_crash_procs.py`
+runs once per case and `benchmarks/crashes.py` runs many times.
+
+Two machines (`satind start`, two peers each) on fixed ports, as in production: a peer their
+daemon restarts is back at the same address about a second later. Nothing is tuned: the
+membership timings, the restart delay and everything else are the defaults a user gets. A run
+is submitted to the machine that joined second (its first peer masters it), the victims are
+SIGKILLed in turn once each has computed for a while, and the answer is compared with an
+independent reference (tests/references.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests import references
+from tests.integration.procs import children_of, cpu_seconds, free_ports, kill_all
+from tests.integration.test_daemon import Daemon, client, client_in_background, satind, status
+
+
+@dataclass(frozen=True)
+class Case:
+    """A run and who dies during it: ``victims`` are slots killed in this order (m2/0, the
+    machine that joined second's first peer, masters every run)."""
+
+    name: str
+    argv: tuple[str, ...]
+    victims: tuple[str, ...]
+    # CPU seconds each victim computes for the run before it is killed: mid-run on any
+    # machine speed (wall time would kill too early on a slow one, too late on a fast one).
+    cpu_s: float = 1.0
+
+
+MASTER = "m2/0"
+THIEF = "m1/1"
+
+# Every built-in plugin, sized so that each victim is still computing when it is killed on
+# this project's 2-core machine, and each kind of run: divide-and-conquer, speculative
+# (aborts, inlets), shared objects, iterative (master-worker) and SPMD.
+PLUGIN_RUNS: dict[str, tuple[str, ...]] = {
+    "fib": ("fib", "34", "16"),
+    "nqueens": ("nqueens", "14"),
+    "tree": ("tree", "3", "8", "60", "busy"),
+    "knapsack": ("knapsack", "80", "3", "shared"),
+    "tsp": ("tsp", "13", "2", "shared"),
+    "sat": ("sat", "random", "120", "7"),
+    "search": ("search", "7", "6", "3", "4000"),
+    "othello": ("othello", "7", "3"),
+    "raytracer": ("raytracer", "800", "600"),
+    "barneshut": ("barneshut", "3000", "3", "1", "shared"),
+    "kmeans": ("kmeans", "200000", "6", "12", "3", "40"),
+    "heat2d": ("heat2d", "240", "240", "400", "8"),
+}
+
+
+def cases() -> list[Case]:
+    """Each plugin with its master killed, and with a thief killed and then the master."""
+    out = []
+    for name, argv in PLUGIN_RUNS.items():
+        out.append(Case(f"{name}-master", argv, (MASTER,)))
+        out.append(Case(f"{name}-thief-master", argv, (THIEF, MASTER), cpu_s=0.7))
+    return out
+
+
+@contextmanager
+def two_machines(keys: Path) -> Iterator[tuple[Daemon, Daemon]]:
+    """Two daemons with the shipped defaults on fixed ports; m2 joins second."""
+    assert satind("keys", "init", str(keys)).returncode == 0
+    for name in ("m1", "m2"):
+        assert satind("keys", "issue", str(keys), name).returncode == 0
+    m1 = Daemon(keys, "m1", "east", listen=f"127.0.0.1:{free_ports(2)}")
+    m2: Daemon | None = None
+    try:
+        m2 = Daemon(keys, "m2", "west", m1.first, listen=f"127.0.0.1:{free_ports(2)}")
+        wait_until(lambda: alive(keys, m1.first) == 4, 60, "the four peers to see each other")
+        yield m1, m2
+    finally:
+        for daemon in (m1, m2):
+            if daemon is not None:
+                stop(keys, daemon)
+
+
+def stop(keys: Path, daemon: Daemon) -> None:
+    """Stop a daemon gracefully, then make sure: every process it ever ran is gone."""
+    peers = set(daemon.children) | set(children_of(daemon.proc.pid))
+    client(keys, daemon.first, "stop", timeout=30)
+    try:
+        daemon.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.proc.kill()
+    kill_all(sorted(peers | set(children_of(daemon.proc.pid))))
+
+
+def alive(keys: Path, to: str) -> int:
+    try:
+        return sum(p["state"] == "alive" for p in status(keys, to)["peers"])
+    except (AssertionError, ValueError):
+        return 0
+
+
+def wait_until(predicate: Any, limit: float, what: str) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"waited {limit:g} s for {what}")
+
+
+def kill_when_busy(
+    daemon: Daemon, slot: str, cpu_s: float, run: subprocess.Popen[str], what: str
+) -> None:
+    """SIGKILL the process in ``slot`` once it has used ``cpu_s`` CPU seconds in all, while
+    ``run`` (the client waiting for the run) still waits; then wait for its daemon to start
+    a new process in the slot, at the same address.
+
+    Raises:
+        AssertionError: the run ended first (make it longer), or no restart came.
+    """
+    pid = daemon.pid_of(slot)
+    wait_until(
+        lambda: cpu_seconds(pid) >= cpu_s or run.poll() is not None,
+        120,
+        f"{slot} to compute until {cpu_s:.1f} CPU s",
+    )
+    if run.poll() is not None:
+        raise AssertionError(f"{what}: the run ended before {slot} was killed: make it longer")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: daemon.pid_of(slot) != pid, 30, f"{slot} to be restarted")
+
+
+@dataclass
+class Outcome:
+    report: dict[str, Any]
+    wall_s: float
+    # From the last kill to the answer.
+    after_kill_s: float
+
+
+def run_case(
+    keys: Path, machines: tuple[Daemon, Daemon], case: Case, limit: float = 300.0
+) -> Outcome:
+    """Submit, kill, and check the answer against the reference.
+
+    Raises:
+        AssertionError: the run ended before a kill (make it longer), failed, was lost or
+            gave a wrong answer (the message says which).
+    """
+    daemons = {d.name: d for d in machines}
+    victims = [(daemons[slot.split("/")[0]], slot) for slot in case.victims]
+    wait_until(lambda: alive(keys, machines[0].first) == 4, 60, "four live peers")
+    before = {slot: cpu_seconds(d.pid_of(slot)) for d, slot in victims}
+    started = time.monotonic()
+    proc = client_in_background(keys, daemons["m2"].first, "submit", *case.argv, "--wait", "--json")
+    killed_at = started
+    try:
+        for daemon, slot in victims:
+            kill_when_busy(daemon, slot, before[slot] + case.cpu_s, proc, case.name)
+            killed_at = time.monotonic()
+        out, err = proc.communicate(timeout=limit)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    ended = time.monotonic()
+    assert proc.returncode == 0, f"{case.name}: exit {proc.returncode}: {err[-2000:]}"
+    report: dict[str, Any] = json.loads(out)
+    references.verify(case.argv[0], case.argv[1:], report["result"])
+    assert report["check"] in ("ok", "not checked"), report["check"]
+    return Outcome(report, ended - started, ended - killed_at)
