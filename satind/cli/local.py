@@ -22,7 +22,6 @@ from satind.net import tls
 def run(args: argparse.Namespace) -> int:
     from satind.client.runner import Failure, LocalRun, run_local
 
-    plugin = resolve_plugin(args.plugin, args.args, args.plugin_path)
     peers = args.peers if args.peers is not None else config_mod.default_peer_count()
     if peers < 1:
         raise CliError("--peers must be at least 1", EXIT_USAGE)
@@ -32,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
         load_config(args.config),
         {"steal": {"algorithm": args.steal}, "iterative": {"heuristic": heuristic_flag(args)}},
     )
+    found = load_plugins(args.plugin_path, cfg)
+    plugin = resolve_plugin(args.plugin, args.args, found.plugins)
     request = LocalRun(
         plugin=plugin,
         argv=args.args,
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.json and sys.stderr.isatty(),
         check=not args.no_check,
         trace=args.trace,
+        vetted=found.verdicts,
     )
     try:
         outcome = run_flat(run_local, request, cfg)
@@ -56,12 +58,25 @@ def run(args: argparse.Namespace) -> int:
     return print_report(report, args.json)
 
 
-def resolve_plugin(name: str, argv: list[str], paths: Sequence[Path]) -> plugins.Plugin:
-    """The plugin to run, with its arguments checked here, before any peer starts."""
+def load_plugins(paths: Sequence[Path], cfg: config_mod.Config) -> plugins.Discovery:
+    """This machine's plugins; a line on stderr for each plugin module not loaded (its file
+    and why: it failed, exited or hung at import)."""
     try:
-        plugin = plugins.find(name, paths)
-    except (plugins.UnknownPlugin, FileNotFoundError) as exc:
+        found = plugins.load(paths, cfg.plugins)
+    except FileNotFoundError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    for failure in found.failures:
+        print(f"satind: {failure}", file=sys.stderr)
+    return found
+
+
+def resolve_plugin(
+    name: str, argv: list[str], available: dict[str, plugins.Plugin]
+) -> plugins.Plugin:
+    """The plugin to run, with its arguments checked here, before any peer starts."""
+    plugin = available.get(name)
+    if plugin is None:
+        raise CliError(str(plugins.UnknownPlugin(name, available)), EXIT_USAGE)
     try:
         plugin.parse_args(argv)
     except plugins.UsageError as exc:
@@ -78,8 +93,8 @@ def list_plugins(args: argparse.Namespace) -> int:
 
         cfg = load_config(args.config)
         return int(run_flat(system_plugins, args, cfg))
+    found = load_plugins(args.plugin_path, load_config(args.config)).plugins
     if args.json:
-        found = plugins.discover(args.plugin_path).values()
         print(
             json.dumps(
                 [
@@ -90,12 +105,12 @@ def list_plugins(args: argparse.Namespace) -> int:
                         "usage": p.usage,
                         "description": p.description,
                     }
-                    for p in found
+                    for p in found.values()
                 ]
             )
         )
         return EXIT_OK
-    for name, plugin in sorted(plugins.discover(args.plugin_path).items()):
+    for name, plugin in sorted(found.items()):
         print(f"{name:12} {plugin.usage:40} {plugin.description}")
     return EXIT_OK
 
