@@ -338,8 +338,9 @@ def load_path_module(path: Path) -> types.ModuleType:
 
 
 def load_entry_point(value: str) -> object:
-    """What an entry point's value (``pkg.mod`` or ``pkg.mod:attr.attr``) names, imported."""
-    module_name, _, attrs = value.partition(":")
+    """What an entry point's value (``pkg.mod`` or ``pkg.mod:attr.attr``, extras ``[x]`` after
+    it ignored) names, imported."""
+    module_name, _, attrs = value.split("[", 1)[0].partition(":")
     obj: object = importlib.import_module(module_name.strip())
     for attr in filter(None, attrs.strip().split(".")):
         obj = getattr(obj, attr)
@@ -428,9 +429,10 @@ def load(
     override built-ins), and what was not loaded.
 
     Plugin modules from entry points and plugin directories are vetted first (imported in a
-    process of their own, each within ``limits.import_timeout_s``: satind/vetting.py), except those
-    with a verdict in ``vetted`` for the same code; only those that came through are imported
-    here. What a module writes to stdout while it is imported here goes to stderr.
+    process of their own, each within ``limits.import_timeout_s``: satind/vetting.py),
+    except those with a verdict in ``vetted`` for the same code; only those that came
+    through are imported here. What a module writes to stdout while it is imported here goes
+    to stderr.
 
     Raises:
         FileNotFoundError: a plugin path is not a directory.
@@ -533,10 +535,13 @@ def _stdout_to_stderr() -> Iterator[None]:
     In a peer process stdout is stderr already (ops/child.py)."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
+    saved = -1
     try:
         saved = os.dup(1)
         os.dup2(2, 1)
     except OSError:  # no stdout or no stderr: nothing to protect or nowhere to go
+        if saved >= 0:
+            os.close(saved)
         saved = -1
     try:
         with contextlib.redirect_stdout(sys.stderr):

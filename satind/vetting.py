@@ -134,13 +134,16 @@ def _one_process(
         selector.register(pipe, selectors.EVENT_READ)
         selector.register(process.stdout, selectors.EVENT_READ)
         try:
-            while selector.get_map():
+            # Bounded by the deadline, which only a report moves; the process's end is seen
+            # as end of file on both pipes, or by polling when something it started holds
+            # them open (or it closed them and goes on).
+            while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return verdicts, blamed(), _late(started, timeout_s, start_timeout_s, tail)
                 events = selector.select(min(left, POLL_S))
                 if not events and process.poll() is not None:
-                    break  # dead, and something it started holds its pipes open
+                    break
                 for key, _ in events:
                     if key.fileobj is process.stdout:
                         tail, more = _take_output(process.stdout.fileno(), tail)
