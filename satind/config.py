@@ -470,6 +470,24 @@ class AdaptConfig:
 
 
 @dataclass(frozen=True)
+class PluginsConfig:
+    """Loading plugin modules (``--plugin-path`` files and entry points; satind/vetting.py)."""
+
+    # seconds. A plugin module is imported first in a short-lived process of its own: one
+    # whose import has not ended within this long (a loop, a hung download) is not loaded,
+    # and the process is killed. Each such module costs this much once per load (start,
+    # reload, a peer restart), so it must stay well below launcher.start_timeout_s. Importing
+    # satind and numpy takes about a second on a slow machine; a plugin that needs more at
+    # import should compute lazily, on its first job.
+    import_timeout_s: float = 10.0
+    # seconds. The vetting process itself (an interpreter and satind's own modules, under a
+    # second on an idle machine) must be ready to import within this. Apart from
+    # import_timeout_s: a loaded machine is slow to start processes, and a plugin must not
+    # be refused for that.
+    vetter_start_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class LauncherConfig:
     """`satind run`: local peers started as child processes."""
 
@@ -477,7 +495,8 @@ class LauncherConfig:
     start_timeout_s: float = 30.0
     # seconds. After asking peers to stop, wait this long before SIGKILL.
     stop_grace_s: float = 5.0
-    # seconds. Closing a peer's stdin (the stop signal) gives up after this long.
+    # seconds. Closing a peer's control pipe (the stop signal; ops/launcher.py) gives up
+    # after this long. The name is from when that pipe was the peer's stdin.
     stdin_close_s: float = 0.5
 
 
@@ -612,6 +631,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     files: FilesConfig = field(default_factory=FilesConfig)
     adapt: AdaptConfig = field(default_factory=AdaptConfig)
+    plugins: PluginsConfig = field(default_factory=PluginsConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     client: ClientConfig = field(default_factory=ClientConfig)

@@ -9,30 +9,42 @@ Plugins are found in three places, later ones overriding earlier ones by name:
 
 1. the built-ins, modules of the ``satind_plugins`` package;
 2. installed distributions' entry points in the group ``satind.plugins``;
-3. each ``--plugin-path DIR``: every ``*.py`` there that defines a ``Plugin``, imported as
-   ``satind_path_plugins.<file stem>`` so that every peer, given the same directory, names
-   its spawnable functions the same way. DIR is a package root: a plugin imports its sibling
-   modules (``import helper``, or ``from . import helper``), and its code hash covers every
-   ``*.py`` under DIR, so a changed helper is a changed plugin. ``rescan`` loads them again
-   (``satind plugins reload``, SIGHUP).
+3. each ``--plugin-path DIR``: every ``*.py`` directly in DIR that assigns ``PLUGIN`` or
+   ``PLUGIN_<anything>`` at its top level — found by parsing the files, never by running
+   them (``plugin_files``) — imported as ``satind_path_plugins.<file stem>`` so that every
+   peer, given the same directory, names its spawnable functions the same way. The other
+   files of DIR run only as a plugin's own imports. DIR is a package root: a plugin imports
+   its sibling modules (``import helper``, or ``from . import helper``), and its code hash
+   covers every ``*.py`` under DIR, so a changed helper is a changed plugin. ``rescan``
+   loads them again (``satind plugins reload``, SIGHUP).
+
+The modules of 2 and 3 are vetted before they are imported here (satind/vetting.py): one
+whose import fails, exits or hangs is not loaded, with a line saying which and why, and
+costs nothing else.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
 import logging
+import os
 import pkgutil
 import sys
+import traceback
 import types
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from satind.api import Spawnable, forget_module
+from satind.config import DEFAULT, PluginsConfig
+from satind.vetting import Unit, vet
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +239,7 @@ def _stamped(plugin: Plugin, source: str, code_hash: str) -> Plugin:
 
 def _builtin_plugins() -> list[Plugin]:
     # Imported by name: the package lives in plugins/ and is installed as satind_plugins.
+    # Part of satind, so not vetted.
     package = importlib.import_module("satind_plugins")
     found: list[Plugin] = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -237,24 +250,62 @@ def _builtin_plugins() -> list[Plugin]:
     return found
 
 
-def _entry_point_plugins() -> list[Plugin]:
-    found: list[Plugin] = []
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+def is_plugin_name(name: str) -> bool:
+    """The top-level names that make a file in a plugin directory a plugin file."""
+    return name == "PLUGIN" or name.startswith("PLUGIN_")
+
+
+# Calls that make a plugin: a file that makes one at top level but names it otherwise gets a
+# warning (it is not loaded, and its author probably expects it to be).
+_MAKERS = {"Plugin", "iterative_plugin", "spmd_plugin"}
+
+
+def plugin_files(directory: Path) -> tuple[list[Path], list[str]]:
+    """The plugin files of a ``--plugin-path`` directory, found by reading them, never by
+    running them: each ``*.py`` directly in it that assigns ``PLUGIN`` or ``PLUGIN_<anything>``
+    at its top level (not inside a function, class, ``if`` or ``try``). The other files
+    (helpers) run only when a plugin imports them. Also what is wrong with the files that
+    could not be read, and with those that make a plugin under another name."""
+    files: list[Path] = []
+    problems: list[str] = []
+    for file in sorted(directory.glob("*.py")):
         try:
-            obj = ep.load()
-        except Exception as exc:  # a broken third-party plugin must not hide the others
-            log.warning("cannot load plugin entry point %s: %s", ep.value, exc)
+            tree = ast.parse(file.read_bytes(), str(file))
+        except (OSError, SyntaxError, ValueError) as exc:
+            problems.append(f"{file}: cannot be read as Python: {exc}")
             continue
-        source = f"entry point {ep.name} ({ep.value})"
-        if isinstance(obj, Plugin):
-            module = sys.modules.get(obj.entry.fn.__module__)
-            code_hash = _module_hash(module) if module else ""
-            found.append(_stamped(obj, source, code_hash))
-        elif isinstance(obj, types.ModuleType):
-            found.extend(_plugins_in(obj, source))
-        else:
-            log.warning("entry point %s is neither a Plugin nor a module", ep.value)
-    return found
+        names: list[str] = []
+        makes = ""
+        for statement in tree.body:
+            targets: list[ast.expr] = []
+            value: ast.expr | None = None
+            if isinstance(statement, ast.Assign):
+                targets, value = statement.targets, statement.value
+            elif isinstance(statement, ast.AnnAssign):
+                targets, value = [statement.target], statement.value
+            elif isinstance(statement, ast.ImportFrom):  # then it is told it has no Plugin
+                names.extend(alias.asname or alias.name for alias in statement.names)
+            for target in targets:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        names.append(node.id)
+            if isinstance(value, ast.Call) and _called(value) in _MAKERS and targets:
+                makes = makes or ast.unparse(targets[0])
+        if any(is_plugin_name(n) for n in names):
+            files.append(file)
+        elif makes:
+            problems.append(
+                f"{file}: not loaded: it makes a plugin but calls it {makes}; satind loads "
+                "the files that assign PLUGIN (or PLUGIN_<anything>) at their top level"
+            )
+    return files, problems
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def load_path_module(path: Path) -> types.ModuleType:
@@ -288,27 +339,228 @@ def load_path_module(path: Path) -> types.ModuleType:
     return module
 
 
-def _path_plugins(dirs: Sequence[Path]) -> list[Plugin]:
-    found: list[Plugin] = []
+def load_entry_point(value: str) -> object:
+    """What an entry point's value (``pkg.mod`` or ``pkg.mod:attr.attr``, extras ``[x]`` after
+    it ignored) names, imported."""
+    module_name, _, attrs = value.split("[", 1)[0].partition(":")
+    obj: object = importlib.import_module(module_name.strip())
+    for attr in filter(None, attrs.strip().split(".")):
+        obj = getattr(obj, attr)
+    return obj
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What a plugin module's import did, for a message that names the module: the call to
+    ``sys.exit`` or the exception, and where it happened."""
+    if isinstance(exc, SystemExit):
+        what = f"called sys.exit({exc.code!r})"
+    else:
+        what = f"raised {type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"{what} at {frames[-1].filename}:{frames[-1].lineno}" if frames else what
+
+
+class NoPlugin(LookupError):
+    """A plugin module that imports cleanly but gives no plugin."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a plugin module fared when it was vetted (satind/vetting.py): what went wrong
+    ("" for nothing), and the version of its code then (its directory's hash, or its
+    distribution's version), so that a verdict is reused only for the same code."""
+
+    fingerprint: str
+    error: str
+
+
+@dataclass
+class Discovery:
+    """What loading the plugins found: the plugins by name, a line per plugin module that was
+    not loaded (its file or entry point, and why), and the verdicts of the modules vetted
+    (a launcher hands them to its peers, which then need not vet the same code again)."""
+
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A plugin module to load: its vetting unit, its name in messages and sources, and its
+    code version."""
+
+    unit: Unit
+    label: str
+    fingerprint: str
+    code_hash: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.unit.kind}:{self.unit.target}"
+
+
+def _candidates(dirs: Sequence[Path], discovery: Discovery) -> list[tuple[_Candidate, Any]]:
+    """Every entry point and plugin file, with what loads it (the entry point object, or the
+    file's resolved path). Files that are not plugin files are left out, unread."""
+    found: list[tuple[_Candidate, Any]] = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        version = f"{getattr(dist, 'name', '')} {getattr(dist, 'version', '')}"
+        unit = Unit("module", ep.value)
+        found.append((_Candidate(unit, f"entry point {ep.name} ({ep.value})", version), ep))
     for directory in dirs:
         if not directory.is_dir():
             raise FileNotFoundError(f"--plugin-path {directory}: no such directory")
         code_hash = _directory_hash(directory)
-        for file in sorted(directory.glob("*.py")):
-            try:
-                module = load_path_module(file.resolve())
-            except Exception as exc:
-                log.warning("cannot import plugin file %s: %s", file, exc)
-                continue
-            found.extend(_plugins_in(module, f"path {file}", code_hash))
+        files, problems = plugin_files(directory)
+        discovery.failures.extend(problems)
+        for file in files:
+            path = file.resolve()
+            unit = Unit("file", str(path))
+            found.append((_Candidate(unit, str(file), code_hash, code_hash), path))
     return found
 
 
-def rescan(dirs: Sequence[Path]) -> dict[str, Plugin]:
-    """``discover`` again, with every module loaded from the plugin directories forgotten
-    first, so that changed, new and removed files take effect (built-ins and installed
-    packages stay as they are: those need a restart). Functions held by jobs already made
-    stay the old ones."""
+def load(
+    plugin_paths: Sequence[Path] = (),
+    limits: PluginsConfig = DEFAULT.plugins,
+    vetted: Mapping[str, Verdict] | None = None,
+) -> Discovery:
+    """Every plugin this process can run, by name (paths override entry points, which
+    override built-ins), and what was not loaded.
+
+    Plugin modules from entry points and plugin directories are vetted first (imported in a
+    process of their own, each within ``limits.import_timeout_s``: satind/vetting.py),
+    except those with a verdict in ``vetted`` for the same code; only those that came
+    through are imported here. What a module writes to stdout while it is imported here goes
+    to stderr.
+
+    Raises:
+        FileNotFoundError: a plugin path is not a directory.
+    """
+    discovery = Discovery()
+    candidates = _candidates(plugin_paths, discovery)
+    discovery.verdicts = _vetted([c for c, _ in candidates], limits, vetted or {})
+    found = _builtin_plugins()
+    for candidate, loader in candidates:
+        error = discovery.verdicts[candidate.key].error
+        if not error:
+            try:
+                found.extend(_load_one(candidate, loader))
+                continue
+            except NoPlugin as exc:
+                error = str(exc)
+            except (Exception, SystemExit) as exc:
+                # Vetted, yet it failed here: a module that behaves differently each time.
+                error = describe_failure(exc)
+        discovery.failures.append(f"{candidate.label}: not loaded: {error}")
+    for plugin in found:
+        known = discovery.plugins.get(plugin.name)
+        if known is not None and known.source != plugin.source:
+            log.info("plugin %s from %s overrides %s", plugin.name, plugin.source, known.source)
+        discovery.plugins[plugin.name] = plugin
+    return discovery
+
+
+def _vetted(
+    candidates: Sequence[_Candidate], limits: PluginsConfig, given: Mapping[str, Verdict]
+) -> dict[str, Verdict]:
+    """A verdict on each candidate: the given one for the same code, else a fresh one."""
+    fresh = [
+        c for c in candidates if c.key not in given or given[c.key].fingerprint != c.fingerprint
+    ]
+    verdicts = (
+        vet([c.unit for c in fresh], limits.import_timeout_s, limits.vetter_start_timeout_s)
+        if fresh
+        else {}
+    )
+    return {
+        c.key: (Verdict(c.fingerprint, verdicts.get(c.unit, "")) if c in fresh else given[c.key])
+        for c in candidates
+    }
+
+
+def vet_plugins(
+    plugin_paths: Sequence[Path],
+    limits: PluginsConfig,
+    vetted: Mapping[str, Verdict] | None = None,
+) -> Discovery:
+    """``load`` without loading: the verdicts on every plugin module (reusing those in
+    ``vetted`` for the same code) and a line for each that would not be loaded; no plugin
+    code runs in this process. A daemon's supervisor does this before it starts a peer.
+
+    Raises:
+        FileNotFoundError: a plugin path is not a directory.
+    """
+    discovery = Discovery()
+    candidates = [c for c, _ in _candidates(plugin_paths, discovery)]
+    discovery.verdicts = _vetted(candidates, limits, vetted or {})
+    for c in candidates:
+        error = discovery.verdicts[c.key].error
+        if error:
+            discovery.failures.append(f"{c.label}: not loaded: {error}")
+    return discovery
+
+
+def _load_one(candidate: _Candidate, loader: Any) -> list[Plugin]:
+    """Import one vetted plugin module here; its plugins.
+
+    Raises:
+        NoPlugin: it defines no plugin of its own.
+        Exception, SystemExit: what its import raised.
+    """
+    with _stdout_to_stderr():
+        if isinstance(loader, Path):
+            module = load_path_module(loader)
+            found = _plugins_in(module, f"path {candidate.label}", candidate.code_hash)
+            if not found:
+                raise NoPlugin(
+                    "it names PLUGIN at its top level but defines no Plugin of its own (one "
+                    "whose entry function is defined in it)"
+                )
+            return found
+        obj = loader.load()  # an entry point
+    if isinstance(obj, Plugin):
+        home = sys.modules.get(obj.entry.fn.__module__)
+        code_hash = _module_hash(home) if home else ""
+        return [_stamped(obj, candidate.label, code_hash)]
+    if isinstance(obj, types.ModuleType):
+        return _plugins_in(obj, candidate.label)
+    raise NoPlugin(f"it names a {type(obj).__name__}, neither a Plugin nor a module")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point stdout at stderr, for Python's ``print`` and for writes to file descriptor 1:
+    a plugin's import must not mix its output into what satind prints on stdout (``--json``).
+    In a peer process stdout is stderr already (ops/child.py)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    saved = -1
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout or no stderr: nothing to protect or nowhere to go
+        if saved >= 0:
+            os.close(saved)
+        saved = -1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def rescan(dirs: Sequence[Path], limits: PluginsConfig = DEFAULT.plugins) -> Discovery:
+    """``load`` again, with every module loaded from the plugin directories forgotten first,
+    so that changed, new and removed files take effect (built-ins and installed packages stay
+    as they are: those need a restart). Functions held by jobs already made stay the old
+    ones."""
     roots = [str(d.resolve()) for d in dirs]
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None) or ""
@@ -316,28 +568,32 @@ def rescan(dirs: Sequence[Path]) -> dict[str, Plugin]:
             del sys.modules[name]
             forget_module(name)
     importlib.invalidate_caches()
-    return discover(dirs)
+    return load(dirs, limits)
 
 
-def discover(plugin_paths: Sequence[Path] = ()) -> dict[str, Plugin]:
-    """Every plugin this process can run, by name (paths override entry points, which
-    override built-ins)."""
-    plugins: dict[str, Plugin] = {}
-    for plugin in [*_builtin_plugins(), *_entry_point_plugins(), *_path_plugins(plugin_paths)]:
-        known = plugins.get(plugin.name)
-        if known is not None and known.source != plugin.source:
-            log.info("plugin %s from %s overrides %s", plugin.name, plugin.source, known.source)
-        plugins[plugin.name] = plugin
-    return plugins
+def discover(
+    plugin_paths: Sequence[Path] = (),
+    limits: PluginsConfig = DEFAULT.plugins,
+) -> dict[str, Plugin]:
+    """Every plugin this process can run, by name (``load``); a warning for each plugin
+    module that was not loaded."""
+    discovery = load(plugin_paths, limits)
+    for failure in discovery.failures:
+        log.warning("%s", failure)
+    return discovery.plugins
 
 
-def find(name: str, plugin_paths: Sequence[Path] = ()) -> Plugin:
+def find(
+    name: str,
+    plugin_paths: Sequence[Path] = (),
+    limits: PluginsConfig = DEFAULT.plugins,
+) -> Plugin:
     """The plugin called ``name``.
 
     Raises:
         UnknownPlugin: no plugin has that name (the error lists the available ones).
     """
-    plugins = discover(plugin_paths)
+    plugins = discover(plugin_paths, limits)
     try:
         return plugins[name]
     except KeyError:

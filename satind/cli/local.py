@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     )
     # The user's own files, read here (once) and sent to the peers; outputs written here.
     run_files = ClientFiles(args.args, cfg.files.max_input_bytes)
-    plugin = resolve_plugin(args.plugin, args.args, args.plugin_path, run_files.local)
+    found = load_plugins(args.plugin_path, cfg)
+    plugin = resolve_plugin(args.plugin, args.args, found.plugins, run_files.local)
     request = LocalRun(
         plugin=plugin,
         argv=args.args,
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         check=not args.no_check,
         trace=args.trace,
         files=run_files,
+        vetted=found.verdicts,
     )
     try:
         outcome = run_flat(run_local, request, cfg)
@@ -61,15 +63,29 @@ def run(args: argparse.Namespace) -> int:
     return print_report(report, args.json)
 
 
+def load_plugins(paths: Sequence[Path], cfg: config_mod.Config) -> plugins.Discovery:
+    """This machine's plugins; a line on stderr for each plugin module not loaded (its file
+    and why: it failed, exited or hung at import)."""
+    try:
+        found = plugins.load(paths, cfg.plugins)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    for failure in found.failures:
+        print(f"satind: {failure}", file=sys.stderr)
+    return found
+
+
 def resolve_plugin(
-    name: str, argv: list[str], paths: Sequence[Path], local: files.Local | None = None
+    name: str,
+    argv: list[str],
+    available: dict[str, plugins.Plugin],
+    local: files.Local | None = None,
 ) -> plugins.Plugin:
     """The plugin to run, with its arguments checked here, before any peer starts (its input
     files read through ``local``, which keeps them to send)."""
-    try:
-        plugin = plugins.find(name, paths)
-    except (plugins.UnknownPlugin, FileNotFoundError) as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+    plugin = available.get(name)
+    if plugin is None:
+        raise CliError(str(plugins.UnknownPlugin(name, available)), EXIT_USAGE)
     try:
         with files.scope(local or files.Local(config_mod.DEFAULT.files.max_input_bytes)):
             plugin.parse_args(argv)
@@ -87,8 +103,8 @@ def list_plugins(args: argparse.Namespace) -> int:
 
         cfg = load_config(args.config)
         return int(run_flat(system_plugins, args, cfg))
+    found = load_plugins(args.plugin_path, load_config(args.config)).plugins
     if args.json:
-        found = plugins.discover(args.plugin_path).values()
         print(
             json.dumps(
                 [
@@ -99,12 +115,12 @@ def list_plugins(args: argparse.Namespace) -> int:
                         "usage": p.usage,
                         "description": p.description,
                     }
-                    for p in found
+                    for p in found.values()
                 ]
             )
         )
         return EXIT_OK
-    for name, plugin in sorted(plugins.discover(args.plugin_path).items()):
+    for name, plugin in sorted(found.items()):
         print(f"{name:12} {plugin.usage:40} {plugin.description}")
     return EXIT_OK
 

@@ -121,7 +121,8 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         action="append",
         default=[],
         metavar="DIR",
-        help="also load plugins from every *.py in DIR (repeatable)",
+        help="also load the plugin files in DIR: each *.py there that assigns PLUGIN at its "
+        "top level (repeatable; docs/plugins.md)",
     )
     run.add_argument("--config", type=Path, help="TOML config file (see configs/)")
     run.add_argument("--seed", type=int, help="seed the peers' random choices")
@@ -158,7 +159,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         action="append",
         default=[],
         metavar="DIR",
-        help="without --to: also load plugins from every *.py in DIR (repeatable)",
+        help="without --to: also load the plugin files in DIR (repeatable)",
     )
     plist.add_argument("--json", action="store_true", help="one JSON array on stdout")
     client_options(plist)
@@ -192,7 +193,8 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         action="append",
         default=[],
         metavar="DIR",
-        help="also load plugins from every *.py in DIR (repeatable)",
+        help="also load the plugin files in DIR: each *.py there that assigns PLUGIN at its "
+        "top level (repeatable; docs/plugins.md)",
     )
     start.add_argument(
         "--checkpoint-dir",

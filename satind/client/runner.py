@@ -17,7 +17,7 @@ from satind.config import Config
 from satind.net import codec
 from satind.net import messages as m
 from satind.ops.launcher import StartupError, ephemeral_keys, local_peers
-from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError
+from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError, Verdict
 
 
 @dataclass
@@ -65,6 +65,8 @@ class LocalRun:
     trace: Path | None = None
     # The run's input and output files on this machine (sent to the peers, written here).
     files: ClientFiles | None = None
+    # The verdicts on the plugin modules (plugin.load): the peers need not vet them again.
+    vetted: dict[str, Verdict] = field(default_factory=dict)
 
 
 async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
@@ -82,6 +84,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
             cfg=cfg,
             log_level=request.log_level,
             seed=request.seed,
+            vetted=request.vetted,
         ) as started:
             master = started[0]
             assert master.address is not None

@@ -138,7 +138,7 @@ class Peer:
         found = (
             options.plugins
             if options.plugins is not None
-            else plugins.discover(options.plugin_paths)
+            else plugins.discover(options.plugin_paths, cfg.plugins)
         )
         me = Member(
             self.name,

@@ -1,11 +1,13 @@
 """Plugins on a running system: what each member has (``satind plugins --to``), and loading
 the plugin paths again without a restart (``satind plugins reload``, SIGHUP).
 
-A reload rescans this peer's ``--plugin-path`` directories (plugin.rescan) in a worker thread,
-gossips the new name -> code hash list (a master checks it before it starts a run), and makes
-this peer stop taking jobs of live runs whose plugin changed or went away: a stolen job names
-its function, and after the reload that name means the new code. Jobs it already holds run
-to the end with the code they were made with.
+A reload rescans this peer's ``--plugin-path`` directories (plugin.rescan: each plugin module
+is vetted in a process of its own first) in a worker thread, gossips the new name -> code
+hash list (a master checks it before it starts a run), and makes this peer stop taking jobs
+of live runs whose plugin changed or went away: a stolen job names its function, and after
+the reload that name means the new code. Jobs it already holds run to the end with the code
+they were made with. A plugin module that fails, exits or hangs at
+import is not loaded; the answer names its file and says why, one line each.
 """
 
 from __future__ import annotations
@@ -39,11 +41,14 @@ async def reload(peer: Peer) -> str:
     """Rescan the plugin paths; what changed, in words."""
     paths = list(peer.options.plugin_paths)
     try:
-        found = await peer.compute.offload(plugin_mod.rescan, paths)
-    except Exception as exc:  # a missing directory; plugin files that fail are only logged
+        found = await peer.compute.offload(plugin_mod.rescan, paths, peer.cfg.plugins)
+    except Exception as exc:  # a missing directory; plugin modules that fail are listed
         log.warning("plugin reload failed: %s", exc)
         return f"reload failed: {exc}"
-    return adopt(peer, found)
+    for failure in found.failures:
+        log.warning("%s", failure)
+    note = adopt(peer, found.plugins)
+    return note + "".join(f"\n  {failure}" for failure in found.failures)
 
 
 def adopt(peer: Peer, found: dict[str, plugin_mod.Plugin]) -> str:

@@ -1,13 +1,18 @@
 """A peer process: the child side of ``launcher.py``.
 
-``python -m satind.ops.child --name NAME ...`` reads its effective configuration and its
-credentials from the first line on stdin (``PeerSpec.handover``), binds, prints one JSON line
-with its address, joins through its seeds (from its flags, or a second line on stdin), and
-prints a second line once it sees the members it was told to expect. It leaves and exits when
-its stdin reaches end of file — so no peer outlives its launcher, even one killed with
-SIGKILL — or on SIGTERM (leave, or drain first: ``daemon.on_sigterm``). A peer that cannot
-run as configured exits 2 and says why on stdout too (the daemon stops instead of restarting
-it forever).
+``python -m satind.ops.child --name NAME --control-fd C --report-fd R ...`` reads its
+effective configuration, its credentials and its launcher's plugin verdicts from the first
+line on the control pipe C (``PeerSpec.handover``), loads its plugins, binds, reports one JSON
+line with its address on the report pipe R, joins through its seeds (from its flags, or a
+second line on the control pipe), and reports a second line once it sees the members it was
+told to expect. It leaves and exits when the control pipe reaches end of file — so no peer
+outlives its launcher, even one killed with SIGKILL — or on SIGTERM (leave, or drain first:
+``daemon.on_sigterm``). A peer that cannot run as configured exits 2 and says why on stderr
+and on the report pipe (the daemon stops instead of restarting it forever).
+
+Plugin code runs in this process: it may print, and write to file descriptors 0 to 2, but
+none of them is a channel to the launcher (stdin is /dev/null, stdout the launcher's
+stderr), and the two pipes are not inherited by processes it starts.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 import trio
 
+from satind import plugin as plugin_mod
 from satind._trio import run_flat
 from satind.config import Config
 from satind.engine.worker import tune_process
@@ -31,10 +37,17 @@ from satind.net import tls
 from satind.net.transport import parse_address
 from satind.ops.launcher import EXIT_USAGE, read_line
 
-EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of stdin)
+log = logging.getLogger(__name__)
+
+EXIT_STOPPED = 0  # the child was asked to stop (stop, drain, end of the control pipe)
 
 
-async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credentials | None) -> int:
+async def _child(
+    args: argparse.Namespace,
+    cfg: Config,
+    credentials: tls.Credentials | None,
+    found: dict[str, plugin_mod.Plugin],
+) -> int:
     from satind.node.logs import capture
     from satind.node.peer import Peer, PeerOptions
     from satind.node.plugins import reload as reload_plugins
@@ -48,30 +61,31 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
         plugin_paths=args.plugin_path,
         seed=args.seed,
         standby=args.standby,
+        plugins=found,
     )
     peer = Peer(cfg, options)
     capture(peer.logs)  # what plugins print inside jobs goes to their runs (satind logs)
-    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    control = trio.lowlevel.FdStream(os.dup(args.control_fd))
     asked_to_stop = False
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(peer.run, not args.seeds_from_stdin)
+        address = await nursery.start(peer.run, not args.seeds_later)
         bound = {"name": args.name, "host": address.host, "port": address.port}
         if peer.metrics is not None and peer.metrics.address is not None:
             bound["metrics"] = f"http://{peer.metrics.address}/metrics"
-        _say(bound)
-        if args.seeds_from_stdin:
-            line = json.loads(await read_line(stdin) or b"{}")
+        _say(args.report_fd, bound)
+        if args.seeds_later:
+            line = json.loads(await read_line(control) or b"{}")
             peer.join([parse_address(s) for s in line.get("seeds", [])])
 
         async def report_joined() -> None:
             await peer.joined.wait()
             await peer.wait_for_members(args.expect)
-            _say({"name": args.name, "members": len(peer.table.alive())})
+            _say(args.report_fd, {"name": args.name, "members": len(peer.table.alive())})
 
-        async def watch_stdin() -> None:
+        async def watch_control() -> None:
             nonlocal asked_to_stop
-            # End of file on stdin: the launcher is gone or asks us to stop.
-            while await stdin.receive_some(4096):
+            # End of file on the control pipe: the launcher is gone or asks us to stop.
+            while await control.receive_some(4096):
                 pass
             asked_to_stop = True
             peer.leave()
@@ -91,20 +105,25 @@ async def _child(args: argparse.Namespace, cfg: Config, credentials: tls.Credent
                         peer.leave()
 
         nursery.start_soon(report_joined)
-        nursery.start_soon(watch_stdin)
+        nursery.start_soon(watch_control)
         nursery.start_soon(watch_signals)
         await peer.stopped.wait()
         nursery.cancel_scope.cancel()
     return EXIT_STOPPED
 
 
-def _say(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+def _say(fd: int, obj: object) -> None:
+    """One report to the launcher (the report pipe stays blocking: trio never touches it)."""
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data) :]
 
 
-def _read_handover() -> tuple[Config, tls.Credentials | None]:
-    """The first line on stdin (PeerSpec.handover), read unbuffered: what follows on stdin
+Handover = tuple[Config, tls.Credentials | None, dict[str, plugin_mod.Verdict]]
+
+
+def _read_handover(fd: int) -> Handover:
+    """The first line on the control pipe (PeerSpec.handover), read unbuffered: what follows
     (seeds, then end of file as the stop signal) is read by the peer later.
 
     Raises:
@@ -114,19 +133,38 @@ def _read_handover() -> tuple[Config, tls.Credentials | None]:
 
     line = bytearray()
     while not line.endswith(b"\n"):
-        byte = os.read(0, 1)
+        byte = os.read(fd, 1)
         if not byte:
-            raise ConfigError("no configuration on stdin (start peers with satind run/start)")
+            raise ConfigError(
+                "no configuration from the launcher (start peers with satind run/start)"
+            )
         line += byte
-        if len(line) > 1 << 20:
-            raise ConfigError("configuration line on stdin too long")
+        if len(line) > 1 << 24:
+            raise ConfigError("configuration line from the launcher too long")
     try:
         data = json.loads(line)
         cfg = with_overrides(DEFAULT, data["config"])
         creds = data["credentials"]
+        vetted = {
+            str(key): plugin_mod.Verdict(str(fingerprint), str(error))
+            for key, (fingerprint, error) in data.get("vetted", {}).items()
+        }
     except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"bad configuration on stdin: {exc}") from None
-    return cfg, None if creds is None else tls.Credentials.from_json(creds)
+        raise ConfigError(f"bad configuration from the launcher: {exc}") from None
+    return cfg, None if creds is None else tls.Credentials.from_json(creds), vetted
+
+
+def _load_plugins(
+    paths: Sequence[Path], cfg: Config, vetted: dict[str, plugin_mod.Verdict]
+) -> dict[str, plugin_mod.Plugin]:
+    """This peer's plugins: what its launcher vetted is imported at once, anything else
+    (code changed since) is vetted here first. The launcher named the modules it did not
+    load already; what this peer found on its own is a warning here."""
+    found = plugin_mod.load(paths, cfg.plugins, vetted)
+    own = any(vetted.get(key) != verdict for key, verdict in found.verdicts.items())
+    for failure in found.failures:
+        log.log(logging.WARNING if own else logging.INFO, "%s", failure)
+    return found.plugins
 
 
 def child_main(argv: Sequence[str] | None = None) -> None:
@@ -135,7 +173,9 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cluster", default="c0")
     parser.add_argument("--listen", default="127.0.0.1:0")
     parser.add_argument("--seeds", default="")
-    parser.add_argument("--seeds-from-stdin", action="store_true")
+    parser.add_argument("--seeds-later", action="store_true")
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--expect", type=int, default=1)
     parser.add_argument("--plugin-path", type=Path, action="append", default=[])
     parser.add_argument("--seed", type=int)
@@ -150,24 +190,31 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     from satind.config import ConfigError
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Neither pipe goes to the processes this one starts (plugins' among them): the launcher
+    # must see the report pipe end when this process ends.
+    for fd in (args.control_fd, args.report_fd):
+        os.set_inheritable(fd, False)
     code = 1
     try:
-        cfg, credentials = _read_handover()
+        cfg, credentials, vetted = _read_handover(args.control_fd)
         tune_process(cfg.engine)
-        code = run_flat(_child, args, cfg, credentials)
+        found = _load_plugins(args.plugin_path, cfg, vetted)
+        code = run_flat(_child, args, cfg, credentials, found)
     except (tls.KeysError, ConfigError) as exc:
-        code = _usage_error(args.name, str(exc))
+        code = _usage_error(args, str(exc))
+    except FileNotFoundError as exc:  # a plugin path that is not a directory
+        code = _usage_error(args, str(exc))
     except OSError as exc:
-        code = _usage_error(args.name, f"cannot listen on {args.listen}: {exc}")
+        code = _usage_error(args, f"cannot listen on {args.listen}: {exc}")
     sys.exit(code)
 
 
-def _usage_error(name: str, message: str) -> int:
-    """A peer that cannot run as configured: say why on stderr, and on stdout for the
-    launcher (a daemon stops instead of restarting it forever)."""
-    print(f"satind peer {name}: {message}", file=sys.stderr)
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """A peer that cannot run as configured: say why on stderr, and on the report pipe for
+    the launcher (a daemon stops instead of restarting it forever)."""
+    print(f"satind peer {args.name}: {message}", file=sys.stderr)
     with contextlib.suppress(OSError):
-        _say({"name": name, "error": message})
+        _say(args.report_fd, {"name": args.name, "error": message})
     return EXIT_USAGE
 
 

@@ -13,6 +13,12 @@ runtimes expect.
   as a new instance of the same name, and the others recover the old one's work.
 * SIGTERM or SIGINT stops every peer the graceful way (``daemon.on_sigterm``: leave, or drain
   first) and exits 0.
+
+The supervisor runs no plugin code. Before it starts a peer (the first time and at every
+restart) it vets the plugin modules of the plugin paths (plugin.vet_plugins: each imported in
+a short-lived process of its own, again only when its code changed) and hands the verdicts to
+the peer, which imports only the modules that came through: a plugin that exits, raises or
+hangs at import is logged once, with its file, and costs nothing else.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 
 import trio
 
+from satind import plugin as plugin_mod
 from satind.config import Config, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
@@ -110,6 +117,9 @@ class Supervisor:
         ]
         self._stopping = False
         self._all_stopped = trio.Event()
+        # The verdicts on the plugin modules (handed to each peer), and the failures logged.
+        self._vetted: dict[str, plugin_mod.Verdict] = {}
+        self._said: set[str] = set()
         # Why the daemon stopped on its own (a peer that cannot run), or None.
         self.fatal: str | None = None
 
@@ -118,7 +128,29 @@ class Supervisor:
         if all(s.stopped for s in self.slots):
             self._all_stopped.set()
 
+    async def _vet(self) -> None:
+        """Vet the plugin modules whose code changed since the last time (none, usually).
+
+        Raises:
+            DaemonError: a plugin path is not a directory.
+        """
+        paths = self.slots[0].spec.plugin_paths
+        try:
+            found = await trio.to_thread.run_sync(
+                plugin_mod.vet_plugins, paths, self.cfg.plugins, self._vetted
+            )
+        except FileNotFoundError as exc:
+            raise DaemonError(str(exc)) from None
+        self._vetted = found.verdicts
+        for failure in found.failures:
+            if failure not in self._said:
+                log.warning("%s", failure)
+        self._said = set(found.failures)
+        for slot in self.slots:
+            slot.spec.vetted = dict(self._vetted)
+
     async def run(self) -> int:
+        await self._vet()
         async with trio.open_nursery() as nursery:
             # Peer 0 first: the others join through it (and the configured seeds).
             await self._start(self.slots[0])
@@ -148,13 +180,19 @@ class Supervisor:
         return 0
 
     async def _start(self, slot: Slot) -> None:
-        slot.process = await start_peer(slot.spec)
+        try:
+            slot.process = await start_peer(slot.spec)
+        except OSError as exc:  # no process to be had (fork, pipes): a crash like any other
+            raise DaemonError(f"cannot start peer {slot.spec.name}: {exc}") from None
         try:
             with trio.fail_after(self.cfg.launcher.start_timeout_s):
                 await wait_bound(slot.process)
         except PeerUsageError as exc:
             raise PeerCannotRun(str(exc)) from None
         except (StartupError, trio.TooSlowError) as exc:
+            # Not left half-started: _watch sees it die and restarts it (with back-off).
+            if slot.process.process.returncode is None:
+                slot.process.process.kill()
             raise DaemonError(f"peer {slot.spec.name} did not start: {exc}") from None
 
     async def _stop_all_because(self, why: str) -> None:
@@ -184,6 +222,7 @@ class Supervisor:
                     f"peer {slot.spec.name} cannot run (exit {code}): {why}"
                 )
                 return
+            await slot.process.aclose()
             slot.crashes += 1
             if not self.cfg.daemon.restart:
                 log.error("peer %s died (exit %d); not restarting", slot.spec.name, code)
@@ -199,6 +238,7 @@ class Supervisor:
                 self._stopped(slot)
                 return
             try:
+                await self._vet()  # the plugin files may have changed (`plugins reload`)
                 await self._start(slot)
             except PeerCannotRun as exc:
                 await self._stop_all_because(str(exc))
@@ -230,15 +270,12 @@ class Supervisor:
 
 
 async def _error_line(peer: PeerProcess, within_s: float) -> str:
-    """What a peer that exited with a usage error said about it on stdout (launcher's
+    """What a peer that exited with a usage error said about it on its report pipe (child's
     ``_usage_error``), or "" if nothing."""
-    stdout = peer.process.stdout
-    if stdout is None:
-        return ""
     data = b""
     with trio.move_on_after(within_s):
         while len(data) < 65536:
-            chunk = await stdout.receive_some(4096)
+            chunk = await peer.reports.receive_some(4096)
             if not chunk:
                 break
             data += chunk

@@ -1,14 +1,20 @@
 """Peer processes on this machine: started, watched and stopped.
 
 Both ``satind run`` (the embedded default: N local peers for one run) and ``satind start``
-(the daemon) start peers as child processes of this module. A child binds its address and
-prints one JSON line with its name and port; it joins the system through its seeds (gossip
-does the rest) and prints a second line once it sees the number of members it was told to
-expect. ``satind run`` starts all its children at once and, once they are bound, hands them
-their seeds on stdin (``--seeds-from-stdin``), so start-up costs one interpreter start, not
-one per peer. It leaves gracefully and exits when its stdin reaches end of file, so no peer outlives
-its launcher, even one killed with SIGKILL. Children run in their own session: a Ctrl-C
-reaches only the launcher, which then stops them.
+(the daemon) start peers as child processes of this module. A launcher and a peer talk over
+two pipes of their own, never over the peer's stdin and stdout: plugin code runs in the
+peer, and what it reads or writes there must not be taken for satind's messages. On the
+*control* pipe the launcher hands the peer its configuration and credentials (the first
+line), and its seeds (``--seeds-later``); on the *report* pipe the peer says, one JSON line
+each, that it is bound (name and port), that it sees the number of members it was told to
+expect, or why it cannot run. A peer's stdin is /dev/null and its stdout is the launcher's
+stderr, beside its own stderr (what a plugin prints outside jobs ends up there).
+
+``satind run`` starts all its children at once and, once they are bound, hands them their
+seeds, so start-up costs one interpreter start, not one per peer. A peer leaves gracefully
+and exits when its control pipe reaches end of file, so no peer outlives its launcher, even
+one killed with SIGKILL. Children run in their own session: a Ctrl-C reaches only the
+launcher, which then stops them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -29,6 +36,7 @@ import trio
 from satind.config import Config, LauncherConfig, for_peer
 from satind.net import tls
 from satind.net.transport import Address
+from satind.plugin import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +58,10 @@ class PeerUsageError(StartupError):
 @dataclass
 class PeerSpec:
     """How to start one peer process. The effective configuration and the credentials are
-    handed to it over its stdin (``handover``), never through files or flags: the child runs
-    with exactly the settings its launcher computed, and its key never touches a disk."""
+    handed to it over its control pipe (``handover``), never through files or flags: the
+    child runs with exactly the settings its launcher computed, and its key never touches a
+    disk. So are the verdicts on the plugin modules its launcher vetted (plugin.Verdict): the
+    peer imports those that came through without vetting the same code again."""
 
     name: str
     cluster: str
@@ -59,14 +69,16 @@ class PeerSpec:
     cfg: Config
     credentials: tls.Credentials | None
     seeds: list[Address] = field(default_factory=list)
-    seeds_from_stdin: bool = False
+    # The seeds come later, on the control pipe (``satind run``: once every peer is bound).
+    seeds_later: bool = False
     expect: int = 1
     plugin_paths: Sequence[Path] = ()
     seed: int | None = None
     log_level: str = "WARNING"
     standby: bool = False
+    vetted: dict[str, Verdict] = field(default_factory=dict)
 
-    def command(self) -> list[str]:
+    def command(self, control_fd: int, report_fd: int) -> list[str]:
         cmd = [
             sys.executable,
             # -P: the current directory is not put on sys.path, so a peer started from a
@@ -84,11 +96,15 @@ class PeerSpec:
             str(self.expect),
             "--log-level",
             self.log_level,
+            "--control-fd",
+            str(control_fd),
+            "--report-fd",
+            str(report_fd),
         ]
         if self.seeds:
             cmd += ["--seeds", ",".join(f"{a.host}:{a.port}" for a in self.seeds)]
-        if self.seeds_from_stdin:
-            cmd += ["--seeds-from-stdin"]
+        if self.seeds_later:
+            cmd += ["--seeds-later"]
         for path in self.plugin_paths:
             cmd += ["--plugin-path", str(path)]
         if self.seed is not None:
@@ -98,10 +114,12 @@ class PeerSpec:
         return cmd
 
     def handover(self) -> bytes:
-        """The first line on the child's stdin: its configuration and credentials."""
+        """The first line on the child's control pipe: its configuration, credentials and
+        the plugin verdicts."""
         data = {
             "config": dataclasses.asdict(self.cfg),
             "credentials": None if self.credentials is None else self.credentials.as_json(),
+            "vetted": {k: [v.fingerprint, v.error] for k, v in self.vetted.items()},
         }
         return (json.dumps(data) + "\n").encode()
 
@@ -110,6 +128,10 @@ class PeerSpec:
 class PeerProcess:
     spec: PeerSpec
     process: trio.Process
+    # To the peer: the handover, then its seeds; closing it asks the peer to stop.
+    control: trio.lowlevel.FdStream
+    # From the peer: its reports, one JSON line each.
+    reports: trio.lowlevel.FdStream
     address: Address | None = None
     # The peer's metrics endpoint (URL), when [metrics] is enabled.
     metrics: str = ""
@@ -117,6 +139,40 @@ class PeerProcess:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    async def ask_to_stop(self, within_s: float) -> None:
+        """Close the control pipe: the peer leaves and exits (giving up after ``within_s``)."""
+        with (
+            trio.move_on_after(within_s),
+            contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
+        ):
+            await self.control.aclose()
+
+    async def aclose(self) -> None:
+        """Close both pipes (the process is gone)."""
+        for stream in (self.control, self.reports):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await stream.aclose()
+
+    async def report(self, what: str) -> dict[str, object]:
+        """The peer's next report, or {} when the pipe ended (the peer is gone).
+
+        Raises:
+            StartupError: the line is not a report (a JSON object).
+        """
+        line = await read_line(self.reports)
+        if not line:
+            return {}
+        try:
+            said = json.loads(line)
+        except ValueError:
+            said = None
+        if not isinstance(said, dict):
+            raise StartupError(
+                f"peer {self.name} (pid {self.process.pid}) wrote {line[:200]!r} on its "
+                f"report pipe {what}, which is not a report"
+            )
+        return said
 
 
 async def read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes:
@@ -131,52 +187,80 @@ async def read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes
     return bytes(data)
 
 
+def _stdout_for_peers() -> int:
+    """Where a peer's stdout goes: the launcher's stderr (/dev/null if it has none)."""
+    try:
+        os.fstat(2)
+    except OSError:
+        return subprocess.DEVNULL
+    return 2
+
+
 async def start_peer(spec: PeerSpec) -> PeerProcess:
     """Start one peer process and hand it its configuration and credentials (it reports its
     address later: see ``wait_bound``)."""
-    process = await trio.lowlevel.open_process(
-        spec.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    control_read, control_write = os.pipe()
+    report_read, report_write = os.pipe()
+    try:
+        process = await trio.lowlevel.open_process(
+            spec.command(control_read, report_write),
+            stdin=subprocess.DEVNULL,
+            stdout=_stdout_for_peers(),
+            pass_fds=(control_read, report_write),
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(control_write)
+        os.close(report_read)
+        raise
+    finally:
+        # The child's ends: held only by the child now, so that its death ends the report
+        # pipe, and the launcher's closing (or death) ends the control pipe.
+        os.close(control_read)
+        os.close(report_write)
+    peer = PeerProcess(
+        spec, process, trio.lowlevel.FdStream(control_write), trio.lowlevel.FdStream(report_read)
     )
-    assert process.stdin is not None
     # If it died at once, wait_bound reports how.
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await process.stdin.send_all(spec.handover())
-    return PeerProcess(spec, process)
+        await peer.control.send_all(spec.handover())
+    return peer
 
 
 async def wait_bound(peer: PeerProcess) -> Address:
-    assert peer.process.stdout is not None
-    line = await read_line(peer.process.stdout)
-    if not line:
+    """The address the peer reports once it is bound.
+
+    Raises:
+        PeerUsageError: the peer cannot run as configured (it says why).
+        StartupError: it exited, or wrote something that is not its address.
+    """
+    ready = await peer.report("instead of its address")
+    if not ready:
         code = await peer.process.wait()
         raise StartupError(f"peer {peer.name} exited with code {code} during start-up")
-    ready = json.loads(line)
     if "error" in ready:
         await peer.process.wait()
         raise PeerUsageError(f"peer {peer.name}: {ready['error']}")
-    peer.address = Address(ready["host"], int(ready["port"]))
+    try:
+        peer.address = Address(str(ready["host"]), int(str(ready["port"])))
+    except (KeyError, ValueError) as exc:
+        raise StartupError(f"peer {peer.name} reported no address: {ready!r}") from exc
     peer.metrics = str(ready.get("metrics", ""))
     return peer.address
 
 
 async def wait_joined(peer: PeerProcess) -> None:
-    assert peer.process.stdout is not None
-    if not await read_line(peer.process.stdout):
+    if not await peer.report("instead of the members it sees"):
         code = await peer.process.wait()
         raise StartupError(f"peer {peer.name} exited with code {code} while joining")
 
 
 async def stop_peers(peers: Sequence[PeerProcess], cfg: LauncherConfig) -> None:
-    """Close every child's stdin (the stop signal), then kill what is still there after
-    ``cfg.stop_grace_s``."""
+    """Close every child's control pipe (the stop signal), then kill what is still there
+    after ``cfg.stop_grace_s``."""
     grace = cfg.stop_grace_s
     for peer in peers:
-        if peer.process.stdin is not None:
-            with (
-                trio.move_on_after(cfg.stdin_close_s),
-                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
-            ):
-                await peer.process.stdin.aclose()
+        await peer.ask_to_stop(cfg.stdin_close_s)
     with trio.move_on_after(grace):
         for peer in peers:
             await peer.process.wait()
@@ -185,8 +269,7 @@ async def stop_peers(peers: Sequence[PeerProcess], cfg: LauncherConfig) -> None:
             log.warning("peer %s (pid %d) did not stop; killing it", peer.name, peer.process.pid)
             peer.process.kill()
             await peer.process.wait()
-        if peer.process.stdout is not None:
-            await peer.process.stdout.aclose()
+        await peer.reports.aclose()
 
 
 def cluster_label(index: int, peers: int, clusters: int) -> str:
@@ -215,9 +298,10 @@ async def local_peers(
     cfg: Config,
     log_level: str = "WARNING",
     seed: int | None = None,
+    vetted: dict[str, Verdict] | None = None,
 ) -> AsyncIterator[list[PeerProcess]]:
     """Start ``count`` peers on 127.0.0.1; yield them once every one sees all the others;
-    stop them all on the way out."""
+    stop them all on the way out. ``vetted``: the launcher's verdicts on plugin modules."""
     if count < 1:
         raise ValueError("--peers must be at least 1")
     if not 1 <= clusters <= count:
@@ -231,11 +315,12 @@ async def local_peers(
             listen=Address("127.0.0.1", 0),
             cfg=for_peer(cfg, i),
             credentials=keys.node if cfg.net.tls else None,
-            seeds_from_stdin=True,
+            seeds_later=True,
             expect=count,
             plugin_paths=plugin_paths,
             seed=None if seed is None else seed * 1000 + i,
             log_level=log_level,
+            vetted=dict(vetted or {}),
         )
 
     try:
@@ -249,8 +334,7 @@ async def local_peers(
             assert first is not None
             for i, peer in enumerate(peers):
                 seeds = [] if i == 0 else [f"{first.host}:{first.port}"]
-                assert peer.process.stdin is not None
-                await peer.process.stdin.send_all((json.dumps({"seeds": seeds}) + "\n").encode())
+                await peer.control.send_all((json.dumps({"seeds": seeds}) + "\n").encode())
             for peer in peers:
                 await wait_joined(peer)
         yield peers

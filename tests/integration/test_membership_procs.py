@@ -61,9 +61,8 @@ async def test_membership_of_real_processes(tmp_path: Path) -> None:
             agreed_after = trio.current_time() - started
             assert agreed_after < 20
 
-            # A graceful leave: its stdin closes, it announces leaving and exits 0.
-            assert peers[6].process.stdin is not None
-            await peers[6].process.stdin.aclose()
+            # A graceful leave: its control pipe closes, it announces leaving and exits 0.
+            await peers[6].ask_to_stop(cfg.launcher.stdin_close_s)
             assert await peers[6].process.wait() == 0
             while set(await views(peers, cfg, keys, "local/6")) != {"left"}:  # noqa: ASYNC110
                 await trio.sleep(0.2)

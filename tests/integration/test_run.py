@@ -242,7 +242,7 @@ def test_peers_exit_when_the_launcher_is_killed() -> None:
     try:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        # Orphaned peers see end of file on stdin and stop on their own.
+        # Orphaned peers see end of file on their control pipe and stop on their own.
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and any(alive(p) for p in peers):
             time.sleep(0.1)

@@ -214,7 +214,7 @@ def test_a_plugin_directory_is_a_package_root_and_rescan_loads_changes(tmp_path:
     assert first.entry(1) == 2  # the sibling helper module was imported
     # The code hash covers the helper too: changing only the helper changes the plugin.
     (tmp_path / "pkgroot_helper.py").write_text("def f(x):\n    return x + 100\n")
-    again = plugins.rescan([tmp_path])["pkgroot"]
+    again = plugins.rescan([tmp_path]).plugins["pkgroot"]
     assert again.code_hash != first.code_hash
     assert again.entry(1) == 101
     assert first.entry(1) == 2  # what was loaded before keeps its code
@@ -225,4 +225,4 @@ def test_a_plugin_directory_is_a_package_root_and_rescan_loads_changes(tmp_path:
     assert found is not None and found(1) == 101
     # A removed file is gone after a rescan.
     (tmp_path / "pkgroot.py").unlink()
-    assert "pkgroot" not in plugins.rescan([tmp_path])
+    assert "pkgroot" not in plugins.rescan([tmp_path]).plugins
