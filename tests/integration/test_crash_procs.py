@@ -36,6 +36,3 @@ def test_a_killed_master_is_replaced_and_the_answer_is_exact(
     # The run ended under an elected master, never under the process that died (nor taken
     # for it by the new one in its slot: that one would have no run to end).
     assert run["state"] == "done" and run["master"] != masters["m2/0"], run
-    if len(case.victims) > 1:
-        # The thief held jobs stolen from the survivors: they were computed again.
-        assert outcome.report["stats"]["jobs_restarted"] >= 1, outcome.report["stats"]
