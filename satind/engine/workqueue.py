@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from satind.engine.jobs import Job
+from satind.engine.jobs import Job, is_placed
 
 
 class WorkQueue:
@@ -67,13 +67,14 @@ class WorkQueue:
         return None
 
     def pop_of(self, run_id: str) -> Job | None:
-        """Owner: take the newest job of run ``run_id``, or None. Taken when the newest job
-        is of another run, which a frame of ``run_id`` must not start (it would hold the
-        frame until it ended); the frame's own children may be queued beneath it. O(queue
-        length), on that path only; safe beside thieves as ``steal_of`` is."""
+        """Owner: take the newest job a frame of run ``run_id`` may start — one of that run,
+        or one placed on this peer (``is_placed``) — or None. Taken when the newest job is
+        another run's that the frame must not start (it would hold the frame until it
+        ended); the frame's own children may be queued beneath it. O(queue length), on that
+        path only; safe beside thieves as ``steal_of`` is."""
         jobs = self.jobs
         for candidate in reversed(list(jobs)):
-            if candidate.run.run_id == run_id:
+            if candidate.run.run_id == run_id or is_placed(candidate):
                 try:
                     jobs.remove(candidate)
                 except ValueError:
