@@ -13,7 +13,6 @@ bits as a run that did not.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -117,7 +116,7 @@ def entity_job(
         raise RuntimeError("entity jobs run on satind peers only")
     run_id = w.current.run.run_id
     key = (run_id, entity)
-    started, cpu0 = time.perf_counter(), time.thread_time()
+    started, cpu0 = w.wall_clock(), w.cpu_clock()
     if phase == COLLECT:
         return w.entities[key].state
     if phase == PLACE:
@@ -128,7 +127,7 @@ def entity_job(
     held = w.entities[key]
     ghosts = {n: decode_value(data) for n, data in held.ready.items()}
     state = app.step(args, entity, held.state, ghosts, iteration)
-    cpu_s, wall_s = time.thread_time() - cpu0, time.perf_counter() - started
+    cpu_s, wall_s = w.cpu_clock() - cpu0, w.wall_clock() - started
     task = w.entity_tasks.get(key)
     # The state is encoded at checkpoints (and when it moves); on an entity's first step here
     # too, so that a step returning what cannot travel fails at once, not at the first move.

@@ -188,6 +188,12 @@ class Worker:
         # network side's dicts, read by entity jobs (satind/spmd.py).
         self.entities: dict[tuple[str, int], Any] = {}
         self.entity_tasks: dict[tuple[str, int], Any] = {}
+        # What a job measures its own cost with (SPMD steps: satind/spmd.py): wall seconds and
+        # this thread's CPU seconds. The simulator's driver gives its virtual clocks, so that
+        # a step's measured cost (which travels in messages and steers migrations) is the
+        # same in every replay of a seed (sim/lockstep.py).
+        self.wall_clock: Callable[[], float] = time.perf_counter
+        self.cpu_clock: Callable[[], float] = time.thread_time
         # Reclaimed by the machine's owner: suspended at the next safe point (``reclaim``).
         self.reclaimed = False
         self.parked: list[Job] = []
