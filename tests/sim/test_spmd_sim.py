@@ -3,7 +3,9 @@ point 7). Every SPMD run spreads its entities over every peer, and an iterative 
 its tasks to the others: each peer holds work of runs that other peers master while its own
 compute thread runs the root of a run it masters. Before the fix, two heat2d runs submitted at
 once to two masters never ended (engine/worker.py ``sync_frame``; docs/spmd.md "Runs beside
-runs"). Each run here must end with its plugin's check "ok", nothing left behind."""
+runs"); and a divide-and-conquer tree beside them ran on one peer, its work hidden from
+thieves behind a root waiting in its master's queue (engine/workqueue.py ``steal``). Each run
+here must end with its plugin's check "ok", nothing left behind."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 
 from satind.sim.scenario import Scenario, load, parse
-from satind.sim.simulator import SimReport, simulate
+from satind.sim.simulator import SimReport, Simulation, simulate
 
 SCENARIOS = Path(__file__).parent.parent.parent / "configs" / "scenarios"
 SEEDS = range(1, 1 + int(os.environ.get("SATIND_SIM_SEEDS", "6")))
@@ -53,12 +55,18 @@ def test_three_spmd_runs_mastered_by_three_peers_at_once_end_exact(seed: int) ->
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_spmd_and_iterative_runs_mastered_anywhere_end_exact(seed: int) -> None:
-    # The shipped scenario: three heat2d and two kmeans runs at once over three masters (two
-    # runs at each of two of them: a master's second root waits for its first).
-    report = simulate(load(SCENARIOS / "spmd-masters.toml"), seed)
-    _ended_exact(report, 5)
+def test_spmd_iterative_and_divide_and_conquer_runs_mastered_anywhere_share_the_peers(
+    seed: int,
+) -> None:
+    # The shipped scenario: three heat2d and two kmeans runs and a tree at once over three
+    # masters (a master's second root waits in its queue for the root before it).
+    sim = Simulation(load(SCENARIOS / "spmd-masters.toml"), seed)
+    report = sim.run()
+    _ended_exact(report, 5)  # and the tree's answer is exact, every leaf ran once
     assert sorted(r["plugin"] for r in report.runs) == ["heat2d"] * 3 + ["kmeans"] * 2
+    # The tree was shared: a root waiting at the oldest end of a queue hid the work behind
+    # it from every thief, and one peer ran the whole tree.
+    assert {runners[-1] for runners in sim.leaf_runners.values()} == {"c0/0", "c0/1", "c0/2"}
 
 
 def test_the_same_seed_gives_the_same_history() -> None:
