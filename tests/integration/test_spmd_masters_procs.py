@@ -13,8 +13,11 @@ good heat2d mastered on the other daemon ends exact beside it.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +102,10 @@ PLUGIN = spmd_plugin(
 )
 """
 SLOW_S = 2.0
-# A heat2d run that lasts a second or two beside another on this machine: long enough to be
-# under way when a second client's submission comes (each client is a new process, and the
-# clients start together).
-GOOD = ["heat2d", "48", "48", "120", "4"]
+# A heat2d run of a second or more (its time is mostly the master's round trips, one per
+# iteration): long enough to be under way when another client's submission comes (each client
+# is a new process). The tests check from the masters' logs that the runs did overlap.
+GOOD = ["heat2d", "32", "32", "400", "4"]
 
 
 @pytest.fixture(scope="module")
@@ -131,47 +134,92 @@ def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Da
             m2.kill()
 
 
-def _submit(keys: Path, to: str, argv: list[str]) -> subprocess.Popen[str]:
-    return client_in_background(keys, to, "submit", *argv, "--wait", "--json")
+@dataclass
+class Run:
+    """A run submitted by a client left running (``submit --wait --json``)."""
+
+    proc: subprocess.Popen[str]
+    master: Daemon
+    run_id: str = ""
+    err: str = ""
 
 
-def _outcome(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, Any, str]:
+def _submit(master: Daemon, peer: str, argv: list[str]) -> Run:
+    keys = master.log.parent
+    proc = client_in_background(keys, master.addresses[peer], "submit", *argv, "--wait", "--json")
+    return Run(proc, master)
+
+
+def _submitted(run: Run) -> Run:
+    """Wait for the client's "satind: run RUN_ID submitted" line."""
+    assert run.proc.stderr is not None
+    line = run.proc.stderr.readline()
+    assert "submitted" in line, line
+    run.run_id, run.err = line.split()[2], line
+    return run
+
+
+def _outcome(run: Run, timeout: float = 60) -> tuple[int, Any, str]:
     """The client's exit code, its JSON answer (None when it printed none) and its stderr."""
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = run.proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"the run did not end within {timeout:g} s: {err}") from None
-    return proc.returncode, json.loads(out) if out.strip() else None, err
+        run.proc.kill()
+        out, err = run.proc.communicate()
+        raise AssertionError(f"the run did not end within {timeout:g} s: {run.err}{err}") from None
+    run.err += err
+    if not run.run_id:
+        _, _, rest = run.err.partition("satind: run ")
+        run.run_id = rest.split(" ", 1)[0]
+    return run.proc.returncode, json.loads(out) if out.strip() else None, run.err
 
 
-def _exact(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    code, result, err = _outcome(proc)
+def _exact(run: Run) -> dict[str, Any]:
+    code, result, err = _outcome(run)
     assert code == 0, err
     assert result["check"] == "ok", result
     out: dict[str, Any] = result
     return out
 
 
-def _address(daemon: Daemon, peer: str) -> str:
-    return daemon.addresses[peer]
+_STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ \w+ satind\.core\.master: run "
+
+
+def _span(run: Run) -> tuple[datetime, datetime]:
+    """When the run started and ended, by its master's log."""
+    text = run.master.log.read_text()
+    rid = re.escape(run.run_id)
+    start = re.search(_STAMP + rid + ": ", text, re.MULTILINE)
+    end = re.search(_STAMP + rid + " (done|failed) in ", text, re.MULTILINE)
+    assert start is not None and end is not None, f"run {run.run_id} not in {run.master.log}"
+    return (
+        datetime.strptime(start.group(1), "%Y-%m-%d %H:%M:%S,%f"),
+        datetime.strptime(end.group(1), "%Y-%m-%d %H:%M:%S,%f"),
+    )
+
+
+def _overlapped(runs: list[Run]) -> None:
+    """Every run was under way at one moment (else the test proves nothing: make them longer)."""
+    spans = [_span(run) for run in runs]
+    assert max(s for s, _ in spans) < min(e for _, e in spans), f"no overlap: {spans}"
 
 
 def test_two_and_three_spmd_runs_with_different_masters_end_exact(
     daemons: tuple[Path, Daemon, Daemon],
 ) -> None:
-    keys, m1, m2 = daemons
+    _, m1, m2 = daemons
     # Two at once, mastered by the first peer of each machine.
-    runs = [_submit(keys, _address(m1, "m1/0"), GOOD), _submit(keys, _address(m2, "m2/0"), GOOD)]
-    results = [_exact(proc) for proc in runs]
+    runs = [_submit(m1, "m1/0", GOOD), _submit(m2, "m2/0", GOOD)]
+    results = [_exact(run) for run in runs]
     assert results[0]["result"] == results[1]["result"]  # the same plate, wherever it ran
+    _overlapped(runs)
     # Three at once, mastered by three different peers, each run of its own size.
-    sizes = [["heat2d", "40", "36", "110", "4"], ["heat2d", "36", "36", "130", "5"], GOOD]
-    masters = [_address(m1, "m1/0"), _address(m2, "m2/0"), _address(m1, "m1/1")]
-    runs = [_submit(keys, to, argv) for to, argv in zip(masters, sizes, strict=True)]
-    for proc in runs:
-        _exact(proc)
+    sizes = [["heat2d", "30", "24", "380", "4"], ["heat2d", "24", "24", "420", "5"], GOOD]
+    masters = [(m1, "m1/0"), (m2, "m2/0"), (m1, "m1/1")]
+    runs = [_submit(d, peer, argv) for (d, peer), argv in zip(masters, sizes, strict=True)]
+    for run in runs:
+        _exact(run)
+    _overlapped(runs)
 
 
 @pytest.mark.parametrize(
@@ -185,21 +233,23 @@ def test_two_and_three_spmd_runs_with_different_masters_end_exact(
 def test_a_wrong_spmd_plugin_fails_and_a_good_run_mastered_elsewhere_ends_exact(
     daemons: tuple[Path, Daemon, Daemon], mode: str, says: str
 ) -> None:
-    keys, m1, m2 = daemons
-    good = _submit(keys, _address(m2, "m2/0"), GOOD)
-    wrong = _submit(keys, _address(m1, "m1/0"), [f"wrong_{mode}", "4", "30"])
+    _, m1, m2 = daemons
+    good = _submitted(_submit(m2, "m2/0", GOOD))  # under way before the wrong one comes
+    wrong = _submit(m1, "m1/0", [f"wrong_{mode}", "4", "30"])
     code, result, err = _outcome(wrong)
     assert code != 0 and result is None, err
     assert " failed: " in err and says in err, err  # the client says why, with the traceback
     _exact(good)
+    _overlapped([good, wrong])
 
 
 def test_a_slow_step_delays_a_good_run_mastered_elsewhere_and_both_end_exact(
     daemons: tuple[Path, Daemon, Daemon],
 ) -> None:
-    keys, m1, m2 = daemons
-    good = _submit(keys, _address(m2, "m2/0"), GOOD)
-    slow = _submit(keys, _address(m1, "m1/0"), ["wrong_slow", "4", "6"])
+    _, m1, m2 = daemons
+    good = _submitted(_submit(m2, "m2/0", GOOD))
+    slow = _submit(m1, "m1/0", ["wrong_slow", "4", "6"])
     result = _exact(slow)
     assert result["elapsed_s"] >= SLOW_S
     _exact(good)
+    _overlapped([good, slow])
