@@ -134,6 +134,20 @@ def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Da
             m2.kill()
 
 
+# Clients the running test started: the ones a failed test left waiting are killed after it.
+_CLIENTS: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_client_left() -> Iterator[None]:
+    yield
+    while _CLIENTS:
+        proc = _CLIENTS.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
 @dataclass
 class Run:
     """A run submitted by a client left running (``submit --wait --json``)."""
@@ -147,6 +161,7 @@ class Run:
 def _submit(master: Daemon, peer: str, argv: list[str]) -> Run:
     keys = master.log.parent
     proc = client_in_background(keys, master.addresses[peer], "submit", *argv, "--wait", "--json")
+    _CLIENTS.append(proc)
     return Run(proc, master)
 
 
