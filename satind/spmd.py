@@ -13,7 +13,6 @@ bits as a run that did not.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 from satind.api import spawnable, sync
 from satind.core.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
 from satind.engine import worker as _worker
-from satind.net.codec import decode_value, encode_value
+from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.plugin import Plugin, driven
 
 # A generation's number: a new master's epoch comes first, so that its generations are newer
@@ -117,7 +116,7 @@ def entity_job(
         raise RuntimeError("entity jobs run on satind peers only")
     run_id = w.current.run.run_id
     key = (run_id, entity)
-    started, cpu0 = time.perf_counter(), time.thread_time()
+    started, cpu0 = w.wall_clock(), w.cpu_clock()
     if phase == COLLECT:
         return w.entities[key].state
     if phase == PLACE:
@@ -128,12 +127,12 @@ def entity_job(
     held = w.entities[key]
     ghosts = {n: decode_value(data) for n, data in held.ready.items()}
     state = app.step(args, entity, held.state, ghosts, iteration)
-    cpu_s, wall_s = time.thread_time() - cpu0, time.perf_counter() - started
+    cpu_s, wall_s = w.cpu_clock() - cpu0, w.wall_clock() - started
     task = w.entity_tasks.get(key)
     # The state is encoded at checkpoints (and when it moves); on an entity's first step here
     # too, so that a step returning what cannot travel fails at once, not at the first move.
     checkpoint = task is not None and task.checkpoint
-    encoded = encode_value(state) if checkpoint or held.wall_s <= 0 else None
+    encoded = _encoded(state, "step", entity, iteration) if checkpoint or held.wall_s <= 0 else None
     saved = encoded if checkpoint else None
     sent = _done(
         w,
@@ -170,9 +169,28 @@ def _done(
     size: int,
 ) -> int:
     """Hand the entity's new state and its neighbours' ghosts to the network side."""
-    ghosts = {n: encode_value(app.ghost(args, entity, state, n)) for n in neighbours}
+    ghosts = {
+        n: _encoded(app.ghost(args, entity, state, n), "ghost", entity, iteration)
+        for n in neighbours
+    }
     w.hooks.entity_done(run_id, entity, gen, iteration, state, ghosts, (cpu_s, wall_s, size))
     return sum(len(g) for g in ghosts.values())
+
+
+def _encoded(value: Any, made_by: str, entity: int, iteration: int) -> bytes:
+    """``value`` encoded, or an error that says which function of the plugin made what
+    cannot travel (the codec alone says what, not where it came from).
+
+    Raises:
+        EncodeError: ``value`` is not a CBOR value.
+    """
+    try:
+        return encode_value(value)
+    except EncodeError as exc:
+        raise EncodeError(
+            f"{made_by}() of entity {entity} (iteration {iteration}) returned what cannot "
+            f"travel between peers: {exc}"
+        ) from None
 
 
 @spawnable

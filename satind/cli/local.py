@@ -179,6 +179,12 @@ def simulate(args: argparse.Namespace) -> int:
             f"{report.wall_s:.1f} wall s · trace {report.trace_hash[:16]} "
             f"({report.trace_events:,} events)"
         )
+        for run in report.runs:
+            took = "-" if run["makespan_s"] is None else f"{run['makespan_s']:.3f} s"
+            print(
+                f"  run {run['plugin']} mastered by {run['master']}: {took} virtual, check "
+                f"{run['check'] or '-'}{' · ' + run['error'] if run['error'] else ''}"
+            )
         for violation in report.violations:
             print(f"  violation: {violation}")
     return EXIT_OK if report.invariants_ok else EXIT_FAILED

@@ -129,6 +129,8 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
         runs.remember_ended(announce)
         if announce.state == SUSPENDED:
             runs.suspended[run_id] = announce.info.epoch
+        if run is None:
+            spmd.forget_run(state, run_id)  # ghosts that came before the run was known here
         if run is not None and run.info.master != state.name:
             return True, drop(state, run_id)
         if run is not None and announce.info.master != state.name:

@@ -100,6 +100,18 @@ class Held:
 
 
 @dataclass
+class Departed:
+    """An entity that left this holder: where it went, its generation then, and the ghosts
+    it had sent from here in its last two steps (``Held.sent``). A neighbour whose copy of
+    one was lost asks the holder it knew (``GhostRequest``): that is often this one, and the
+    new holder never had those ghosts."""
+
+    to: str
+    gen: int
+    sent: dict[tuple[int, int], dict[int, bytes]]
+
+
+@dataclass
 class Placement:
     """The master's record of one SPMD run."""
 
@@ -141,14 +153,14 @@ class Spmd:
     # As a master: its SPMD runs.
     runs: dict[str, Placement] = field(default_factory=dict)
     # As a holder: its entities (the same dict as ``Worker.entities``), ghosts that came for
-    # them by (gen, iteration) and sender, step jobs waiting for their ghosts, and where
-    # entities that left went.
+    # them by (gen, iteration) and sender (also for a run not known here yet), step jobs
+    # waiting for their ghosts, and entities that left (where to, what they sent from here).
     held: dict[Key, Held] = field(default_factory=dict)
     # The last entity job that came for each entity here (its neighbours' holders).
     tasks: dict[Key, m.EntityTask] = field(default_factory=dict)
     inbox: dict[Key, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
     waiting: dict[Key, tuple[Job, m.EntityTask]] = field(default_factory=dict)
-    moved: dict[Key, tuple[str, int]] = field(default_factory=dict)
+    moved: dict[Key, Departed] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)
     # Peers an entity came from, and when (none goes back soon: ``spmd.settle_s``).
@@ -496,11 +508,17 @@ def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
     spmd = state.spmd
     key = (msg.run_id, msg.sender)
     held = spmd.held.get(key)
-    if held is None:
-        moved = spmd.moved.get(key)
-        return [Send(moved[0], msg)] if moved is not None and moved[0] != state.name else []
-    data = held.sent.get((msg.gen, msg.iteration), {}).get(msg.entity)
+    moved = spmd.moved.get(key) if held is None else None
+    if held is not None:
+        sent = held.sent
+    elif moved is not None:
+        sent = moved.sent  # it left, but may have sent that one from here
+    else:
+        return []
+    data = sent.get((msg.gen, msg.iteration), {}).get(msg.entity)
     if data is None:
+        if moved is not None and moved.to != state.name:
+            return [Send(moved.to, msg)]  # made after it left, at its new holder
         return []  # not made yet: it comes when the step that makes it ends
     ghost = m.Ghost(msg.run_id, msg.entity, m.GhostData(msg.sender, msg.gen, msg.iteration, data))
     if msg.requester == state.name:
@@ -625,12 +643,18 @@ def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
     g = msg.ghost
     held = spmd.held.get(key)
     moved = spmd.moved.get(key)
-    if held is None and moved is not None and g.gen <= moved[1]:
-        return [Send(moved[0], msg)]  # the entity left (a newer generation may come back)
+    if held is None and moved is not None and g.gen <= moved.gen:
+        return [Send(moved.to, msg)]  # the entity left (a newer generation may come back)
     if held is not None and (g.gen, g.iteration) < (held.gen, held.iteration):
         return []  # of an older generation, or consumed
-    if msg.run_id not in state.runs.active:
-        return []
+    if msg.run_id not in state.runs.active and (
+        msg.run_id in state.runs.ended or msg.run_id in state.runs.finished
+    ):
+        return []  # the run is over here
+    # A run not known here yet is kept: the neighbour's holder can be faster than the
+    # master's announcement and push on another connection, and a ghost dropped then is
+    # asked for again only a second later (``_ask_again``), or never answered once the
+    # neighbour moved on. An end announcement forgets it (``forget_run``).
     box = spmd.inbox.setdefault(key, {})
     if (g.gen, g.iteration) not in box and len(box) >= MAX_GHOST_TAGS:
         # A holder needs the ghosts of one or two iterations; more is a peer gone wrong.
@@ -675,7 +699,7 @@ def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Eff
         for sender, d in sorted(box.items())
     ]
     spmd.tasks.pop(key, None)
-    spmd.moved[key] = (to, held.gen)
+    spmd.moved[key] = Departed(to, held.gen, held.sent)
     msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
     if to == state.name:
         return on_state(state, state.name, msg, now)

@@ -40,18 +40,16 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
 
     fx: Effects = []
     queue = state.queue
-    job = queue.steal_of(msg.run) if msg.run else queue.steal()
+    # Never a job its master placed here (an iterative task, an SPMD entity job or root):
+    # it runs here, not elsewhere (``WorkQueue.steal`` passes over them).
+    job = queue.steal(msg.run)
     while job is not None and (
         job.run.aborted or is_aborted(job) or (state.cancelled and cancelled_here(state, job))
     ):
         # A job of a run that is over here (ended, suspended, or an epoch left behind), or
         # of an aborted frame or job (core/aborts.py): nobody waits for it. Given away, it
         # would be run again under the run's id.
-        job = queue.steal_of(msg.run) if msg.run else queue.steal()
-    if job is not None and job.run.pushed:
-        # A task its master placed here (core/iterative.py): it runs here, not elsewhere.
-        state.queue.give_back(job)
-        job = None
+        job = queue.steal(msg.run)
     if job is not None and job.parent is not None and job.run.orphans is not None:
         holder = job.run.orphans.get(job.path)
         if holder is not None:

@@ -86,6 +86,14 @@ def format_path(path: bytes) -> str:
     return "/" + "/".join(str(i) for i in path_indices(path))
 
 
+def is_placed(job: Job) -> bool:
+    """A job its run's master pushed to this peer (an SPMD entity job, an iterative task):
+    only this peer may run it — no thief takes it (core/victim.py) — and its run waits for
+    it, so a frame of another run that waits here must run it rather than leave it queued
+    (engine/worker.py ``sync_frame``). A run's root (no origin) is never one."""
+    return job.parent is None and job.run.pushed and getattr(job, "origin", None) is not None
+
+
 class _Unset:
     """Marks a result slot not yet filled (None is a legitimate result)."""
 
@@ -159,8 +167,9 @@ class RunState:
         self.redo: list[bytes] | None = None
         # The plugin's own counters (``satind.count``), by their stats name; None until one.
         self.app: dict[str, int] | None = None
-        # An iterative run (satind/iterative.py): its tasks are pushed to workers by the
-        # master's scheduler (core/iterative.py), never stolen.
+        # An iterative or SPMD run (satind/iterative.py, satind/spmd.py): its tasks and entity
+        # jobs are pushed to chosen members by its master (core/iterative.py, core/spmd.py),
+        # never stolen; its root stays on its master.
         self.pushed = False
 
     def counters(self) -> dict[str, int | float]:

@@ -68,7 +68,7 @@ from satind.engine.frames import (
     too_deep,
     too_many,
 )
-from satind.engine.jobs import UNSET, Job
+from satind.engine.jobs import UNSET, Job, is_placed
 from satind.engine.replication import UpdateLog, answer, digest
 from satind.engine.speculation import aborted, drop_children, is_aborted
 from satind.engine.workqueue import WorkQueue
@@ -189,6 +189,12 @@ class Worker:
         # network side's dicts, read by entity jobs (satind/spmd.py).
         self.entities: dict[tuple[str, int], Any] = {}
         self.entity_tasks: dict[tuple[str, int], Any] = {}
+        # What a job measures its own cost with (SPMD steps: satind/spmd.py): wall seconds and
+        # this thread's CPU seconds. The simulator's driver gives its virtual clocks, so that
+        # a step's measured cost (which travels in messages and steers migrations) is the
+        # same in every replay of a seed (sim/lockstep.py).
+        self.wall_clock: Callable[[], float] = time.perf_counter
+        self.cpu_clock: Callable[[], float] = time.thread_time
         # Reclaimed by the machine's owner: suspended at the next safe point (``reclaim``).
         self.reclaimed = False
         self.parked: list[Job] = []
@@ -429,11 +435,20 @@ class Worker:
                     # Every child left is out on another peer: help until their results are in.
                     self._wait()
                     continue
-                if job.run is not frame.run and job.run.run_id != frame.run.run_id:
-                    # A job of another run (a root queued meanwhile, work taken back from a dead
-                    # thief): started on top of this frame, it would hold the frame until it
-                    # ended. It stays queued, for a thief or for when this frame is done; this
-                    # frame runs its own run's newest job, which may lie beneath it.
+                # A job of another run (a root queued meanwhile, work taken back from a dead
+                # thief): started on top of this frame, it would hold the frame until it
+                # ended. It stays queued, for a thief or for when this frame is done; this
+                # frame runs its own run's newest job, which may lie beneath it. Not so a job
+                # its run's master placed on this peer (an SPMD entity job, an iterative task:
+                # ``is_placed``): no thief may take it, and this frame may be waiting, through
+                # other peers, for that very run — two SPMD roots on two peers, each waiting
+                # for its entities on the other, never ended (issue 28). It runs on top of
+                # this frame, which it holds for one step or one task.
+                if (
+                    job.run is not frame.run
+                    and job.run.run_id != frame.run.run_id
+                    and not is_placed(job)
+                ):
                     jobs.append(job)
                     own = self.queue.pop_of(frame.run.run_id)
                     if own is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from satind.engine.jobs import Job
+from satind.engine.jobs import Job, is_placed
 
 
 class WorkQueue:
@@ -36,29 +36,26 @@ class WorkQueue:
         except IndexError:
             return None
 
-    def steal(self) -> Job | None:
-        """Thief: take the oldest job, or None."""
-        try:
-            return self.jobs.popleft()
-        except IndexError:
-            return None
-
-    def steal_of(self, run_id: str) -> Job | None:
-        """Thief: take the oldest job of run ``run_id``, or None (a thief whose sync waits
-        inside a job of that run takes nothing else). O(queue length) when the oldest job is
-        of another run; with one run at a time it is ``steal``."""
+    def steal(self, run_id: str = "") -> Job | None:
+        """Thief: take the oldest job a thief may have, or None: of run ``run_id`` if one is
+        named (a thief whose sync waits inside a job of that run takes nothing else), and
+        never one of a run whose jobs stay where their master placed them (``RunState.pushed``:
+        an iterative or SPMD run's root, entity jobs and tasks). Such a job at the oldest end
+        (a root waiting for its master's compute thread) must not hide the work behind it
+        from thieves. O(queue length) when the oldest job is not one to take; with one
+        divide-and-conquer run at a time it is a ``popleft``."""
         jobs = self.jobs
         try:
             job = jobs.popleft()
         except IndexError:
             return None
-        if job.run.run_id == run_id:
+        if not job.run.pushed and (not run_id or job.run.run_id == run_id):
             return job
         jobs.appendleft(job)  # back where it was: still the oldest
         # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
         # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
         for candidate in list(jobs):
-            if candidate.run.run_id == run_id:
+            if not candidate.run.pushed and (not run_id or candidate.run.run_id == run_id):
                 try:
                     jobs.remove(candidate)
                 except ValueError:
@@ -67,13 +64,14 @@ class WorkQueue:
         return None
 
     def pop_of(self, run_id: str) -> Job | None:
-        """Owner: take the newest job of run ``run_id``, or None. Taken when the newest job
-        is of another run, which a frame of ``run_id`` must not start (it would hold the
-        frame until it ended); the frame's own children may be queued beneath it. O(queue
-        length), on that path only; safe beside thieves as ``steal_of`` is."""
+        """Owner: take the newest job a frame of run ``run_id`` may start — one of that run,
+        or one placed on this peer (``is_placed``) — or None. Taken when the newest job is
+        another run's that the frame must not start (it would hold the frame until it
+        ended); the frame's own children may be queued beneath it. O(queue length), on that
+        path only; safe beside thieves as ``steal`` is."""
         jobs = self.jobs
         for candidate in reversed(list(jobs)):
-            if candidate.run.run_id == run_id:
+            if candidate.run.run_id == run_id or is_placed(candidate):
                 try:
                     jobs.remove(candidate)
                 except ValueError:
@@ -83,7 +81,7 @@ class WorkQueue:
 
     def drop_run(self, run_id: str) -> int:
         """Network side: remove every queued job of a run that is over (nobody waits for
-        them); returns how many. Safe beside the owner as ``steal_of`` is."""
+        them); returns how many. Safe beside the owner as ``steal`` is."""
         dropped = 0
         for job in list(self.jobs):
             if job.run.run_id == run_id:
@@ -96,7 +94,7 @@ class WorkQueue:
 
     def remove(self, job: Job) -> bool:
         """Network side: take ``job`` out if it is still queued (aborted before it started).
-        Safe beside the owner as ``steal_of`` is."""
+        Safe beside the owner as ``steal`` is."""
         try:
             self.jobs.remove(job)
         except ValueError:

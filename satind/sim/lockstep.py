@@ -99,6 +99,10 @@ class LockstepCompute:
         self.worker = Worker(
             cfg, hooks, mailbox=_Mailbox(self), max_frame=max_frame, value_depth=value_depth
         )
+        # Jobs that measure their own cost (SPMD steps) read virtual time: plugin code costs
+        # none here, and a real clock would make every replay of a seed differ.
+        self.worker.wall_clock = self._virtual_now
+        self.worker.cpu_clock = self.cpu_seconds
         self.on_leaf = on_leaf
         # Virtual seconds spent in leaves (wall time of the compute side, not CPU time).
         self.busy_s = 0.0
@@ -246,6 +250,11 @@ class LockstepCompute:
             self.soon(self.on_leaf, run_id, path, seconds)
 
     # -- resource accounting (either thread; only one runs at a time) -------------------------
+
+    def _virtual_now(self) -> float:
+        """Virtual time as of the compute thread's current turn (it advances only while the
+        thread is blocked: in a leaf, or waiting for its mailbox)."""
+        return self._now
 
     def cpu_seconds(self) -> float:
         """CPU seconds the compute side has used so far, in virtual time: each finished leaf's

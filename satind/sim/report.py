@@ -12,7 +12,7 @@ from satind.net import codec
 from satind.sim.workload import needles_in, walk
 
 if TYPE_CHECKING:
-    from satind.sim.simulator import Simulation
+    from satind.sim.simulator import RunOutcome, Simulation
 
 
 @dataclass
@@ -73,6 +73,10 @@ class SimReport:
     trace_hash: str
     invariants_ok: bool
     violations: list[str] = field(default_factory=list)
+    # The scenario's other runs ([[runs]]), in its order: plugin, master, run id, makespan
+    # (virtual seconds from submission to result; None: no result), the plugin's check, and
+    # the error (a failure, or why it never ran).
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -124,6 +128,7 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
             and len(unique) != leaves_expected
         ):
             violations.append(f"{len(unique)} distinct leaves ran, the tree has {leaves_expected}")
+    runs = [_other_run(outcome, violations) for outcome in sim.runs]
     live = sorted(sim.live())
     for name in live:
         view = [mem.name for mem in sim.peers[name].table.alive()]
@@ -213,4 +218,29 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
         trace_hash=sim.hash.hexdigest(),
         invariants_ok=not violations,
         violations=violations,
+        runs=runs,
     )
+
+
+def _other_run(outcome: RunOutcome, violations: list[str]) -> dict[str, Any]:
+    """One of the scenario's other runs: it must end, without error, its check "ok"."""
+    spec, result = outcome.spec, outcome.result
+    what = f"{spec.plugin} {' '.join(spec.argv)} mastered by {spec.to}"
+    error = outcome.error
+    if result is not None and result.error is not None:
+        error = f"{result.error.type}: {result.error.message}"
+    if error:
+        violations.append(f"run {what} failed: {error}")
+    elif result is None:
+        violations.append(f"run {what} did not finish")
+    elif result.check != "ok":
+        violations.append(f"run {what}: its check says {result.check}")
+    ended, started = outcome.ended_at, outcome.submitted_at
+    return {
+        "plugin": spec.plugin,
+        "master": spec.to,
+        "run_id": outcome.run_id,
+        "makespan_s": None if ended is None or started is None else round(ended - started, 6),
+        "check": result.check if result is not None else None,
+        "error": error,
+    }

@@ -31,6 +31,12 @@ tail_ms = 0.0                 # iterative: the root's work after the last step (
 submit_at = 5.0               # virtual seconds after the start
 steal = "crs"                 # rs or crs
 
+[[runs]]                      # more runs besides the workload's, of installed plugins: each
+plugin = "heat2d"             # submitted by the client at virtual time `at` to the peer `to`
+argv = ["40", "40", "20", "4"] # (its master); each must end and pass the plugin's own check
+to = "c0/1"
+at = 5.0
+
 [config]                      # overrides of satind's configuration, as in a config file
 membership = { probe_interval_s = 0.5 }
 
@@ -92,6 +98,16 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class RunSpec:
+    """A run of an installed plugin the simulated client submits besides the workload's."""
+
+    plugin: str
+    argv: tuple[str, ...]
+    to: str
+    at: float
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     seed: int
@@ -115,13 +131,14 @@ class Scenario:
     steal: str = "crs"
     config: Config = field(default_factory=Config)
     faults: tuple[Fault, ...] = ()
+    runs: tuple[RunSpec, ...] = ()
 
     @property
     def peer_count(self) -> int:
         return sum(self.clusters.values())
 
 
-_TOP = {"name", "seed", "duration_s", "peers", "network", "workload", "config", "faults"}
+_TOP = {"name", "seed", "duration_s", "peers", "network", "workload", "runs", "config", "faults"}
 _FAULT_KINDS = (
     "crash",
     "crash_cluster",
@@ -238,6 +255,9 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
     except ConfigError as exc:
         raise ScenarioError(f"[config]: {exc}") from None
     faults = tuple(_fault(f, i, set(clusters)) for i, f in enumerate(data.get("faults", [])))
+    runs = data.get("runs", [])
+    if not isinstance(runs, list):
+        raise ScenarioError("runs must be an array of tables ([[runs]])")
     return Scenario(
         name=_get(data, "name", str, "unnamed", "the scenario"),
         seed=_get(data, "seed", int, 1, "the scenario"),
@@ -256,7 +276,31 @@ def parse(data: dict[str, Any], base: Config | None = None) -> Scenario:
         steal=steal,
         config=config,
         faults=tuple(sorted(faults, key=lambda f: f.at)),
+        runs=tuple(_run(r, i) for i, r in enumerate(runs)),
     )
+
+
+def _run(raw: Any, index: int) -> RunSpec:
+    where = f"runs[{index}]"
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where} must be a table")
+    _known(raw, {"plugin", "argv", "to", "at"}, where)
+    from satind.plugin import discover
+
+    plugin = _get(raw, "plugin", str, "", where)
+    known = discover()
+    if plugin not in known:
+        raise ScenarioError(
+            f"{where}.plugin: no plugin {plugin!r} is installed; there are "
+            f"{', '.join(sorted(known))}"
+        )
+    argv = raw.get("argv", [])
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ScenarioError(f"{where}.argv must be a list of strings (the plugin's arguments)")
+    to = _get(raw, "to", str, "", where)
+    if "/" not in to:
+        raise ScenarioError(f"{where}.to must name a peer (CLUSTER/INDEX), got {to!r}")
+    return RunSpec(plugin, tuple(argv), to, _get(raw, "at", float, 5.0, where))
 
 
 def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:

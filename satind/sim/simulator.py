@@ -26,6 +26,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -40,13 +41,17 @@ from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
 from satind.net.names import peer_name
 from satind.net.transport import Address, Identity
 from satind.node.peer import Peer, PeerOptions
+from satind.plugin import discover
 from satind.recovery.checkpoint import MemoryStore
 from satind.sim.lockstep import LockstepCompute
 from satind.sim.report import SimReport, report
-from satind.sim.scenario import Fault, Scenario
+from satind.sim.scenario import Fault, RunSpec, Scenario
 from satind.sim.workload import PLUGIN
 
 CLIENT = "sim-client"
+# Request numbers of the scenario's other runs' submissions: this plus their index (the
+# workload's submission is 1, a resume 3).
+RUNS_REQ = 1000
 _NS = struct.Struct(">Q")
 
 # Thresholds of CPython's cyclic garbage collector while a simulation runs. A simulation holds
@@ -116,6 +121,23 @@ def deterministic_trio(seed: int) -> Iterator[None]:
         core._r.setstate(state)
 
 
+@dataclass
+class RunOutcome:
+    """What became of one of the scenario's other runs ([[runs]])."""
+
+    spec: RunSpec
+    run_id: str = ""
+    submitted_at: float | None = None
+    ended_at: float | None = None
+    result: m.RunResult | None = None
+    # Why it never ran (its master was not there, or it refused the submission).
+    error: str = ""
+
+    @property
+    def over(self) -> bool:
+        return self.result is not None or bool(self.error)
+
+
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int | None = None) -> None:
         self.scenario = scenario
@@ -161,6 +183,11 @@ class Simulation:
         self.submit_error = ""
         self.idle_from: float | None = None
         self.attempts_at_idle = 0
+        # The scenario's other runs ([[runs]]), by their index there: the plugins they name
+        # (every peer has them), and what became of each (see ``RunOutcome``).
+        known = discover() if scenario.runs else {}
+        self.run_plugins = {spec.plugin: known[spec.plugin] for spec in scenario.runs}
+        self.runs = [RunOutcome(spec) for spec in scenario.runs]
 
     # -- tracing -----------------------------------------------------------------------------
 
@@ -237,7 +264,7 @@ class Simulation:
             seeds=seeds,
             seed=self.rng.getrandbits(64),
             instance=instance,
-            plugins={PLUGIN.name: PLUGIN},
+            plugins={PLUGIN.name: PLUGIN, **self.run_plugins},
             run_ids=lambda: next(self._run_ids),
             checkpoint_store=self.store,
             standby=standby,
@@ -473,6 +500,8 @@ class Simulation:
             nursery.start_soon(self._watch_convergence)
             if sc.workload is not None:
                 nursery.start_soon(self._submit, client)
+            for index in range(len(self.runs)):
+                nursery.start_soon(self._submit_run, client, index)
             with trio.move_on_at(sc.duration_s):
                 await self._done.wait()
                 await self._faults_done.wait()
@@ -520,7 +549,51 @@ class Simulation:
         self.trace("submit", master.encode())
         client.post(master, m.Submit(1, PLUGIN.name, argv, PLUGIN.code_hash))
 
+    async def _submit_run(self, client: Any, index: int) -> None:
+        """One of the scenario's other runs, to the master it names."""
+        outcome = self.runs[index]
+        spec = outcome.spec
+        await trio.sleep_until(spec.at)
+        outcome.submitted_at = trio.current_time()
+        [to] = self.named([spec.to])
+        if to not in self.live():
+            outcome.error = f"{spec.to} is not a live peer at {spec.at:g} s"
+            self._check_done()
+            return
+        plugin = self.run_plugins[spec.plugin]
+        self.trace("submit", f"{spec.plugin}>{to}".encode())
+        client.post(to, m.Submit(RUNS_REQ + index, spec.plugin, list(spec.argv), plugin.code_hash))
+
+    def _run_message(self, msg: m.Message) -> bool:
+        """A reply about one of the scenario's other runs (True), or not one."""
+        if isinstance(msg, m.Submitted) and msg.req >= RUNS_REQ:
+            outcome = self.runs[msg.req - RUNS_REQ]
+            if msg.error is not None:
+                outcome.error = f"refused: {msg.error.type}: {msg.error.message}"
+                self._check_done()
+            else:
+                outcome.run_id = msg.run_id
+            return True
+        if isinstance(msg, m.RunResult):
+            for outcome in self.runs:
+                if outcome.run_id == msg.run_id and outcome.result is None:
+                    outcome.result = msg
+                    outcome.ended_at = trio.current_time()
+                    self.last_change = max(self.last_change, outcome.ended_at)
+                    self.trace("result", codec.encode_message(msg))
+                    self._check_done()
+                    return True
+        return False
+
+    def _check_done(self) -> None:
+        """The workload's run (if any) and every other run have ended."""
+        workload_done = self.scenario.workload is None or self.result is not None
+        if workload_done and all(o.over for o in self.runs):
+            self._done.set()
+
     def _client_message(self, link: MemoryLink, msg: m.Message) -> None:
+        if self.runs and self._run_message(msg):
+            return
         if isinstance(msg, m.Submitted):
             if msg.error is not None:
                 self.submit_error = f"{msg.error.type}: {msg.error.message}"
@@ -533,7 +606,7 @@ class Simulation:
             self.result_at = trio.current_time()
             self.last_change = max(self.last_change, self.result_at)
             self.trace("result", codec.encode_message(msg))
-            self._done.set()
+            self._check_done()
 
     async def _watch_convergence(self) -> None:
         """The first time every live peer sees exactly the live peers."""
@@ -541,7 +614,7 @@ class Simulation:
             await trio.sleep(0.25)
             if self._agreed():
                 self.converged_at = trio.current_time()
-                if self.scenario.workload is None:
+                if self.scenario.workload is None and not self.runs:
                     self._done.set()
                 return
 

@@ -16,7 +16,7 @@ from satind.engine.jobs import Job, RunState
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.spmd import entity_job
-from tests.core.support import FIB, declare, job_of, known_run, make_state, member
+from tests.core.support import FIB, declare, info, job_of, known_run, make_state, member
 
 COUNT = 4  # entities 0-1-2-3 in a line
 
@@ -370,3 +370,47 @@ def test_a_step_that_ends_after_its_run_was_dropped_leaves_nothing_behind() -> N
     drop(state, "r1")
     spmd.entity_done(state, "r1", 0, 1, 5, None, {}, (0.1, 0.1, 0), 1.0)
     assert not state.spmd.held
+
+
+def test_a_ghost_that_comes_before_its_run_is_known_here_waits_for_its_step() -> None:
+    """The neighbour's holder may be faster than the master's announcement and push, which
+    come on another connection: its ghost is kept, not dropped (a dropped one was asked for
+    again a second later at best, and never answered once its sender had moved on)."""
+    from satind.core.lifecycle import on_announces
+
+    state = _make("b/0", ("a/0", "c/0"))
+    assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
+    run = known_run(state)  # the master's push, or its announcement, comes after it
+    state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
+    job = _job(run.state, job_of(run.state), 1, STEP, 0)
+    task = m.EntityTask(1, STEP, 0, 1, 10, [0], ["a/0"])
+    assert spmd.arrive(state, job, task) == [ToCompute(JobArrived(job))]
+    assert state.spmd.held[("r1", 1)].ready == {0: b"g0"}
+    # A ghost of a run never known here that ended: forgotten with the end's news, and one
+    # that comes after the end is dropped.
+    spmd.on_ghost(state, m.Ghost("r9", 1, m.GhostData(0, 1, 0, b"g0")))
+    assert ("r9", 1) in state.spmd.inbox
+    over = info("r9", "c/0")
+    on_announces(state, [m.RunAnnounce(over, "done")], 1.0)
+    assert ("r9", 1) not in state.spmd.inbox
+    assert spmd.on_ghost(state, m.Ghost("r9", 1, m.GhostData(0, 1, 1, b"late"))) == []
+    assert ("r9", 1) not in state.spmd.inbox
+
+
+def test_the_holder_an_entity_left_still_answers_for_the_ghosts_it_sent_from_there() -> None:
+    """A neighbour's step asks the holder it knew for a lost ghost: the entity may have moved
+    on since, and its new holder never had what it sent before."""
+    old = _make("b/0", ("a/0", "c/0"))
+    known_run(old)
+    old.spmd.held[("r1", 1)] = Held(1, 0, None)
+    old.spmd.tasks[("r1", 1)] = m.EntityTask(1, PLACE, 0, 1, 10, [0, 2], ["a/0", "c/0"])
+    spmd.entity_done(old, "r1", 1, 1, 0, None, {0: b"to0", 2: b"to2"}, (0.0, 0.0, 0), 1.0)
+    _sent(spmd.on_move(old, "a/0", m.EntityMove("r1", 1, "c/0"), 1.1), m.EntityState)
+    assert ("r1", 1) not in old.spmd.held
+    ask = m.GhostRequest("r1", 0, 1, 1, 0, "a/0")  # entity 0's step waits for 1's ghost
+    assert _sent(spmd.on_ghost_request(old, ask), m.Ghost) == [
+        ("a/0", m.Ghost("r1", 0, m.GhostData(1, 1, 0, b"to0")))
+    ]
+    # One it made after it left is its new holder's to give.
+    later = m.GhostRequest("r1", 0, 1, 1, 1, "a/0")
+    assert spmd.on_ghost_request(old, later) == [Send("c/0", later)]

@@ -112,6 +112,13 @@ def test_scenario_errors_name_the_key() -> None:
         parse({"peers": {"clusters": {"c0": 2}}, "faults": [{"at": 1.0, "crash_cluster": "c9"}]})
     with pytest.raises(ScenarioError, match=r"\[config\]"):
         parse({"peers": {"clusters": {"c0": 2}}, "config": {"steal": {"nope": 1}}})
+    run = {"plugin": "heat2d", "argv": ["8", "8", "2"], "to": "c0/0", "at": 1.0}
+    with pytest.raises(ScenarioError, match=r"runs\[0\]\.plugin: no plugin 'nope' is installed"):
+        parse({"peers": {"clusters": {"c0": 2}}, "runs": [{**run, "plugin": "nope"}]})
+    with pytest.raises(ScenarioError, match=r"runs\[1\]\.argv must be a list of strings"):
+        parse({"peers": {"clusters": {"c0": 2}}, "runs": [run, {**run, "argv": "8 8 2"}]})
+    with pytest.raises(ScenarioError, match=r"runs\[0\]\.to must name a peer"):
+        parse({"peers": {"clusters": {"c0": 2}}, "runs": [{**run, "to": "c0"}]})
 
 
 def test_every_shipped_scenario_parses() -> None:

@@ -563,6 +563,63 @@ def test_a_root_queued_while_a_frame_waits_is_not_started_on_top_of_it() -> None
     t.join(10)
 
 
+def test_a_frame_waiting_for_its_children_runs_a_job_placed_here_for_another_run() -> None:
+    # A job a run's master placed on this peer (an SPMD entity job, an iterative task) can run
+    # nowhere else, and that run may be what this frame waits for: two SPMD roots on two peers,
+    # each waiting for its entities on the other, never ended when each left the other's
+    # entity jobs queued (issue 28). Here B's placed job is what delivers A's stolen child's
+    # result. A job of another run that a thief may take still waits in the queue.
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    run_b = RunState("r2", "test", 0.5)
+    run_b.pushed = True
+    started: list[str] = []
+    stolen: list[Job] = []
+
+    @spawnable
+    def entity_step() -> int:
+        started.append("b")
+        w.post(ChildResult(stolen[0], 2, None))  # A's child's result comes back meanwhile
+        return 5
+
+    @spawnable
+    def other() -> int:
+        started.append("c")
+        return 7
+
+    @spawnable
+    def waits() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()  # a thief took our only child
+        assert taken is not None
+        stolen.append(taken)
+        placed = Job(entity_step.fn, (), None, 0, run_b, 0.25)
+        placed.set_path(b"\x05")
+        placed.origin = "b/0"  # its run's master pushed it here
+        w.queue.push(placed)
+        # On top of it, a job of a third run taken back from a dead thief: not placed.
+        w.queue.push(Job(other.fn, (), make_root(fib.fn, (9,), run_c), 0, run_c, 0.25))
+        sync()
+        at_sync.extend(started)  # what ran in this frame's sync
+        return int(h.result())
+
+    at_sync: list[str] = []
+    run_c = RunState("r3", "test", 0.5)
+    root = make_root(waits.fn, (), _run())
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    try:
+        w.post(JobArrived(root))
+        finished = hooks.next("finished", timeout=5.0)  # B's placed job, then A's root
+        assert getattr(finished.fn, "__name__", "") == "entity_step" and value(finished) == 5
+        assert hooks.next("finished", timeout=5.0) is root and value(root) == 2
+        assert at_sync == ["b"]  # the third run's job waited for the frame to end
+    finally:
+        w.stop()
+        t.join(10)
+    assert not t.is_alive()
+
+
 @spawnable
 def endless(n: int) -> int:
     child = endless.spawn(n + 1)

@@ -37,16 +37,31 @@ def test_give_back_keeps_job_oldest() -> None:
     assert q.steal() is a
 
 
-def test_steal_of_takes_the_oldest_job_of_one_run_only() -> None:
+def test_steal_of_a_run_takes_the_oldest_job_of_that_run_only() -> None:
     q = WorkQueue()
     r1, r2 = RunState("r1", "p", 0.5), RunState("r2", "p", 0.5)
     a, b, c = (Job(print, (i,), None, i, run, 1.0) for i, run in enumerate((r1, r2, r2)))
     for job in (a, b, c):
         q.push(job)
-    assert q.steal_of("r2") is b  # not a, the oldest of all
-    assert q.steal_of("r3") is None
+    assert q.steal("r2") is b  # not a, the oldest of all
+    assert q.steal("r3") is None
     assert q.steal() is a  # the rest in order
-    assert q.steal_of("r2") is c and q.steal_of("r2") is None
+    assert q.steal("r2") is c and q.steal("r2") is None
+
+
+def test_a_thief_passes_over_placed_jobs_and_takes_the_work_behind_them() -> None:
+    # An SPMD run's root waiting at the oldest end for its master's compute thread hid the
+    # divide-and-conquer work behind it: every steal found it, gave it back, and took nothing.
+    q = WorkQueue()
+    spmd, tree = RunState("r1", "p", 0.5), RunState("r2", "p", 0.5)
+    spmd.pushed = True
+    root, entity = Job(print, (0,), None, 0, spmd, 1.0), Job(print, (1,), None, 0, spmd, 0.5)
+    a, b = (Job(print, (i,), None, i, tree, 0.25) for i in (2, 3))
+    for job in (root, a, entity, b):
+        q.push(job)
+    assert q.steal() is a and q.steal("r2") is b
+    assert q.steal() is None and q.steal("r1") is None
+    assert len(q) == 2 and q.pop() is entity and q.pop() is root  # for their own peer
 
 
 def test_concurrent_owner_and_thief_take_each_job_exactly_once() -> None:
