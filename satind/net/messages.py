@@ -34,7 +34,7 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,11 @@ class JobResult(Message):
     path: bytes
     value: bytes | None
     error: ErrorInfo | None
+    # What the thief had applied to the run's shared objects when the job finished (its own
+    # global calls and those its subtree's results waited for): the receiver applies the
+    # result to its parent only once its replicas have seen as much (core/sharing.py,
+    # "results wait for their calls").
+    needs: list[ReplicaDigest] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
