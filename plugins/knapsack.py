@@ -26,7 +26,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, SharedObject, UsageError, count, global_method, spawnable, sync
+from satind import (
+    NotChecked,
+    Plugin,
+    SharedObject,
+    UsageError,
+    count,
+    global_method,
+    spawnable,
+    sync,
+)
 
 from ._args import at_most, int_arg
 from ._count import VISITED, searched
@@ -232,11 +241,18 @@ def optimum_dp(items: Items, capacity: int) -> int:
     return table[capacity]
 
 
+# Items times capacity up to which the check runs the dynamic program (a few seconds).
+CHECK_CELLS = 20_000_000
+
+
 def check(args: tuple[object, ...], result: int) -> None:
     items, _, capacity = args[0], args[1], args[2]
     assert isinstance(items, tuple) and isinstance(capacity, int)
-    if len(items[0]) * capacity > 20_000_000:
-        return  # too big to check by DP in reasonable time
+    if len(items[0]) * capacity > CHECK_CELLS:
+        raise NotChecked(
+            f"{len(items[0])} items x capacity {capacity}: the check's dynamic program runs "
+            f"up to {CHECK_CELLS:,} cells"
+        )
     expected = optimum_dp(items, capacity)
     if result != expected:
         raise AssertionError(f"optimal value is {expected}, not {result}")

@@ -21,6 +21,7 @@ from satind.engine.errors import ResultNotReady as ResultNotReady
 from satind.iterative import iterative_plugin as iterative_plugin
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed
+from satind.plugin import NotChecked as NotChecked
 from satind.plugin import Plugin as Plugin
 from satind.plugin import PluginFailed as PluginFailed
 from satind.plugin import UsageError as UsageError

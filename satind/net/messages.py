@@ -197,7 +197,8 @@ class RunResult(Message):
     stats: dict[str, int | float] = field(default_factory=dict)
     # Made on the master by the plugin's own code (core/master.judge): the CBOR of what its
     # ``report`` made of the value (None: no report hook, show the value), and the verdict
-    # of its ``check``: "ok", "skipped" or "failed: ...".
+    # of its ``check``: "ok", "skipped" (the submitter said not to), "not checked: why" (the
+    # plugin has no check, or its check cannot verify this result) or "failed: ...".
     report: bytes | None = None
     check: str = "skipped"
     # Seconds after the root's end, before the result went out: the members' statistics and
