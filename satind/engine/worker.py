@@ -580,6 +580,8 @@ class Worker:
             self._answer_digest(event)
         elif isinstance(event, Wakeup):
             self.shared_log.keep(self.shared)  # posted, among others, when a run ends here
+            if self.held:
+                self._recheck_held()  # results held for a run that ended go
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
             self.hooks.snapshot_taken()
