@@ -779,18 +779,7 @@ class Worker:
         from satind.shared import rebuild
 
         mine = self.shared.get(event.shared_id)
-        if mine is not None and (
-            mine._shared_inc > event.incarnation
-            or (
-                mine._shared_inc == event.incarnation
-                and not all(event.seen.get(p, 0) >= n for p, n in mine._shared_seen.items())
-            )
-            or (mine._shared_inc == event.incarnation and mine._shared_seen == event.seen)
-        ):
-            # Ours has seen everything that one has; or it has seen calls that one lacks,
-            # which an install would undo — this peer's own among them, whose numbers it
-            # would then give out again (receivers drop a number they have seen). The calls
-            # ours lacks come by updates and digests instead.
+        if mine is not None and not _supersedes(event, mine):
             self._recheck_parked()
             return
         try:
@@ -803,9 +792,9 @@ class Worker:
                 # In place: jobs here hold references to this very object (a parked job's
                 # guard reads it).
                 mine.restore_shared(state)
-                if mine._shared_inc != event.incarnation:
-                    self.shared_log.drop(event.shared_id)  # calls on the old state
                 replaced = mine._shared_inc != event.incarnation
+                if replaced:
+                    self.shared_log.drop(event.shared_id)  # calls on the old state
                 mine._shared_seen = dict(event.seen)
                 mine._shared_inc = event.incarnation
                 for key in [k for k in self.shared_pending if k[0] == event.shared_id]:
@@ -958,6 +947,20 @@ class Worker:
             job.needs = self._needs(job.run.run_id)
         if (data := self._encoded(job)) is not None:
             self.hooks.orphan_result(job, data)
+
+
+def _supersedes(event: ReplicaArrived, mine: SharedObject) -> bool:
+    """Whether a fetched replica may replace ours: it is of a newer incarnation, or of ours and
+    has seen every call ours has, and more. Never one that lacks a call ours has seen: the
+    install would undo it — this peer's own calls among them, whose numbers it would then give
+    out again (and receivers drop a number they have seen). What ours lacks then comes by
+    updates and digests instead."""
+    if event.incarnation != mine._shared_inc:
+        return event.incarnation > mine._shared_inc
+    theirs, ours = event.seen, mine._shared_seen
+    return all(theirs.get(p, 0) >= n for p, n in ours.items()) and any(
+        n > ours.get(p, 0) for p, n in theirs.items()
+    )
 
 
 def _log_bad_update(shared_id: str, method: str, exc: Exception) -> None:
