@@ -8,10 +8,17 @@ when the fractional-relaxation bound cannot beat the best value known.
 The first SPAWN_DEPTH levels are spawned (two children per node); below, a node searches its
 subtree sequentially. The best value known is a shared object (``Best``, satind/shared.py):
 a job that finds a better packing improves it with a global call, and every peer prunes with
-it from then on (satin-grid-programming-model §3.2). Any replica holds the value of a real
-packing and nodes are pruned only when they cannot beat it, so no guard is needed and the
-answer is the same. With ``args`` the best value is passed down instead, as before shared
-objects: a spawned child only knows what its parent knew.
+it from then on (satin-grid-programming-model §3.2).
+
+The answer travels as return values; the shared best only prunes (docs/plugins.md, "Shared
+objects"). Each job returns the best value it packed, or the first bound it was given (the
+dive's value, which the root returns itself). A job prunes a node whose relaxation is
+strictly below the shared best, or at most what it returns anyway. Every value involved is
+that of a real packing, so no optimal packing is ever pruned: the job whose part of the tree
+holds one returns its value, whatever the replica said (late, lost, or made again fresh by a
+new master's epoch), and the root's maximum is the optimum. With ``args`` the best value is
+passed down instead, as before shared objects: a spawned child only knows what its parent
+knew.
 """
 
 from __future__ import annotations
@@ -19,7 +26,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from satind import Plugin, SharedObject, UsageError, count, global_method, spawnable, sync
+from satind import (
+    NotChecked,
+    Plugin,
+    SharedObject,
+    UsageError,
+    count,
+    global_method,
+    spawnable,
+    sync,
+)
 
 from ._args import at_most, int_arg
 from ._count import VISITED, searched
@@ -143,34 +159,52 @@ class Best(SharedObject):
             self.value = value
 
 
-def search_shared(items: Items, i: int, room: int, value: int, best: Best) -> None:
-    """search_seq, pruning with the shared best and improving it as soon as it is beaten."""
+def search_shared(items: Items, i: int, room: int, value: int, best: Best, found: int) -> int:
+    """The best value reachable from this node if above ``found``, else ``found``. Prunes with
+    the shared best (strictly: a packing as good as it may be the one this job must return)
+    and with ``found``; improves the shared best as soon as it is beaten."""
     VISITED[0] += 1
     weights, values = items
+    if value > found:
+        found = value
     if value > best.value:
         best.improve(value)
-    if i == len(weights) or bound(items, i, room, value) <= best.value:
-        return
+    if i == len(weights):
+        return found
+    relaxed = bound(items, i, room, value)
+    if relaxed <= found or relaxed < best.value:
+        return found
     if weights[i] <= room:
-        search_shared(items, i + 1, room - weights[i], value + values[i], best)
-    search_shared(items, i + 1, room, value, best)
+        found = search_shared(items, i + 1, room - weights[i], value + values[i], best, found)
+    return search_shared(items, i + 1, room, value, best, found)
 
 
 @spawnable
-def knap_shared(items: Items, i: int, room: int, value: int, best: Best, depth: int) -> None:
+def knap_shared(
+    items: Items, i: int, room: int, value: int, best: Best, found: int, depth: int
+) -> int:
+    """The best value below this node if above ``found``, else ``found``."""
     weights, values = items
     if depth == 0 or i == len(weights):
-        searched(search_shared, items, i, room, value, best)
-        return
+        return int(searched(search_shared, items, i, room, value, best, found))
     count("nodes")
+    found = max(found, value)
     if value > best.value:
         best.improve(value)
-    if bound(items, i, room, value) <= best.value:
-        return
+    relaxed = bound(items, i, room, value)
+    if relaxed <= found or relaxed < best.value:
+        return found
+    take = None
     if weights[i] <= room:
-        knap_shared.spawn(items, i + 1, room - weights[i], value + values[i], best, depth - 1)
-    knap_shared.spawn(items, i + 1, room, value, best, depth - 1)
+        take = knap_shared.spawn(
+            items, i + 1, room - weights[i], value + values[i], best, found, depth - 1
+        )
+    leave = knap_shared.spawn(items, i + 1, room, value, best, found, depth - 1)
     sync()
+    result = max(found, leave.result())
+    if take is not None:
+        result = max(result, take.result())
+    return result
 
 
 @spawnable
@@ -179,8 +213,9 @@ def solve(items: Items, i: int, room: int, value: int, best: int, depth: int, mo
     if mode == "args":
         return knap(items, i, room, value, best, depth)
     shared = Best(best)  # made in the root job: the same id if the root runs again
-    knap_shared(items, i, room, value, shared, depth)  # a plain call: this job's spawns
-    return shared.value
+    # A plain call: its spawns are this job's. The answer is what it returns, never the
+    # shared best's replica (it only prunes).
+    return knap_shared(items, i, room, value, shared, best, depth)
 
 
 def parse(argv: Sequence[str]) -> tuple[Items, int, int, int, int, int, str]:
@@ -206,11 +241,18 @@ def optimum_dp(items: Items, capacity: int) -> int:
     return table[capacity]
 
 
+# Items times capacity up to which the check runs the dynamic program (a few seconds).
+CHECK_CELLS = 20_000_000
+
+
 def check(args: tuple[object, ...], result: int) -> None:
     items, _, capacity = args[0], args[1], args[2]
     assert isinstance(items, tuple) and isinstance(capacity, int)
-    if len(items[0]) * capacity > 20_000_000:
-        return  # too big to check by DP in reasonable time
+    if len(items[0]) * capacity > CHECK_CELLS:
+        raise NotChecked(
+            f"{len(items[0])} items x capacity {capacity}: the check's dynamic program runs "
+            f"up to {CHECK_CELLS:,} cells"
+        )
     expected = optimum_dp(items, capacity)
     if result != expected:
         raise AssertionError(f"optimal value is {expected}, not {result}")

@@ -18,12 +18,15 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from satind import Plugin, UsageError, output_file, spawnable, sync
+from satind import NotChecked, Plugin, UsageError, output_file, spawnable, sync
 
 from ._args import int_arg
 
 TILE_PIXELS = 1024
 MAX_BOUNCES = 3
+# Pixels up to which the check renders the image again in one piece and compares every byte
+# (640 x 480: a few seconds of pure Python); a larger image is not checked.
+CHECK_PIXELS = 640 * 480
 
 Vec = tuple[float, float, float]
 # Spheres: (centre, radius, colour, reflectivity)
@@ -221,9 +224,23 @@ def report(argv: Sequence[str], result: bytes) -> str:
 
 
 def check(args: tuple[int, ...], result: bytes) -> None:
+    """The image rendered again sequentially, in one tile: the same bytes, or a tile was lost,
+    misplaced or computed wrong somewhere."""
     width, height = args[0], args[1]
     if len(result) != width * height * 3:
         raise AssertionError(f"image has {len(result)} bytes, expected {width * height * 3}")
+    if width * height > CHECK_PIXELS:
+        raise NotChecked(
+            f"{width} x {height}: the check renders the image again up to {CHECK_PIXELS:,} "
+            "pixels (its size is right)"
+        )
+    expected = render_tile(width, height, 0, 0, width, height)
+    if result != expected:
+        bad = next(i for i, (a, b) in enumerate(zip(result, expected, strict=True)) if a != b)
+        pixel = bad // 3
+        raise AssertionError(
+            f"pixel ({pixel % width}, {pixel // width}) differs from a sequential render"
+        )
 
 
 PLUGIN = Plugin(

@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from satind import Plugin, UsageError, abort, register_type, spawnable, sync
+from satind import NotChecked, Plugin, UsageError, abort, register_type, spawnable, sync
 
 from ._args import at_most, int_arg
 
@@ -127,8 +127,13 @@ def check(args: tuple[Any, ...], result: list[Any]) -> None:
         raise AssertionError(f"{list(path)} is not a leaf of the tree")
     if evaluate(path, seed, work) != score:
         raise AssertionError(f"the leaf at {list(path)} does not score {score}")
-    if score >= pivot or branching**depth * max(work, 1) > CHECK_COST:
-        return
+    if score >= pivot:
+        return  # a needle, and any needle is right: its score is its certificate
+    if branching**depth * max(work, 1) > CHECK_COST:
+        raise NotChecked(
+            f"no needle found in {branching}^{depth} leaves: the check walks the tree again "
+            f"up to {CHECK_COST:,} leaves times WORK to confirm it has none"
+        )
     full = sequential((), depth, spec)  # stops at a needle, if there is one
     if full.score >= pivot or full.score != score:
         raise AssertionError(f"score {score} is not the tree's best ({full.score})")

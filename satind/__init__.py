@@ -23,6 +23,7 @@ from satind.files import output_file as output_file
 from satind.iterative import iterative_plugin as iterative_plugin
 from satind.net.codec import register_type as register_type
 from satind.plugin import CheckFailed as CheckFailed
+from satind.plugin import NotChecked as NotChecked
 from satind.plugin import Plugin as Plugin
 from satind.plugin import PluginFailed as PluginFailed
 from satind.plugin import UsageError as UsageError

@@ -60,6 +60,12 @@ class CheckFailed(AssertionError):
     """A plugin's independent check rejected a result."""
 
 
+class NotChecked(Exception):
+    """Raised by a plugin's check that cannot verify this result independently (too large to
+    compute again, no certificate to check): the run then says "not checked: <message>"
+    instead of "ok". Say why, and up to what size the check does verify."""
+
+
 class PluginFailed(RuntimeError):
     """A plugin's own code raised outside a job: its ``parse`` with something other than a
     usage error, or its ``max_branching``. A bug in the plugin; the message says where."""
@@ -81,7 +87,8 @@ class Plugin:
             is how progress is estimated from job ids; None when not known (job ids are level
             stamps either way; progress then assumes 2).
         check: optional independent check of a result, ``check(entry_args, result)``; raises
-            (``CheckFailed`` or any exception) when the result is wrong.
+            (``CheckFailed`` or any exception) when the result is wrong, ``NotChecked`` when
+            it cannot verify this result (the run then says "not checked", never "ok").
         report: optional, turns the raw result into the JSON-able value users see,
             ``report(argv, result)``; makes the output files the arguments name with
             ``satind.output_file`` (never by writing them: it runs on the run's master, and

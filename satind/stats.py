@@ -76,6 +76,12 @@ STATS: tuple[Stat, ...] = (
     Stat("shared_update_messages", "messages", "sharing", "messages of combined global calls"),
     Stat("shared_update_bytes", "bytes", "sharing", "bytes of global calls sent"),
     Stat("guard_waits", "jobs", "sharing", "stolen jobs whose guard made them wait"),
+    Stat(
+        "results_waited",
+        "results",
+        "sharing",
+        "results of stolen jobs that waited for their subtree's global calls",
+    ),
     Stat("replica_fetches", "replicas", "sharing", "replicas asked of another peer"),
     Stat("shared_digests", "messages", "sharing", "anti-entropy digests sent"),
     Stat(
@@ -137,6 +143,7 @@ SHARING: tuple[str, ...] = (
     "shared_update_messages",
     "shared_update_bytes",
     "guard_waits",
+    "results_waited",
     "replica_fetches",
     "shared_digests",
     "shared_updates_resent",

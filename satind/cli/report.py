@@ -47,7 +47,7 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         print(
             f"run {report['run_id']}: {report['plugin']} {' '.join(report['args'])} on "
             f"{where} in {report['elapsed_s']:.3f} s (+{report.get('finish_s', 0.0):.3f} s "
-            f"statistics and check); check {report['check']}"
+            f"statistics and check); {_verdict(report['check'])}"
         )
         print("  " + _line(counters, stats.SUMMARY))
         for name, what in report.get("outputs", {}).items():
@@ -70,7 +70,24 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             f"satind: the result failed the plugin's check: {report['check'][8:]}", file=sys.stderr
         )
         return EXIT_FAILED
+    if as_json and report["check"].startswith(NOT_CHECKED):
+        # Where a user of --json sees it (the summary line says it otherwise).
+        print(f"satind: the result was not checked: {report['check'][13:]}", file=sys.stderr)
     return EXIT_OK
+
+
+# The prefix of a verdict whose check could not verify the result (core/master.judge).
+NOT_CHECKED = "not checked: "
+
+
+def _verdict(check: str) -> str:
+    """The summary line's end: "check ok", "check skipped (--no-check)", "check failed: ..."
+    or "NOT CHECKED: why"."""
+    if check.startswith(NOT_CHECKED):
+        return f"NOT CHECKED: {check[len(NOT_CHECKED) :]}"
+    if check == "skipped":
+        return "check skipped (--no-check)"
+    return f"check {check}"
 
 
 def _line(counters: dict[str, Any], names: Sequence[str]) -> str:

@@ -30,7 +30,7 @@ class Outcome:
     peers: int
     stats: dict[str, int | float] = field(default_factory=dict)
     # What the user sees (the plugin's report, made on the master; else the value) and the
-    # verdict of the plugin's check there ("ok", "skipped", "failed: ...").
+    # verdict of the plugin's check there ("ok", "skipped", "not checked: ...", "failed: ...").
     report: Any = None
     check: str = "skipped"
     # Seconds after the root's end spent on the members' statistics and the plugin's check.

@@ -217,10 +217,13 @@ def on_job_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
         if entry.job.parent is None:
             # No local frame waits for it (a root, or work we stole and was stolen on): it
             # finishes here, so that a compute side busy in a long or stuck leaf does not
-            # hold the result of another run hostage.
+            # hold the result of another run hostage. It travels on with what its thief had
+            # applied (this peer made no call for it).
+            entry.job.needs = list(msg.needs)
             fx += finish_unparented(state, entry.job, value, exc)
         else:
-            fx.append(ToCompute(ChildResult(entry.job, value, exc)))
+            # Applied once the calls it needs are here too (core/sharing.py).
+            fx.append(ToCompute(ChildResult(entry.job, value, exc, list(msg.needs), thief)))
     return fx
 
 

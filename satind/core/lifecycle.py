@@ -170,6 +170,11 @@ def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
             for job in state.custody.orphaned_by(before.name, old.info.run_id)
         ]
     if old.info.master == state.name:
+        if old.root is not None and not old.root.done:
+            # Our root of the old epoch stops, keeping what it finished as orphans for the
+            # new epoch (abort.py): going on, it would call the run's shared objects, which
+            # are the new epoch's now (a new incarnation), from a frame nobody waits for.
+            fx.append(ToCompute(Orphaned(old.root)))
         old.root = None
         fx.append(WakeWaiters(info.run_id))
         fx.append(Changed())  # a draining master that handed the run over may leave now

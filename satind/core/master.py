@@ -134,11 +134,15 @@ def _judged(
     plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
 ) -> Verdict:
     result = codec.decode_value(value, max_depth)
-    check = "skipped"
-    if info.check and plugin.check is not None:
+    check = "skipped"  # the submitter said not to
+    if info.check and plugin.check is None:
+        check = f"not checked: plugin {plugin.name} has no check"
+    elif info.check and plugin.check is not None:
         try:
             plugin.check(tuple(codec.decode_value(info.args, max_depth)), result)
             check = "ok"
+        except plugins.NotChecked as exc:
+            check = f"not checked: {exc}"
         except Exception as exc:
             check = f"failed: {type(exc).__name__}: {exc}"
     if plugin.report is None:

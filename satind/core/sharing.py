@@ -23,6 +23,20 @@ compute side are satind/shared.py and engine/worker.py).
   replicas are fetched from its victim — the peer that ran its parent, whose replicas satisfy
   the guard (§4.2) — and again after each ``guard_wait_s`` until it runs. A lost update costs
   that wait, never a guard's correctness.
+* **Results wait for their calls.** A result never overtakes the global calls of its subtree:
+  when it is applied at its parent, the parent's replicas have applied every call the jobs
+  below it made, wherever they ran. The thief sends its queued calls before the result
+  (``job_finished`` flushes; one connection keeps them in order, and the receiver's mailbox
+  applies them first), and the result carries what the thief had applied to the run's
+  replicas (``JobResult.needs``; its own calls, and its subtree's, whose results waited for
+  them there in turn). A receiver whose replicas lack some of it (a call from a third peer
+  still on its way, or lost) holds the result; it is applied as soon as updates bring them.
+  If it still waits after ``guard_wait_s``, the sender is asked for what we lack (our digest:
+  it answers with the calls, or its whole replica), again and again, doubling up to
+  ``fetch_retry_s``; if the sender is gone, the result is applied as it is (``ResultDue``):
+  nobody may be left who could send those calls. Within one incarnation only: a new master's
+  epoch makes the object again, fresh, and calls on the old incarnation never reach it
+  (docs/plugins.md: a plugin's answer travels as return values; shared objects only prune).
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ from satind.engine.frames import (
     JobArrived,
     ReplicaArrived,
     ReplicaWanted,
+    ResultDue,
     UpdatesArrived,
 )
 from satind.engine.jobs import Job
@@ -60,6 +75,8 @@ class SharingCounters:
     shared_update_messages: int = 0
     shared_update_bytes: int = 0
     guard_waits: int = 0
+    # Results of stolen jobs held until the global calls their subtree made were applied.
+    results_waited: int = 0
     replica_fetches: int = 0
     # Anti-entropy: digests sent, and calls sent again in answer to one.
     shared_digests: int = 0
@@ -92,6 +109,8 @@ class Sharing:
     parked: set[Job] = field(default_factory=set)
     # The shared objects each stolen job refers to (for a fetch when its guard waits).
     refs: dict[Job, list[str]] = field(default_factory=dict)
+    # Children whose result the compute side holds until the calls it needs are here.
+    waiting: set[Job] = field(default_factory=set)
     # Whether the anti-entropy timer runs, and whose turn it is next.
     digesting: bool = False
     digest_turn: int = 0
@@ -240,6 +259,34 @@ def guard_waiting(state: PeerState, job: Job, waiting: bool = True) -> Effects:
     return [Later(cfg.guard_wait_s, lambda _now: fetch(cfg.guard_wait_s))]
 
 
+def result_waiting(state: PeerState, job: Job, sender: str, waiting: bool = True) -> Effects:
+    """Hook ``result_waiting``: while the result of ``job`` waits for the global calls its
+    thief had applied, ask ``sender`` for what we lack every ``guard_wait_s``, doubling up to
+    ``fetch_retry_s``; once ``sender`` is gone, apply it as it is (see the module's
+    docstring)."""
+    sh = state.sharing
+    if not waiting:
+        sh.waiting.discard(job)
+        return []
+    sh.waiting.add(job)
+    sh.counters.results_waited += 1
+    cfg = state.cfg.shared
+
+    def ask(wait: float) -> Effects:
+        if job not in sh.waiting:
+            return []
+        if job.run.aborted:
+            sh.waiting.discard(job)
+            return []  # the compute side drops it with its run
+        if not sender or state.is_gone(sender):
+            sh.waiting.discard(job)
+            return [ToCompute(ResultDue(job))]
+        again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
+        return [ToCompute(DigestWanted(sender)), Later(again, lambda _now: ask(again))]
+
+    return [Later(cfg.guard_wait_s, lambda _now: ask(cfg.guard_wait_s))]
+
+
 def tick(state: PeerState, now: float) -> Effects:
     """Ask again for replicas not received; drop held jobs whose victim is gone or whose run
     ended (nobody waits for them)."""
@@ -264,6 +311,7 @@ def forget_run(state: PeerState, run_id: str) -> Effects:
     sh.held = [h for h in sh.held if h.job.run.run_id != run_id]
     sh.parked = {j for j in sh.parked if j.run.run_id != run_id}
     sh.refs = {j: r for j, r in sh.refs.items() if j.run.run_id != run_id}
+    sh.waiting = {j for j in sh.waiting if j.run.run_id != run_id}
     return [ToCompute(ForgetRun(run_id))]
 
 

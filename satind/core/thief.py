@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import lookup_spawnable
-from satind.core import aborts
+from satind.core import aborts, sharing
 from satind.core.effects import Changed, Effects, Log, Send, Task
 from satind.engine.errors import error_info
 from satind.engine.jobs import Job, path_indices
@@ -68,13 +68,15 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
 
 
 def result_message(job: Job) -> m.JobResult:
-    """A finished job's result for the wire: its encoded value, or the error it raised."""
+    """A finished job's result for the wire: its encoded value, or the error it raised, and
+    the global calls it must not overtake (``Job.needs``, set by the compute side)."""
     exc = job.error
+    needs = list(getattr(job, "needs", ()))
     if exc is None and isinstance(job.value, Encoded):
-        return m.JobResult(job.run.run_id, job.path, job.value.data, None)
+        return m.JobResult(job.run.run_id, job.path, job.value.data, None, needs)
     if exc is None:
         exc = RuntimeError(f"job {job!r} finished without an encoded value")
-    return m.JobResult(job.run.run_id, job.path, None, error_info(exc))
+    return m.JobResult(job.run.run_id, job.path, None, error_info(exc), needs)
 
 
 def job_finished(state: PeerState, job: Job) -> Effects:
@@ -93,6 +95,9 @@ def job_finished(state: PeerState, job: Job) -> Effects:
             return fx
         return [*fx, Task("finish_run", job.run.run_id)]
     state.sharing.refs.pop(job, None)
+    # The global calls made here go before the result (core/sharing.py, "results wait for
+    # their calls"): on the same connection, so the victim applies them first.
+    fx += sharing.flush(state)
     msg = result_message(job)
     state.custody.finished((job.run.run_id, job.path), job.origin, msg)
     if state.is_gone(job.origin) and state.cfg.ft.orphans:

@@ -65,6 +65,12 @@ class WorkerHooks(Protocol):
         ``shared.guard_wait_s``, its replicas are fetched from its victim. ``waiting``
         False: its guard holds now (it is queued to run)."""
 
+    def result_waiting(self, job: Job, sender: str, waiting: bool = True) -> None:
+        """The result of ``job`` (a child another peer ran) came from ``sender`` before the
+        global calls its thief had applied: it waits until our replicas have seen them
+        (``ChildResult.needs``); the network side asks ``sender`` for what we lack, and says
+        ``ResultDue`` when ``sender`` is gone. ``waiting`` False: it was applied."""
+
     def task_ready(self, job: Job) -> None:
         """A task of an iterative run was pushed (``Spawnable.push``): the network side's
         scheduler places it on a worker (core/iterative.py); its result comes back as a
@@ -112,11 +118,23 @@ class JobArrived:
 @dataclass(frozen=True, slots=True)
 class ChildResult:
     """The result of a child that another peer ran after stealing it from us (its value still
-    encoded, ``codec.Encoded``), or its exception."""
+    encoded, ``codec.Encoded``), or its exception. ``needs``: the thief's replicas when it
+    finished (``JobResult.needs``): the result waits until ours have seen as much.
+    ``sender``: the peer it came from, asked for the calls we lack while it waits."""
 
     job: Job
     value: Any
     exc: BaseException | None
+    needs: list[ReplicaDigest] | None = None
+    sender: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultDue:
+    """Apply the held result of ``job`` now, whatever our replicas have seen: the peer that
+    sent it is gone, so nobody can send the calls it waits for (core/sharing.py)."""
+
+    job: Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +223,7 @@ class Snapshot:
 MailboxEvent = (
     JobArrived
     | ChildResult
+    | ResultDue
     | Orphaned
     | Cancel
     | UpdatesArrived
@@ -389,6 +408,7 @@ __all__ = [
     "JobArrived",
     "MailboxEvent",
     "Orphaned",
+    "ResultDue",
     "RunAborted",
     "Snapshot",
     "Stop",

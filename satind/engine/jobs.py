@@ -226,6 +226,7 @@ class Job:
         "index",
         "inlet",
         "kids",
+        "needs",
         "nshared",
         "nspawn",
         "nsync",
@@ -273,6 +274,11 @@ class Job:
     inlet: Callable[[BaseException], Any]
     # Shared objects this job made (satind/shared.py): part of their ids. Set on first use.
     nshared: int
+    # A job without a local parent, finished: what this peer had applied to the run's shared
+    # objects (``ReplicaDigest`` records) when its result left the compute side; its result
+    # is applied at the parent's peer only once that peer's replicas have seen as much
+    # (engine/worker.py, ``Worker.held``). Set only on such jobs.
+    needs: list[Any]
     # Set only on a frame that aborted its children (engine/speculation.py): its children of
     # a smaller index that had not finished then are aborted.
     aborted_below: int

@@ -49,6 +49,7 @@ from satind.engine.frames import (
     Orphaned,
     ReplicaArrived,
     ReplicaWanted,
+    ResultDue,
     RunAborted,
     Snapshot,
     Stop,
@@ -74,6 +75,7 @@ from satind.engine.speculation import aborted, drop_children, is_aborted
 from satind.engine.workqueue import WorkQueue
 from satind.net.codec import DecodeError, Encoded, EncodeError, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
+from satind.net.records import ReplicaDigest
 from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 
 if TYPE_CHECKING:
@@ -182,6 +184,11 @@ class Worker:
         # Recent global calls applied here, to answer other peers' digests (the network side
         # sets its size from shared.log_bytes).
         self.shared_log = UpdateLog()
+        # Results of children other peers ran that came before the global calls their thief
+        # had applied (``ChildResult.needs``): each is applied to its parent once our
+        # replicas have seen those calls, so that a frame reads, after its sync, every call
+        # its children's subtrees made (or when the network side says ``ResultDue``).
+        self.held: list[ChildResult] = []
         # Iterative runs' last barriers, run -> (epoch, iteration, encoded state): the network
         # side's dict (core/iterative.py), read by a root that starts (satind/iterative.py).
         self.barriers: dict[str, tuple[int, int, bytes]] = {}
@@ -561,21 +568,16 @@ class Worker:
         elif isinstance(event, ChildResult):
             if is_aborted(event.job):
                 return  # a child its parent aborted (or a duplicate of one finished before)
-            value, error = event.value, event.exc
-            if type(value) is Encoded:
-                try:
-                    value = value.decode(self.value_depth)
-                except DecodeError as exc:
-                    value, error = None, exc
-            job = event.job
-            fresh = not job.done
-            if apply_result(job, value, error) is not None:
-                self._report(job)  # no local parent: it travels on
-            elif self.cut and orphaned_result(job, error, self.cut):
-                self._keep_orphan(job)
-            elif fresh and error is not None and hasattr(job, "inlet"):
-                assert job.parent is not None
-                self._inlet_ready(job, job.parent)
+            if event.needs and event.job.parent is not None and not self._seen(event.needs):
+                self.held.append(event)  # the calls its subtree made are not all here yet
+                self.hooks.result_waiting(event.job, event.sender)
+                return
+            self._child_result(event)
+        elif isinstance(event, ResultDue):
+            for held in [h for h in self.held if h.job is event.job]:
+                self.held.remove(held)
+                if not held.job.run.aborted:
+                    self._child_result(held)
         elif isinstance(event, Orphaned):
             cut_subtree(event.job, self.cut)
             self.attention = True
@@ -596,11 +598,34 @@ class Worker:
             self._forget_replicas(event.run_id)
         elif isinstance(event, Wakeup):
             self.shared_log.keep(self.shared)  # posted, among others, when a run ends here
+            if self.held:
+                self._recheck_held()  # results held for a run that ended go
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
             self.hooks.snapshot_taken()
         elif isinstance(event, Stop):
             raise WorkerStopped
+
+    def _child_result(self, event: ChildResult) -> None:
+        """Apply the result of a child another peer ran (at most once)."""
+        value, error = event.value, event.exc
+        if type(value) is Encoded:
+            try:
+                value = value.decode(self.value_depth)
+            except DecodeError as exc:
+                value, error = None, exc
+        job = event.job
+        fresh = not job.done
+        if apply_result(job, value, error) is not None:
+            # No local parent: it travels on, with what its thief had applied (this peer
+            # made no call for it).
+            job.needs = event.needs or []
+            self._report(job)
+        elif self.cut and orphaned_result(job, error, self.cut):
+            self._keep_orphan(job)
+        elif fresh and error is not None and hasattr(job, "inlet"):
+            assert job.parent is not None
+            self._inlet_ready(job, job.parent)
 
     # -- inlets and abort (engine/speculation.py) ---------------------------------------------
 
@@ -736,8 +761,6 @@ class Worker:
         self.hooks.shared_update(update)
 
     def _apply_updates(self, updates: list[SharedUpdate]) -> None:
-        from satind.shared import apply_global
-
         for update in updates:
             obj = self.shared.get(update.shared_id)
             if obj is None or update.sender == self.peer_name:
@@ -746,20 +769,7 @@ class Worker:
                 continue  # a call on another incarnation (an epoch's): a fetch settles it
             key = (update.shared_id, update.sender)
             self.shared_pending.setdefault(key, {})[update.seq] = update
-            pending = self.shared_pending[key]
-            seen = obj._shared_seen
-            while (nxt := pending.pop(seen.get(update.sender, 0) + 1, None)) is not None:
-                try:
-                    args = decode_value(nxt.args, self.value_depth)
-                    apply_global(obj, nxt.method, tuple(args))
-                except Exception as exc:  # a bad update costs that update only
-                    _log_bad_update(update.shared_id, nxt.method, exc)
-                seen[update.sender] = nxt.seq
-                self.shared_log.add(nxt)
-            for old in [s for s in pending if s <= seen.get(update.sender, 0)]:
-                del pending[old]  # duplicates
-            if not pending:
-                del self.shared_pending[key]
+            self._apply_pending(obj, key)
         self._recheck_parked()
 
     def _forget_replicas(self, run_id: str) -> None:
@@ -771,19 +781,34 @@ class Worker:
             del self.shared_pending[key]
         self.shared_log.keep(self.shared)
 
+    def _apply_pending(self, obj: SharedObject, key: tuple[str, str]) -> None:
+        """Apply the calls of one sender held for ``obj`` that come next, in order; drop
+        those it has seen."""
+        from satind.shared import apply_global
+
+        pending = self.shared_pending[key]
+        seen = obj._shared_seen
+        sender = key[1]
+        while (nxt := pending.pop(seen.get(sender, 0) + 1, None)) is not None:
+            try:
+                args = decode_value(nxt.args, self.value_depth)
+                apply_global(obj, nxt.method, tuple(args))
+            except Exception as exc:  # a bad update costs that update only
+                _log_bad_update(key[0], nxt.method, exc)
+            seen[sender] = nxt.seq
+            self.shared_log.add(nxt)
+        for old in [s for s in pending if s <= seen.get(sender, 0)]:
+            del pending[old]  # duplicates
+        if not pending:
+            del self.shared_pending[key]
+
     def _install_replica(self, event: ReplicaArrived) -> None:
         from satind.shared import rebuild
 
         mine = self.shared.get(event.shared_id)
-        if mine is not None and (
-            mine._shared_inc > event.incarnation
-            or (
-                mine._shared_inc == event.incarnation
-                and all(mine._shared_seen.get(p, 0) >= n for p, n in event.seen.items())
-            )
-        ):
+        if mine is not None and not _supersedes(event, mine):
             self._recheck_parked()
-            return  # ours has seen everything that one has
+            return
         try:
             state = decode_value(event.state, self.value_depth)
             if mine is None:
@@ -794,12 +819,16 @@ class Worker:
                 # In place: jobs here hold references to this very object (a parked job's
                 # guard reads it).
                 mine.restore_shared(state)
-                if mine._shared_inc != event.incarnation:
+                replaced = mine._shared_inc != event.incarnation
+                if replaced:
                     self.shared_log.drop(event.shared_id)  # calls on the old state
                 mine._shared_seen = dict(event.seen)
                 mine._shared_inc = event.incarnation
                 for key in [k for k in self.shared_pending if k[0] == event.shared_id]:
-                    del self.shared_pending[key]  # calls held for the replaced state
+                    if replaced:
+                        del self.shared_pending[key]  # calls held for the replaced state
+                    else:
+                        self._apply_pending(mine, key)  # calls the replica does not have
         except Exception as exc:
             _log_bad_update(event.shared_id, "<replica>", exc)
         self._recheck_parked()
@@ -839,8 +868,48 @@ class Worker:
             job.exc = self._failed(job, exc)
             return False
 
+    def _needs(self, run_id: str) -> list[ReplicaDigest]:
+        """What this peer has applied to the run's shared objects (a finished stolen job's
+        ``needs``): its own calls, and every call of its subtree, whose results waited here
+        for them (``held``)."""
+        prefix = f"{run_id}:"
+        return [
+            ReplicaDigest(sid, obj._shared_inc, dict(obj._shared_seen))
+            for sid, obj in self.shared.items()
+            if obj._shared_seen and sid.startswith(prefix)
+        ]
+
+    def _seen(self, needs: list[ReplicaDigest]) -> bool:
+        """Whether our replicas have applied every call ``needs`` lists. A replica we do not
+        have (no frame here can read it) or of another incarnation (a new master's epoch
+        made the object again: the old one's calls are never applied to it) waits for
+        nothing."""
+        for need in needs:
+            obj = self.shared.get(need.shared_id)
+            if obj is None or obj._shared_inc != need.incarnation:
+                continue
+            seen = obj._shared_seen
+            for sender, count in need.seen.items():
+                # Our own calls are applied when they are made.
+                if count > seen.get(sender, 0) and sender != self.peer_name:
+                    return False
+        return True
+
+    def _recheck_held(self) -> None:
+        """Replicas changed: held results whose calls are all here now are applied."""
+        for held in list(self.held):
+            if held.job.run.aborted or is_aborted(held.job):
+                self.held.remove(held)  # nobody waits for it any more
+                self.hooks.result_waiting(held.job, held.sender, False)
+            elif held.needs is None or self._seen(held.needs):
+                self.held.remove(held)
+                self.hooks.result_waiting(held.job, held.sender, False)
+                self._child_result(held)
+
     def _recheck_parked(self) -> None:
         """Replicas changed: parked jobs whose guard holds now go to the queue."""
+        if self.held:
+            self._recheck_held()
         for job in list(self.parked):
             if job.run.aborted:
                 self.parked.remove(job)  # its run is over: nobody waits for it
@@ -885,7 +954,10 @@ class Worker:
             return None
 
     def _report(self, job: Job) -> None:
-        """A job without a local parent finished: encode its value and hand it over."""
+        """A job without a local parent finished: encode its value and hand it over (a stolen
+        job's with the calls its result must not overtake, ``needs``)."""
+        if self.shared and getattr(job, "origin", None) is not None and not hasattr(job, "needs"):
+            job.needs = self._needs(job.run.run_id)
         if job.error is None and type(job.value) is not Encoded:
             try:
                 job.value = Encoded(encode_value(job.value, self.max_frame))
@@ -898,8 +970,24 @@ class Worker:
             self.hooks.job_logged(job, data)
 
     def _keep_orphan(self, job: Job) -> None:
+        if self.shared and not hasattr(job, "needs"):
+            job.needs = self._needs(job.run.run_id)
         if (data := self._encoded(job)) is not None:
             self.hooks.orphan_result(job, data)
+
+
+def _supersedes(event: ReplicaArrived, mine: SharedObject) -> bool:
+    """Whether a fetched replica may replace ours: it is of a newer incarnation, or of ours and
+    has seen every call ours has, and more. Never one that lacks a call ours has seen: the
+    install would undo it — this peer's own calls among them, whose numbers it would then give
+    out again (and receivers drop a number they have seen). What ours lacks then comes by
+    updates and digests instead."""
+    if event.incarnation != mine._shared_inc:
+        return event.incarnation > mine._shared_inc
+    theirs, ours = event.seen, mine._shared_seen
+    return all(theirs.get(p, 0) >= n for p, n in ours.items()) and any(
+        n > ours.get(p, 0) for p, n in theirs.items()
+    )
 
 
 def _log_bad_update(shared_id: str, method: str, exc: Exception) -> None:

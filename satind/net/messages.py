@@ -34,7 +34,7 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 11
+PROTOCOL_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,11 @@ class JobResult(Message):
     path: bytes
     value: bytes | None
     error: ErrorInfo | None
+    # What the thief had applied to the run's shared objects when the job finished (its own
+    # global calls and those its subtree's results waited for): the receiver applies the
+    # result to its parent only once its replicas have seen as much (core/sharing.py,
+    # "results wait for their calls").
+    needs: list[ReplicaDigest] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,8 @@ class RunResult(Message):
     stats: dict[str, int | float] = field(default_factory=dict)
     # Made on the master by the plugin's own code (core/master.judge): the CBOR of what its
     # ``report`` made of the value (None: no report hook, show the value), and the verdict
-    # of its ``check``: "ok", "skipped" or "failed: ...".
+    # of its ``check``: "ok", "skipped" (the submitter said not to), "not checked: why" (the
+    # plugin has no check, or its check cannot verify this result) or "failed: ...".
     report: bytes | None = None
     check: str = "skipped"
     # Seconds after the root's end, before the result went out: the members' statistics and

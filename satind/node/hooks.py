@@ -79,6 +79,11 @@ class ComputeHooks:
             lambda: self.peer.apply(sharing.guard_waiting(self.peer.state, job, waiting))
         )
 
+    def result_waiting(self, job: Job, sender: str, waiting: bool = True) -> None:
+        self.peer.compute.soon(
+            lambda: self.peer.apply(sharing.result_waiting(self.peer.state, job, sender, waiting))
+        )
+
     def task_ready(self, job: Job) -> None:
         placer = spmd.task_ready if spmd.is_entity_job(job) else iterative.task_ready
         self.peer.compute.soon(

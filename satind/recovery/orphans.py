@@ -145,7 +145,8 @@ def keep_orphan(state: PeerState, result: m.JobResult) -> Effects:
 
 def keep_finished(state: PeerState, job: Job, value: bytes) -> Effects:
     """The compute side aborted an orphan frame and found this finished child below it."""
-    return keep_orphan(state, m.JobResult(job.run.run_id, job.path, value, None))
+    needs = list(getattr(job, "needs", ()))
+    return keep_orphan(state, m.JobResult(job.run.run_id, job.path, value, None, needs))
 
 
 def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
@@ -182,7 +183,9 @@ def fetch_orphan(state: PeerState, job: Job, holder: str, now: float) -> Effects
         kept = state.orphans.kept_result(key)
         if kept is not None and kept.value is not None:
             state.orphans.counters.results_reused += 1
-            return [ToCompute(ChildResult(job, Encoded(kept.value), None))]
+            # With what its thief had applied: a result handed over by a draining peer may
+            # come before its calls (it waits for them a while, core/sharing.py).
+            return [ToCompute(ChildResult(job, Encoded(kept.value), None, list(kept.needs)))]
         Orphans.forget(job.run, job.path, holder)
         return [ToCompute(JobArrived(job))]
     state.custody.give(key, job, holder, now, adopted=True)

@@ -128,6 +128,8 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
             and len(unique) != leaves_expected
         ):
             violations.append(f"{len(unique)} distinct leaves ran, the tree has {leaves_expected}")
+    elif sim.plugin is not None:
+        result_ok = _plugin_verdict(sim, violations)
     runs = [_other_run(outcome, violations) for outcome in sim.runs]
     live = sorted(sim.live())
     for name in live:
@@ -244,3 +246,21 @@ def _other_run(outcome: RunOutcome, violations: list[str]) -> dict[str, Any]:
         "check": result.check if result is not None else None,
         "error": error,
     }
+
+
+def _plugin_verdict(sim: Simulation, violations: list[str]) -> bool:
+    """A plugin run (``Simulation(plugin=...)``): it ended, without an error, and its check
+    (made on the run's master) passed."""
+    result = sim.result
+    if sim.submit_error:
+        violations.append(f"a submit or resume was refused: {sim.submit_error}")
+    if result is None:
+        violations.append(f"the run did not finish within {sim.scenario.duration_s:g} virtual s")
+        return False
+    if result.error is not None:
+        violations.append(f"the run failed: {result.error.type}: {result.error.message}")
+        return False
+    if result.check != "ok":
+        violations.append(f"the plugin's check: {result.check}")
+        return False
+    return True

@@ -41,7 +41,7 @@ from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
 from satind.net.names import peer_name
 from satind.net.transport import Address, Identity
 from satind.node.peer import Peer, PeerOptions
-from satind.plugin import discover
+from satind.plugin import Plugin, discover
 from satind.recovery.checkpoint import MemoryStore
 from satind.sim.lockstep import LockstepCompute
 from satind.sim.report import SimReport, report
@@ -139,9 +139,33 @@ class RunOutcome:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, seed: int | None = None) -> None:
+    """One scenario, one seed.
+
+    Args:
+        plugin: run this plugin with ``argv`` instead of the scenario's synthetic workload
+            (the scenario has none), submitted at its ``submit_at``: how a test runs a real
+            plugin through the scenario's faults. Its jobs cost virtual time only where they
+            call ``lockstep.spend``; the report's ``result_ok`` is its check's verdict, made
+            on the run's master as on a real run.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int | None = None,
+        *,
+        plugin: Plugin | None = None,
+        argv: Sequence[str] = (),
+    ) -> None:
+        if plugin is not None and scenario.workload is not None:
+            raise ValueError(
+                f"scenario {scenario.name!r} has a workload: a plugin run replaces it, give a "
+                "scenario without [workload]"
+            )
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
+        self.plugin = plugin
+        self.argv = list(argv)
         self.rng = random.Random(self.seed)
         self.cfg = apply_flags(scenario.config, {"steal": {"algorithm": scenario.steal}})
         self.peers: dict[str, Peer] = {}
@@ -264,7 +288,11 @@ class Simulation:
             seeds=seeds,
             seed=self.rng.getrandbits(64),
             instance=instance,
-            plugins={PLUGIN.name: PLUGIN, **self.run_plugins},
+            plugins={
+                PLUGIN.name: PLUGIN,
+                **self.run_plugins,
+                **({} if self.plugin is None else {self.plugin.name: self.plugin}),
+            },
             run_ids=lambda: next(self._run_ids),
             checkpoint_store=self.store,
             standby=standby,
@@ -498,7 +526,7 @@ class Simulation:
             for fault in sc.faults:
                 nursery.start_soon(self._fault, fault, nursery, network, client)
             nursery.start_soon(self._watch_convergence)
-            if sc.workload is not None:
+            if sc.workload is not None or self.plugin is not None:
                 nursery.start_soon(self._submit, client)
             for index in range(len(self.runs)):
                 nursery.start_soon(self._submit_run, client, index)
@@ -533,10 +561,17 @@ class Simulation:
             nursery.cancel_scope.cancel()
 
     async def _submit(self, client: Any) -> None:
-        assert self.scenario.workload is not None
         await trio.sleep_until(self.scenario.submit_at)
-        w = self.scenario.workload
         master = sorted(self.live())[0]
+        if self.plugin is not None:
+            self.submitted_at = trio.current_time()
+            self.master = master
+            self.trace("submit", master.encode())
+            plugin = self.plugin
+            client.post(master, m.Submit(1, plugin.name, self.argv, plugin.code_hash))
+            return
+        w = self.scenario.workload
+        assert w is not None
         argv = [str(w.depth), str(w.branching), repr(w.leaf_ms), w.dist, repr(w.imbalance)]
         if w.needles > 0 or w.steps > 0:
             argv.append(repr(w.needles))
@@ -614,7 +649,7 @@ class Simulation:
             await trio.sleep(0.25)
             if self._agreed():
                 self.converged_at = trio.current_time()
-                if self.scenario.workload is None and not self.runs:
+                if self.scenario.workload is None and not self.runs and self.plugin is None:
                     self._done.set()
                 return
 

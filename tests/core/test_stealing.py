@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from satind.core import custody, thief, victim
+from satind.core import custody, sharing, thief, victim
 from satind.core.effects import (
     Checkpoint,
     EncodeArgs,
@@ -286,3 +286,35 @@ def test_a_stolen_job_this_peer_cannot_run_is_refused_to_its_victim() -> None:
     assert job is None and len(fx) == 1 and isinstance(fx[0], Send)
     assert isinstance(fx[0].msg, m.JobResult) and fx[0].msg.error is not None
     assert "no spawnable function" in fx[0].msg.error.message
+
+
+def test_a_finished_stolen_job_sends_its_calls_before_its_result_and_lists_them() -> None:
+    # Results wait for their calls (core/sharing.py): the calls queued here go first, on the
+    # same connection, and the result says what this peer had applied (Job.needs, from the
+    # compute side); the victim's ChildResult carries it, and who sent it.
+    state = make_state()
+    run = known_run(state)
+    job = job_of(run.state)
+    job.origin = "c/0"
+    state.custody.take(("r1", job.path), "c/0", job)
+    update = m.SharedUpdate("r1::0", "a/0", 1, "improve", codec.encode_value((3,)), 0)
+    assert sharing.call_made(state, update) != []  # queued: a flush is due after combine_s
+    needs = [m.ReplicaDigest("r1::0", 0, {"a/0": 1, "b/0": 4})]
+    job.needs = needs
+    job.value = Encoded(codec.encode_value(7))
+    fx = thief.job_finished(state, job)
+    sends = [e for e in fx if isinstance(e, Send)]
+    calls = m.SharedUpdates([update])
+    result = m.JobResult("r1", job.path, codec.encode_value(7), None, needs)
+    assert sends == [Send("b/0", calls), Send("c/0", calls), Send("c/0", result)]
+    assert not state.sharing.outbox
+
+    victim_state = make_state("c/0", ("a/0", "b/0"))
+    victim_run = known_run(victim_state)
+    parent = job_of(victim_run.state)
+    child = job_of(victim_run.state, parent=parent, index=1)
+    victim_state.custody.give(("r1", child.path), child, "a/0", 0.0)
+    result = m.JobResult("r1", child.path, codec.encode_value(7), None, needs)
+    [effect] = custody.on_job_result(victim_state, "a/0", result)
+    assert isinstance(effect, ToCompute) and isinstance(effect.event, ChildResult)
+    assert (effect.event.needs, effect.event.sender) == (needs, "a/0")

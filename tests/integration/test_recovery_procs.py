@@ -121,7 +121,14 @@ def test_sigkill_mid_run_still_gives_the_exact_answer(
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err
         report = json.loads(out)
-        assert report["result"] == answer() and report["check"] == "ok"
+        assert report["result"] == answer()
+        if argv[0] == "raytracer":
+            # 1400 x 1050 is more than its check renders again: it says so, never "ok" (the
+            # answer is compared with a sequential render above).
+            assert report["check"].startswith("not checked: 1400 x 1050"), report["check"]
+            assert "the result was not checked" in err
+        else:
+            assert report["check"] == "ok"
         assert report["peers"] == peers - len(victims)
         stats = report["stats"]
         if "local/0" in victims:

@@ -79,6 +79,9 @@ class Hooks:
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         pass
 
+    def result_waiting(self, job: Job, sender: str, waiting: bool = True) -> None:
+        pass
+
     def task_ready(self, job: Job) -> None:
         pass
 

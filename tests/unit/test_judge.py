@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from satind import Plugin, output_file, spawnable
+from satind import NotChecked, Plugin, output_file, spawnable
 from satind.config import DEFAULT
 from satind.core.master import judge
 from satind.net import codec
@@ -39,6 +39,20 @@ def test_check_ok_and_failed_and_skipped() -> None:
     failed = judge(_plugin(), _info(["5"]), value, 50, 1 << 20)
     assert failed.check == "failed: AssertionError: 4 != 5"
     assert judge(_plugin(), _info(["5"], check=False), value, 50, 1 << 20).check == "skipped"
+
+
+def test_a_result_the_check_cannot_verify_is_not_checked_never_ok() -> None:
+    def too_big(args: tuple[Any, ...], result: Any) -> None:
+        raise NotChecked(f"{args[0]} is more than the check verifies")
+
+    plugin = Plugin("judged", judged, "judged X", lambda a: (int(a[0]),), check=too_big)
+    value = codec.encode_value(4)
+    verdict = judge(plugin, _info(["4"]), value, 50, 1 << 20)
+    assert verdict.check == "not checked: 4 is more than the check verifies"
+    bare = Plugin("judged", judged, "judged X", lambda a: (int(a[0]),))
+    assert judge(bare, _info(["4"]), value, 50, 1 << 20).check == (
+        "not checked: plugin judged has no check"
+    )
 
 
 def test_report_is_encoded_and_a_raising_report_fails_the_check() -> None:

@@ -8,11 +8,12 @@ import importlib.metadata
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
-from satind_plugins import fib, knapsack, nqueens, raytracer, sat, tree, tsp
+from satind_plugins import fib, knapsack, nqueens, raytracer, sat, search, tree, tsp
 
-from satind import UsageError
+from satind import NotChecked, UsageError
 from satind import plugin as plugins
 from tests import independent
 
@@ -139,7 +140,58 @@ def test_checks_reject_wrong_results() -> None:
     with pytest.raises(AssertionError):
         knapsack.check(args, knapsack.solve(*args) + 1)
     with pytest.raises(AssertionError):
-        sat.check((((1,), (-1, 2)),), (-1, 2))
+        sat.check((((1,), (-1, 2)), (), 2, 8), (-1, 2))
+    with pytest.raises(AssertionError, match="does not satisfy"):  # no assignment at all
+        sat.check((((1,), (-1, 2)), (), 2, 8), (-1, 1, 2))
+    args = tsp.parse(["12", "3"])
+    with pytest.raises(AssertionError, match="2875 long, not 2876"):
+        tsp.check(args, 2876)
+    args = raytracer.parse(["40", "30"])
+    image = bytearray(raytracer.PLUGIN.entry(*args))
+    raytracer.check(args, bytes(image))
+    image[3 * (40 * 7 + 5)] ^= 1
+    with pytest.raises(AssertionError, match=r"pixel \(5, 7\)"):
+        raytracer.check(args, bytes(image))
+
+
+@pytest.mark.parametrize(("variables", "seed"), [(10, 2), (12, 3), (14, 3), (16, 1)])
+def test_sat_check_confirms_unsat_on_every_assignment(variables: int, seed: int) -> None:
+    args = sat.parse(["random", str(variables), str(seed)])
+    unsat = not independent.satisfiable(list(args[0]), variables)
+    assert sat.satisfiable_by_table(args[0], variables) is not unsat
+    if unsat:
+        sat.check(args, None)
+    else:
+        with pytest.raises(AssertionError, match="satisfiable"):
+            sat.check(args, None)
+
+
+def test_tsp_held_karp_agrees_with_an_independent_dynamic_program() -> None:
+    for cities, seed in ((10, 4), (11, 7), (12, 3)):
+        points = tsp.cities(cities, seed)
+        assert tsp.held_karp(tsp.distances(points)) == independent.tsp_exact(points)
+
+
+def test_checks_say_what_they_cannot_verify() -> None:
+    # Above these sizes a check cannot verify the answer: the run says "not checked", never
+    # "ok" (core/master.judge).
+    depth, spec = search.parse(["12", "4", "1"])
+    leaf = (1,) * depth
+    score = search.evaluate(leaf, spec[1], spec[2])
+    assert score < spec[3]  # not a needle: only a walk of the whole tree could confirm it
+    knapsack_args = knapsack.parse(["300", "1"])
+    cases: list[tuple[Any, tuple[Any, ...], Any, str]] = [
+        (tsp.check, tsp.parse([str(tsp.CHECK_CITIES + 1), "1"]), 1, "cities"),
+        (nqueens.check, (len(nqueens.KNOWN), 0, 0, 0, 3), 1, "queens"),
+        (tree.check, ((), 5, 20, 0.0, "sleep"), 0, "leaves"),
+        (raytracer.check, (641, 480, 0, 0, 641, 480), bytes(641 * 480 * 3), "pixels"),
+        (sat.check, (sat.random_3sat(30, 1), (), 30, 8), None, "UNSAT"),
+        (search.check, (depth, spec), [score, list(leaf)], "needle"),
+        (knapsack.check, knapsack_args, knapsack_args[4], "cells"),
+    ]
+    for check, args, result, why in cases:
+        with pytest.raises(NotChecked, match=why):
+            check(args, result)
 
 
 def test_discovery_finds_builtins_and_path_plugins(tmp_path: Path) -> None:

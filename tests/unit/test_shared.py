@@ -16,11 +16,13 @@ from satind.core.effects import ToCompute
 from satind.core.state import PeerState
 from satind.engine import worker as worker_mod
 from satind.engine.frames import (
+    ChildResult,
     DigestArrived,
     ForgetRun,
     JobArrived,
     ReplicaArrived,
     ReplicaWanted,
+    ResultDue,
     UpdatesArrived,
     make_root,
 )
@@ -187,6 +189,69 @@ def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
     worker.post(ReplicaArrived("r1::0", given[2], older, {"me": 1}))
     worker.drain()
     assert counter.total == 50
+
+
+def test_a_replica_that_lacks_calls_ours_has_seen_is_not_installed(worker: Worker) -> None:
+    # Installing it would undo them: our own call 1 among them, whose number our next call
+    # would take again (and every receiver drop as a duplicate). Calls held for a gap are
+    # applied once an installed replica fills it.
+    counter = _replica(worker)
+    counter.add(5)
+    cls = f"{Counter.__module__}:Counter"
+    other = encode_value({"total": 7, "log": [7]})
+    worker.post(ReplicaArrived("r1::0", cls, other, {"p2": 1}))
+    worker.drain()
+    assert counter.total == 5 and counter._shared_seen == {"me": 1}
+    counter.add(1)
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    assert [v[2] for k, v in hooks.drained() if k == "update"] == [1, 2]
+    worker.post(UpdatesArrived([_update(3, 30)]))  # p2's third call: waits for 1 and 2
+    both = encode_value({"total": 26, "log": [5, 1, 7, 13]})
+    worker.post(ReplicaArrived("r1::0", cls, both, {"me": 2, "p2": 2}))
+    worker.drain()
+    assert counter.total == 56 and counter._shared_seen == {"me": 2, "p2": 3}
+
+
+def test_a_result_waits_until_the_calls_its_thief_had_applied_are_here(worker: Worker) -> None:
+    counter = _replica(worker)
+    run = RunState("r1", "test", 0.5)
+    parent = make_root(lambda: None, (), run)
+    hooks = worker.hooks
+    assert isinstance(hooks, SharingHooks)
+    kids = [Job(lambda: None, (), parent, i, run, 0.5) for i in range(2)]
+    parent.pending = 2
+    needs = [ReplicaDigest("r1::0", 0, {"p2": 1, "me": 3})]  # "me": our own, applied
+    worker.post(ChildResult(kids[0], Encoded(encode_value(5)), None, needs, "p2"))
+    worker.drain()
+    assert not kids[0].done and parent.pending == 2
+    assert hooks.drained() == [("held", (kids[0], "p2", True))]
+    worker.post(UpdatesArrived([_update(1, 10)]))  # p2's call: the result follows it
+    worker.drain()
+    assert counter.total == 10 and kids[0].result() == 5 and parent.pending == 1
+    assert ("held", (kids[0], "p2", False)) in hooks.drained()
+    # The sender is gone (ResultDue): applied as it is.
+    worker.post(ChildResult(kids[1], Encoded(encode_value(6)), None, [_need(2)], "p2"))
+    worker.drain()
+    assert not kids[1].done
+    worker.post(ResultDue(kids[1]))
+    worker.drain()
+    assert kids[1].result() == 6 and parent.pending == 0 and not worker.held
+
+
+def _need(p2_calls: int, incarnation: int = 0) -> ReplicaDigest:
+    return ReplicaDigest("r1::0", incarnation, {"p2": p2_calls})
+
+
+def test_a_result_never_waits_for_another_incarnations_calls(worker: Worker) -> None:
+    _replica(worker)
+    run = RunState("r1", "test", 0.5)
+    parent = make_root(lambda: None, (), run)
+    kid = Job(lambda: None, (), parent, 0, run, 0.5)
+    parent.pending = 1
+    worker.post(ChildResult(kid, Encoded(encode_value(5)), None, [_need(9, 1)], "p2"))
+    worker.drain()
+    assert kid.result() == 5 and parent.pending == 0
 
 
 def _digest(seen: dict[str, int], incarnation: int = 0, reply: bool = False) -> DigestArrived:

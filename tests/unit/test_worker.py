@@ -61,6 +61,9 @@ class Hooks:
     def guard_waiting(self, job: Job, waiting: bool = True) -> None:
         self.events.put(("guard", (job, waiting)))
 
+    def result_waiting(self, job: Job, sender: str, waiting: bool = True) -> None:
+        self.events.put(("held", (job, sender, waiting)))
+
     def task_ready(self, job: Job) -> None:
         self.events.put(("task", job))
 
