@@ -138,7 +138,14 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
         return True, []
     if announce.state == RUNNING:
         known = runs.active.get(run_id)
-        if known is None or supersedes(announce.info, known.info):
+        if (
+            known is None
+            or supersedes(announce.info, known.info)
+            # Known only from a stolen job (a stub without the arguments, which came before
+            # the announcement): without them this peer could not respawn the run if it
+            # were elected, and nobody else would.
+            or (not known.info.args and announce.info.args)
+        ):
             return True, register(state, announce.info)[1]
     return False, []
 

@@ -15,6 +15,7 @@ This module is the table and its queries only; what peers do when run news arriv
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -158,12 +159,13 @@ class RunTable:
         peer having heard (every notice lost); ask their masters now and then."""
         return [r for r in self.active.values() if r.info.master != me]
 
-    def orphaned(self, alive: set[str]) -> list[PeerRun]:
-        """Runs whose master is no longer alive in this peer's view."""
+    def orphaned(self, gone: Callable[[str], bool]) -> list[PeerRun]:
+        """Running runs whose master is ``gone`` (not alive in this peer's view), that this
+        peer could respawn (it has their arguments)."""
         return [
             r
             for r in self.active.values()
-            if r.info.master not in alive and r.status == RUNNING and r.info.args
+            if r.status == RUNNING and r.info.args and gone(r.info.master)
         ]
 
     # -- changes -------------------------------------------------------------------------

@@ -65,7 +65,7 @@ from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
-from satind.recovery import drain, orphans, restart
+from satind.recovery import drain, election, orphans, restart
 from satind.recovery.checkpoint import Checkpointer, LogStore
 from satind.trace import Traces
 
@@ -501,6 +501,9 @@ class Peer:
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         self.apply(lifecycle.on_announces(self.state, list(runs), self.now()))
+        # News of a run whose master is already gone (this peer joined, or learnt the run,
+        # after the master's death was news): the election is decided now.
+        self.apply(election.elect(self.state, self.now()))
 
     def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
         self.apply(orphans.on_tuples(self.state, tuples))
@@ -532,6 +535,9 @@ class Peer:
         while True:
             await trio.sleep(every)
             self.apply(custody.custody_tick(self.state, self.now()))
+            # A run whose master is gone and that nobody took over (the peer the election
+            # named did not know the run then) is taken over once its successor knows it.
+            self.apply(election.elect(self.state, self.now()))
             rounds += 1
             if rounds % self.cfg.run.stale_check_rounds == 0:
                 for run in self.state.runs.stale(self.name):

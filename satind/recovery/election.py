@@ -52,14 +52,22 @@ def successor(state: PeerState, but: str = "", among: Collection[str] | None = N
 
 
 def elect(state: PeerState, now: float) -> Effects:
-    """Take over the runs whose master is gone, if this peer is the one to."""
-    alive = {mem.name for mem in state.table.alive()}
-    if successor(state) != state.name:
+    """Take over the runs whose master is gone, if this peer is the one to. Called on every
+    member change, on news of runs and now and then (a run can be learnt after its master's
+    death was news), so the orphaned runs are looked for first: finding none is cheap."""
+
+    def gone(master: str) -> bool:
+        member = state.table.get(master)
+        return member is None or not member.alive
+
+    runs = state.runs.orphaned(gone)
+    queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]
+    if not (runs or queued) or successor(state) != state.name:
         return []
     fx: Effects = []
-    for run in state.runs.orphaned(alive):
+    for run in runs:
         fx += take_over(state, run, now)
-    for info in [i for i in state.runs.queued_elsewhere.values() if i.master not in alive]:
+    for info in queued:
         fx += take_over_queued(state, info, now)
     return fx
 

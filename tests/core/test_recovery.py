@@ -366,3 +366,22 @@ def test_a_draining_master_hands_its_queued_runs_over_at_once() -> None:
     assert Send("b/0", m.HandOver([], [], [info("r2")])) in fx
     assert Task("forward_result", "r2", "client-1") in fx and WakeWaiters("r2") in fx
     assert not state.runs.queue and state.runs.master_of("r2", "a/0") == "b/0"
+
+
+def test_a_run_known_only_from_a_stolen_job_learns_its_arguments_and_can_be_taken_over() -> None:
+    """A steal reply can come before the run's announcement: the run is then known as a stub
+    without its arguments. The announcement completes it, and a peer that learns a run whose
+    master is already gone takes it over then (it was the one elected, but could not)."""
+    state = make_state("a/0", ("b/0", "c/0"))
+    full = info(master="b/0")
+    stub = dataclasses.replace(full, args=b"")
+    lifecycle.register(state, stub)
+    declare(state, "b/0", State.DEAD)
+    assert election.elect(state, 1.0) == []  # elected, but it cannot respawn a stub
+    lifecycle.on_announces(state, [m.RunAnnounce(full, "running")], 2.0)
+    run = state.runs.active["r1"]
+    assert run.info.args == full.args
+    fx = election.elect(state, 3.0)
+    assert run.info.master == "a/0" and run.info.epoch == 1
+    assert any(isinstance(f, QueueRoot) for f in fx)
+    assert election.elect(state, 4.0) == []  # once
