@@ -47,18 +47,18 @@ THIEF = "m1/1"
 # this project's 2-core machine, and each kind of run: divide-and-conquer, speculative
 # (aborts, inlets), shared objects, iterative (master-worker) and SPMD.
 PLUGIN_RUNS: dict[str, tuple[str, ...]] = {
-    "fib": ("fib", "34", "16"),
+    "fib": ("fib", "39", "18"),
     "nqueens": ("nqueens", "14"),
-    "tree": ("tree", "3", "8", "60", "busy"),
-    "knapsack": ("knapsack", "80", "3", "shared"),
-    "tsp": ("tsp", "13", "2", "shared"),
-    "sat": ("sat", "random", "120", "7"),
-    "search": ("search", "7", "6", "3", "4000"),
-    "othello": ("othello", "7", "3"),
-    "raytracer": ("raytracer", "800", "600"),
-    "barneshut": ("barneshut", "3000", "3", "1", "shared"),
+    "tree": ("tree", "3", "8", "40", "busy"),
+    "knapsack": ("knapsack", "120", "3", "shared"),
+    "tsp": ("tsp", "16", "2", "shared"),
+    "sat": ("sat", "random", "160", "13"),
+    "search": ("search", "6", "6", "3", "2000"),
+    "othello": ("othello", "8", "3"),
+    "raytracer": ("raytracer", "1000", "750"),
+    "barneshut": ("barneshut", "4000", "8", "1", "shared"),
     "kmeans": ("kmeans", "200000", "6", "12", "3", "40"),
-    "heat2d": ("heat2d", "240", "240", "400", "8"),
+    "heat2d": ("heat2d", "160", "160", "300", "8"),
 }
 
 
