@@ -194,6 +194,7 @@ class TcpTransport:
         self._accepted_open = 0
         self._clients: dict[str, _ClientShare] = {}
         self._released = 0  # bytes let go of since the heap was last trimmed
+        self._handshakes = 0  # accepted connections still in their handshake
         self._nursery: trio.Nursery | None = None
         self.listen_address: Address | None = None
         self._server_ctx = self._client_ctx = None
@@ -384,9 +385,14 @@ class TcpTransport:
             await self._serve_accepted(tcp)
         finally:
             self._accepted_open -= 1
+            if not self._clients and not self._handshakes:
+                # The last client gone: whatever the clients let go of goes back to the
+                # system, however little, so that the peer's RSS returns to where it was.
+                self._release(0, settle=True)
 
     async def _serve_accepted(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
+        self._handshakes += 1
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 stream = await self._secure(tcp, server_side=True)
@@ -404,6 +410,8 @@ class TcpTransport:
             await self._close_stream(stream)
             self._release(CONNECTION_BYTES)
             return
+        finally:
+            self._handshakes -= 1
         if remote.role != "client":
             reader.budget = self._peers_in
             conn = Connection(self, remote, outbound=False, within=self._peers_out)
@@ -520,16 +528,16 @@ class TcpTransport:
             self.on_closed(conn)
             self._release(CONNECTION_BYTES + max(conn.outbox.peak, reader.peak))
 
-    def _release(self, size: int) -> None:
+    def _release(self, size: int, settle: bool = False) -> None:
         """``size`` bytes were just let go of (a closed connection's, a large frame's): once
-        net.trim_after_bytes have been, hand the heap's free memory back to the system
-        (satind/heap.py). Freed in small pieces among pieces still in use, it would stay in
-        the peer's RSS for good."""
+        net.trim_after_bytes have been (with ``settle``: any), hand the heap's free memory
+        back to the system (satind/heap.py). Freed in small pieces among pieces still in
+        use, it would stay in the peer's RSS for good."""
         limit = self.cfg.trim_after_bytes
         if limit <= 0:
             return
         self._released += size
-        if self._released >= limit:
+        if self._released >= limit or (settle and self._released):
             self._released = 0
             heap.trim()
 
