@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import subprocess
@@ -435,9 +436,12 @@ def main() -> None:
     for client in ("attacker", "monitor"):
         _satind("keys", "issue", "--client", str(keys), client)
     rows = []
-    for key in args.only:
-        rows.append(run_attack(keys, args, key))
-        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    try:
+        for key in args.only:
+            rows.append(run_attack(keys, args, key))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)
     if args.json:
         print(json.dumps(rows))
         return
