@@ -1,5 +1,5 @@
 """What a client may hold on a peer (issue 28, point 6): stalled frame headers, frames it
-really sends, replies it does not read, connections it opens and closes.
+really sends, replies it does not read, connections it leaves idle, opens and closes.
 
 The transport is driven directly: over in-memory streams with the autojump clock where the
 test needs exact control of what the client reads, over real TLS on localhost where the TLS
