@@ -138,17 +138,43 @@ class NetConfig:
     # may take 30 s + 64 s. Slower than any link peers compute over (the wide-area links of
     # the Satin papers' experiments are 10-100 times faster).
     min_receive_rate: float = 1024.0 * 1024
-    # bytes. Frames being received at once by one peer, over all its connections. A length
-    # prefix that would go over closes its connection (the sender retries later): however
-    # many connections send at once, receiving costs at most this much memory.
+    # bytes. Frames being received at once from members, over all their connections. What
+    # counts is what arrived, not what a header declares (a stalled header costs its four
+    # bytes): a frame whose bytes would go over closes its connection (the sender retries
+    # later), so however many members send at once, receiving from them costs at most this.
+    # Clients never count here: they have budgets of their own (below), so no client can
+    # make a peer refuse its members' frames.
     max_receive_bytes: int = 256 * 1024 * 1024
-    # bytes. Messages queued for one connection and not yet written. A reader that stops
-    # reading (a stuck client) makes its connection's queue grow; past this, the connection
-    # is closed and the queued messages dropped (what was lost is recovered like any lost
-    # message: steals time out, custody queries resend, clients ask again).
+    # bytes. Frames being received at once from clients, all of them together (counted as
+    # for members). Smaller than the members' budget: clients submit and ask, members move
+    # jobs and results.
+    max_client_receive_bytes: int = 128 * 1024 * 1024
+    # bytes. Frames being received at once from one client certificate, over all its
+    # connections (connections count by the certificate's name, tls.client_base_name): one
+    # client cannot use up what the others need. Room for one frame of max_frame_bytes and
+    # the small requests of its other connections.
+    max_receive_bytes_per_client: int = 80 * 1024 * 1024
+    # bytes. Messages queued for one connection and not yet written, counting what is being
+    # written at the moment and what holding each costs besides its bytes (net/outbox.py):
+    # memory, not payload. A reader that stops reading (a stuck client) makes its
+    # connection's queue grow; past this, the connection is closed and the queued messages
+    # dropped (what was lost is recovered like any lost message: steals time out, custody
+    # queries resend, clients ask again). Room for one frame of max_frame_bytes.
     max_outbox_bytes: int = 80 * 1024 * 1024
-    # bytes. The same, over all connections of a peer together.
+    # bytes. The same, over all connections to members together.
     max_send_bytes: int = 256 * 1024 * 1024
+    # bytes. The same, over all connections to clients together: a client that does not
+    # read never makes a peer drop what it sends its members.
+    max_client_send_bytes: int = 128 * 1024 * 1024
+    # bytes. The same, over all connections of one client certificate.
+    max_send_bytes_per_client: int = 80 * 1024 * 1024
+    # bytes. Once connections that held this much have closed (each counts its TLS state,
+    # about 24 KiB, and the most it held at once: a frame being received, messages waiting
+    # to be written), or a frame this large has been handled, the peer hands the heap memory
+    # it freed back to the system (satind/heap.py; microseconds to a few milliseconds).
+    # Without it, a client that did not read, or many connections at once, left the peer's
+    # RSS that much higher after they had gone. Smaller trims more often; 0: never.
+    trim_after_bytes: int = 4 * 1024 * 1024
     # count. Connections one peer holds at once (peers and clients, being set up or live);
     # more are refused at accept. A peer needs one per other member it talks to (and one
     # file descriptor each: raise `ulimit -n` past 1,024 for systems that large).

@@ -44,6 +44,10 @@ from satind.net.values import encode_value as encode_value
 from satind.net.values import register_type as register_type
 
 FRAME_HEADER = struct.Struct(">I")
+# bytes. The largest Hello accepted: it comes before the remote has said who it is, so no
+# budget can be charged for it yet. A Hello is a version, a name, a cluster and a role
+# (under 200 bytes with any names a certificate carries); a longer one closes the connection.
+HELLO_MAX_BYTES = 4096
 
 
 # -- validation built once from the type hints -----------------------------------------------

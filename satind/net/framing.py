@@ -115,7 +115,7 @@ def handle_frame(
         handler(link, msg)
     except codec.DecodeError as exc:
         counters.bad_frames += 1
-        log.warning("closing connection from %s: %s", link.remote_name, exc)
+        log.warning("closing connection from %s: %s", link.remote_name, str(exc))
         return False
     except Exception as exc:
         # A message that passed validation and still made its handler raise: a bug on our
@@ -132,23 +132,54 @@ def handle_frame(
 
 
 class ByteBudget:
-    """Bytes a peer may hold in frames being received, over all its connections."""
+    """Bytes a party may hold in a peer's memory — frames being received from it, or
+    messages waiting to be written to it. A budget may sit within another (one client's
+    within all clients'): a charge counts in both, and is refused when either would go over.
+    """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, setting: str, within: ByteBudget | None = None) -> None:
         self.limit = limit
+        # What to tell an operator: the setting, and whose budget it is.
+        self.setting = setting
+        self.within = within
         self.used = 0
 
+    def refuses(self, size: int) -> ByteBudget | None:
+        """The budget (this one or one it is within) that ``size`` more bytes would put over
+        its limit; None when they fit."""
+        budget: ByteBudget | None = self
+        while budget is not None:
+            if budget.used + size > budget.limit:
+                return budget
+            budget = budget.within
+        return None
+
     def take(self, size: int) -> bool:
-        if self.used + size > self.limit:
+        if self.refuses(size) is not None:
             return False
-        self.used += size
+        budget: ByteBudget | None = self
+        while budget is not None:
+            budget.used += size
+            budget = budget.within
         return True
 
     def give_back(self, size: int) -> None:
-        self.used -= size
+        budget: ByteBudget | None = self
+        while budget is not None:
+            budget.used -= size
+            budget = budget.within
 
 
 class FrameReader:
+    """Frames off a stream, each within its deadline and ``max_frame_bytes``.
+
+    What it holds — the bytes that actually arrived, never the length a header declares — is
+    charged to ``budget`` while a read is in progress: a header declaring 64 MiB costs four
+    bytes until the rest comes, so stalled headers cannot use up a budget that others need.
+    The budget is set once the handshake has said whose it is (None meanwhile: the Hello is
+    read under a cap of its own).
+    """
+
     def __init__(
         self, stream: trio.abc.ReceiveStream, cfg: NetConfig, budget: ByteBudget | None = None
     ) -> None:
@@ -156,8 +187,25 @@ class FrameReader:
         self.cfg = cfg
         self.budget = budget
         self.buffer = bytearray()
+        self._charged = 0  # bytes of the buffer charged to the budget during this read
+        self.peak = 0  # the most it held at once (net.trim_after_bytes)
 
-    async def _fill(self, n: int) -> bool:
+    def _charge(self, size: int, length: int | None) -> None:
+        budget = self.budget
+        if budget is None or not size:
+            return
+        full = budget.refuses(size)
+        if full is not None:
+            frame = f"a frame of {length} bytes" if length is not None else "a frame"
+            raise codec.DecodeError(
+                f"{frame}: {len(self.buffer) + size} bytes came while {full.used} bytes of "
+                f"frames are being received ({full.setting} {full.limit})"
+            )
+        budget.take(size)
+        self._charged += size
+        self.peak = max(self.peak, self._charged)
+
+    async def _fill(self, n: int, length: int | None) -> bool:
         while len(self.buffer) < n:
             chunk = await self.stream.receive_some(min(max(n - len(self.buffer), 65536), 1 << 20))
             if not chunk:
@@ -166,48 +214,53 @@ class FrameReader:
                         f"connection closed inside a frame ({len(self.buffer)} bytes pending)"
                     )
                 return False
+            self._charge(len(chunk), length)
             self.buffer += chunk
         return True
 
-    async def read(self) -> bytes | None:
-        """The next frame's body, or None at a clean end of stream.
+    async def read(self, max_length: int | None = None) -> bytes | None:
+        """The next frame's body, or None at a clean end of stream. ``max_length``: a lower
+        cap than ``max_frame_bytes`` (the Hello's, before the remote has said who it is).
 
         Raises:
-            DecodeError: the frame is over a cap, does not arrive in time, or the peer's
-                receive budget is used up.
+            DecodeError: the frame is over a cap, does not arrive in time, or its bytes go
+                over the budget.
         """
-        if not await self._fill(4):
+        try:
+            # What came after the previous frame (at most one receive's worth) is held again.
+            self._charge(len(self.buffer), None)
+            return await self._read(max_length)
+        finally:
+            if self._charged:
+                assert self.budget is not None
+                self.budget.give_back(self._charged)
+                self._charged = 0
+
+    async def _read(self, max_length: int | None) -> bytes | None:
+        if not await self._fill(4, None):
             return None
         (length,) = codec.FRAME_HEADER.unpack_from(self.buffer)
         cfg = self.cfg
+        if max_length is not None and length > max_length:
+            raise codec.DecodeError(f"frame of {length} bytes where at most {max_length} fit")
         if length > cfg.max_frame_bytes:
             raise codec.DecodeError(
                 f"frame of {length} bytes exceeds the cap of {cfg.max_frame_bytes} "
                 "(net.max_frame_bytes)"
             )
-        budget = self.budget
-        if budget is not None and not budget.take(length):
+        allowed = cfg.read_timeout_s + length / cfg.min_receive_rate
+        with trio.move_on_after(allowed) as scope:
+            complete = await self._fill(4 + length, length)
+        if scope.cancelled_caught:
             raise codec.DecodeError(
-                f"frame of {length} bytes while {budget.used} bytes of frames are being "
-                f"received (net.max_receive_bytes {budget.limit})"
+                f"frame of {length} bytes not complete after {allowed:.0f} s "
+                f"({len(self.buffer) - 4} bytes came; net.read_timeout_s, "
+                "net.min_receive_rate)"
             )
-        try:
-            allowed = cfg.read_timeout_s + length / cfg.min_receive_rate
-            with trio.move_on_after(allowed) as scope:
-                complete = await self._fill(4 + length)
-            if scope.cancelled_caught:
-                raise codec.DecodeError(
-                    f"frame of {length} bytes not complete after {allowed:.0f} s "
-                    f"({len(self.buffer) - 4} bytes came; net.read_timeout_s, "
-                    "net.min_receive_rate)"
-                )
-            if not complete:
-                raise codec.DecodeError("connection closed inside a frame")
-            # One copy out of the buffer (a slice of a bytearray would copy twice).
-            body = bytes(memoryview(self.buffer)[4 : 4 + length])
-            # A new buffer for what follows: the old one, as large as the frame, goes.
-            self.buffer = self.buffer[4 + length :]
-        finally:
-            if budget is not None:
-                budget.give_back(length)
+        if not complete:
+            raise codec.DecodeError("connection closed inside a frame")
+        # One copy out of the buffer (a slice of a bytearray would copy twice).
+        body = bytes(memoryview(self.buffer)[4 : 4 + length])
+        # A new buffer for what follows: the old one, as large as the frame, goes.
+        self.buffer = self.buffer[4 + length :]
         return body

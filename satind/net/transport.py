@@ -16,10 +16,18 @@ Whatever a remote party sends costs at most its own connection (DESIGN "Wire and
 * one place, ``handle_frame``, decodes, validates and dispatches every frame, and turns any
   exception on the way into "close this connection, count it, log it";
 * every resource a connection holds is bounded (the ``[net]`` settings): the frame it is
-  receiving (``max_frame_bytes``, within ``read_timeout_s``), what receiving frames costs the
-  peer (``max_receive_bytes``), what waits to be written to it (``max_outbox_bytes``,
-  ``max_send_bytes``), and how many connections there are (``max_connections``,
-  ``max_client_connections``).
+  receiving (``max_frame_bytes``, within ``read_timeout_s``), what waits to be written to it
+  (``max_outbox_bytes``), and how many connections there are (``max_connections``,
+  ``max_client_connections``);
+* what frames being received and messages waiting to be written cost the peer is charged to
+  budgets by who the remote party is: members share ``max_receive_bytes`` and
+  ``max_send_bytes``; clients share budgets of their own, each client certificate within
+  its own share of them (``ByteBudget``). A client can use up its own budgets, never its
+  members' nor another client's;
+* a closed connection leaves nothing behind: everything kept per connection or per client
+  goes with its last connection (``_ClientShare``), and the TLS state is freed at once, by
+  reference counting (no cycle waits for the collector; log records get a failure's text,
+  not the exception, whose traceback would hold the connection's frames).
 """
 
 from __future__ import annotations
@@ -27,12 +35,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import ssl
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
+from satind import heap
 from satind.config import EmulationConfig, NetConfig
 from satind.net import codec, tls
 from satind.net import messages as m
@@ -44,23 +53,40 @@ from satind.net.framing import TrafficCounters as TrafficCounters
 from satind.net.framing import handle_frame as handle_frame
 from satind.net.framing import parse_address as parse_address
 from satind.net.names import answers_to
+from satind.net.outbox import Outbox
 
 log = logging.getLogger(__name__)
+
+
+# bytes. What a connection costs the peer besides its frames and queue (its TLS state and
+# buffers, its tasks): about 22 KB measured (benchmarks/hostile.py, churn). Counted as let go
+# of when it closes (net.trim_after_bytes).
+CONNECTION_BYTES = 24 * 1024
 
 
 class Connection:
     """One live link to a remote party, with an outbox drained by its writer task."""
 
-    def __init__(self, transport: TcpTransport, remote: Identity | None, outbound: bool) -> None:
+    def __init__(
+        self,
+        transport: TcpTransport,
+        remote: Identity | None,
+        outbound: bool,
+        within: ByteBudget,
+    ) -> None:
         self.transport = transport
         self.remote = remote
         self.outbound = outbound
-        # (time posted, frame): the time lets wide-area emulation delay each frame.
-        self.outbox: deque[tuple[float, bytes]] = deque()
-        self.queued_bytes = 0
+        # What is queued or being written, within the budget of the remote's kind (members,
+        # or its client's share). Frames are joined unless wide-area emulation times each.
+        self.outbox = Outbox(
+            ByteBudget(transport.cfg.max_outbox_bytes, "net.max_outbox_bytes", within),
+            join=not (transport.emulation.latency_ms > 0 or transport.emulation.bandwidth_mbps > 0),
+        )
         self.wakeup = trio.Event()
         self.closed = False
         self.cancel_scope = trio.CancelScope()
+        self.last_received = trio.current_time()  # when its last frame came
 
     @property
     def remote_name(self) -> str:
@@ -87,31 +113,26 @@ class Connection:
                 cfg.max_frame_bytes,
             )
             return False
-        if (
-            self.queued_bytes + len(data) > cfg.max_outbox_bytes
-            or transport.queued_bytes + len(data) > cfg.max_send_bytes
-        ):
+        outbox = self.outbox
+        held = outbox.budget.used
+        full = outbox.add(data, trio.current_time())
+        if full is not None:
             transport.counters.outbox_overflows += 1
             transport.counters.send_failures += 1
             log.warning(
-                "closing connection to %s: %d bytes wait to be written to it "
-                "(net.max_outbox_bytes %d, net.max_send_bytes %d over all connections)",
+                "closing connection to %s: %d bytes wait to be written to it, and %d more "
+                "would go over %s (%d bytes, %d used)",
                 self.remote_name,
-                self.queued_bytes,
-                cfg.max_outbox_bytes,
-                cfg.max_send_bytes,
+                held,
+                len(data),
+                full.setting,
+                full.limit,
+                full.used,
             )
             self.close()
             return False
-        self.outbox.append((trio.current_time(), data))
-        self.queued_bytes += len(data)
-        transport.queued_bytes += len(data)
         self.wakeup.set()
         return True
-
-    def _sent(self, size: int) -> None:
-        self.queued_bytes -= size
-        self.transport.queued_bytes -= size
 
     def close(self) -> None:
         if not self.closed:
@@ -120,9 +141,18 @@ class Connection:
         self.cancel_scope.cancel()
 
     def _drop_outbox(self) -> None:
-        self.transport.queued_bytes -= self.queued_bytes
-        self.queued_bytes = 0
         self.outbox.clear()
+
+
+@dataclass
+class _ClientShare:
+    """What one client certificate holds on this peer, over all its connections; it goes
+    with its last connection."""
+
+    received: ByteBudget
+    queued: ByteBudget
+    # Its live connections, each with its reader.
+    conns: dict[Connection, FrameReader] = field(default_factory=dict)
 
 
 MessageHandler = Callable[[Connection, m.Message], None]
@@ -144,19 +174,28 @@ class TcpTransport:
     resolve: Callable[[str], Address | None] = lambda name: None
     on_closed: Callable[[Connection], None] = lambda conn: None
     counters: TrafficCounters = field(default_factory=TrafficCounters)
+    # Whether a connection has requests being answered (the node knows): such a connection
+    # is never closed to make room for another of the same client.
+    busy: Callable[[Connection], bool] = lambda conn: False
     # TLS credentials; None means plain TCP (only for tests and benchmarks that say so).
     credentials: tls.Credentials | None = None
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
 
     def __post_init__(self) -> None:
         self._conns: dict[str, Connection] = {}
-        # Bytes queued in every connection's outbox (net.max_send_bytes).
-        self.queued_bytes = 0
-        self._budget = ByteBudget(self.cfg.max_receive_bytes)
-        # Accepted connections open now (in the handshake or live), and per client
-        # certificate (net.max_connections, net.max_client_connections).
+        cfg = self.cfg
+        # Frames being received and messages waiting to be written, by who the remote is:
+        # members and clients never draw on the same budget.
+        self._peers_in = ByteBudget(cfg.max_receive_bytes, "net.max_receive_bytes")
+        self._peers_out = ByteBudget(cfg.max_send_bytes, "net.max_send_bytes")
+        self._clients_in = ByteBudget(cfg.max_client_receive_bytes, "net.max_client_receive_bytes")
+        self._clients_out = ByteBudget(cfg.max_client_send_bytes, "net.max_client_send_bytes")
+        # Accepted connections open now (in the handshake or live), and what each client
+        # certificate holds (net.max_connections, net.max_client_connections).
         self._accepted_open = 0
-        self._client_open: dict[str, int] = {}
+        self._clients: dict[str, _ClientShare] = {}
+        self._released = 0  # bytes let go of since the heap was last trimmed
+        self._handshakes = 0  # accepted connections still in their handshake
         self._nursery: trio.Nursery | None = None
         self.listen_address: Address | None = None
         self._server_ctx = self._client_ctx = None
@@ -174,11 +213,19 @@ class TcpTransport:
         if ctx is None:
             return tcp
         stream = trio.SSLStream(tcp, ctx, server_side=server_side, server_hostname=None)
+        done = False
         try:
             await stream.do_handshake()
+            done = True
+            return stream
         except (trio.BrokenResourceError, ssl.SSLError) as exc:
-            raise HandshakeError(f"TLS handshake failed: {exc.__cause__ or exc}") from None
-        return stream
+            # Raised below, outside this block: raising here would chain the SSL error, whose
+            # traceback holds this frame and the stream, into a cycle.
+            why = f"TLS handshake failed: {exc.__cause__ or exc}"
+        finally:
+            if not done:  # failed or cancelled: this stream goes, free its TLS state now
+                _forget_tls(stream)
+        raise HandshakeError(why)
 
     def _check_certificate(self, stream: trio.abc.Stream, hello: m.Hello) -> None:
         """The Hello's name and role must be those the verified certificate grants."""
@@ -187,7 +234,11 @@ class TcpTransport:
         try:
             cert_name, cert_role = tls.certificate_identity(stream.getpeercert())
         except ValueError as exc:
-            raise HandshakeError(f"bad peer certificate: {exc}") from None
+            why = f"bad peer certificate: {exc}"  # raised outside the block (see _secure)
+        else:
+            why = ""
+        if why:
+            raise HandshakeError(why)
         if not tls.name_allowed(hello.sender, hello.role, cert_name, cert_role):
             raise HandshakeError(
                 f"{hello.sender!r} ({hello.role}) presented the certificate of "
@@ -233,7 +284,7 @@ class TcpTransport:
                 self.counters.send_failures += 1
                 log.debug("no route to %s; dropped %s", dest, type(msg).__name__)
                 return False
-            conn = Connection(self, None, outbound=True)
+            conn = Connection(self, None, outbound=True, within=self._peers_out)
             self._conns[dest] = conn
             self._nursery.start_soon(self._dial, dest, address, conn)
         return conn.post(msg)
@@ -248,7 +299,7 @@ class TcpTransport:
             try:
                 conn = await self.dial(address)
             except Exception as exc:  # whatever failed, only this message is lost
-                log.debug("cannot reach %s: %s", address, exc)
+                log.debug("cannot reach %s: %s", address, str(exc))
                 self.counters.send_failures += 1
                 return
             conn.post(msg)
@@ -262,7 +313,7 @@ class TcpTransport:
             OSError, HandshakeError: the address does not answer or the handshake failed.
         """
         assert self._nursery is not None, "transport is not running"
-        conn = Connection(self, None, outbound=True)
+        conn = Connection(self, None, outbound=True, within=self._peers_out)
         ready = trio.Event()
         failure: list[BaseException] = []
 
@@ -271,8 +322,10 @@ class TcpTransport:
                 await self._dial(
                     expect or str(address), address, conn, ready=ready, expect=bool(expect)
                 )
-            except BaseException as exc:  # reported to the caller below
-                failure.append(exc)
+            except BaseException as exc:
+                if ready.is_set():  # the connection was up: how it ended is not ours to say
+                    raise
+                failure.append(exc)  # reported to the caller below
                 ready.set()
                 if not isinstance(exc, Exception):
                     raise
@@ -280,7 +333,9 @@ class TcpTransport:
         self._nursery.start_soon(go)
         await ready.wait()
         if failure:
-            raise failure[0]
+            # Taken out of the list as it is raised: kept there, the exception (whose
+            # traceback holds this frame) and the list would hold each other in a cycle.
+            raise failure.pop()
         return conn
 
     async def _dial(
@@ -299,8 +354,10 @@ class TcpTransport:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 tcp = await trio.open_tcp_stream(address.host, address.port)
                 stream = await self._secure(tcp, server_side=False)
-                reader = FrameReader(stream, self.cfg, self._budget)
+                reader = FrameReader(stream, self.cfg)
                 conn.remote = await self._handshake(stream, reader)
+                # Only peers listen: whoever we dialled is a member (or a peer, for a client).
+                reader.budget = self._peers_in
                 if (ready is None or expect) and not answers_to(conn.remote.name, dest):
                     # A member's address now answers under another name (a restart, a
                     # reused port): talking to it as `dest` would misroute everything.
@@ -309,9 +366,9 @@ class TcpTransport:
             # Refused, unreachable, too slow, a bad handshake, or an address gossip made up (a
             # port out of range): this connection fails, nothing else. Expected while a dead
             # member is being detected: not worth a warning each time.
-            log.info("cannot connect to %s at %s: %s", dest, address, exc)
-            self.counters.send_failures += len(conn.outbox)
-            conn.closed = True
+            log.info("cannot connect to %s at %s: %s", dest, address, str(exc))
+            self.counters.send_failures += conn.outbox.frames
+            conn.close()
             if self._conns.get(dest) is conn:
                 del self._conns[dest]
             self.on_closed(conn)
@@ -333,23 +390,26 @@ class TcpTransport:
                 _peer_of(tcp),
                 self._accepted_open,
             )
-            with trio.move_on_after(self.cfg.close_timeout_s):
-                await trio.aclose_forcefully(tcp)
+            await self._close_stream(tcp)
             return
         self._accepted_open += 1
         try:
             await self._serve_accepted(tcp)
         finally:
             self._accepted_open -= 1
+            if not self._clients and not self._handshakes:
+                # The last client gone: whatever the clients let go of goes back to the
+                # system, however little, so that the peer's RSS returns to where it was.
+                self._release(0, settle=True)
 
     async def _serve_accepted(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
-        conn = Connection(self, None, outbound=False)
+        self._handshakes += 1
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 stream = await self._secure(tcp, server_side=True)
-                reader = FrameReader(stream, self.cfg, self._budget)
-                conn.remote = await self._handshake(stream, reader)
+                reader = FrameReader(stream, self.cfg)
+                remote = await self._handshake(stream, reader)
         except (
             trio.TooSlowError,
             HandshakeError,
@@ -357,46 +417,96 @@ class TcpTransport:
             OSError,
             trio.BrokenResourceError,
         ) as exc:
-            log.warning("rejected connection from %s: %s", _peer_of(tcp), exc)
+            log.warning("rejected connection from %s: %s", _peer_of(tcp), str(exc))
             self.counters.bad_frames += 1
-            with trio.move_on_after(self.cfg.close_timeout_s):
-                await trio.aclose_forcefully(stream)
+            await self._close_stream(stream)
+            self._release(CONNECTION_BYTES)
             return
-        client = tls.client_base_name(conn.remote.name) if conn.remote.role == "client" else None
-        if client is not None:
-            if self._client_open.get(client, 0) >= self.cfg.max_client_connections:
+        finally:
+            self._handshakes -= 1
+        if remote.role != "client":
+            reader.budget = self._peers_in
+            conn = Connection(self, remote, outbound=False, within=self._peers_out)
+            await self._serve_live(stream, reader, conn)
+            return
+        client = tls.client_base_name(remote.name)
+        share = self._clients.get(client)
+        if share is not None and len(share.conns) >= self.cfg.max_client_connections:
+            idle = self._idlest(share)
+            if idle is None:
                 self.counters.refused_connections += 1
                 log.warning(
-                    "refusing a connection of client %s: it has %d open "
+                    "refusing a connection of client %s: its %d connections are all busy "
                     "(net.max_client_connections)",
                     client,
-                    self._client_open[client],
+                    len(share.conns),
                 )
-                bye = m.Bye("too many connections from this client (net.max_client_connections)")
+                bye = m.Bye(
+                    "too many connections from this client, none of them idle "
+                    "(net.max_client_connections)"
+                )
                 with trio.move_on_after(self.cfg.close_timeout_s), contextlib.suppress(Exception):
                     await stream.send_all(codec.frame(codec.encode_message(bye)))
-                with trio.move_on_after(self.cfg.close_timeout_s):
-                    await trio.aclose_forcefully(stream)
+                await self._close_stream(stream)
+                self._release(CONNECTION_BYTES)
                 return
-            self._client_open[client] = self._client_open.get(client, 0) + 1
+            # Its own idle connections (a script that left them open, a shared certificate)
+            # must not lock a client out: the one idle longest makes room.
+            log.info(
+                "closing a connection of client %s idle for %.0f s: a new one needs its room "
+                "(net.max_client_connections)",
+                client,
+                trio.current_time() - idle.last_received,
+            )
+            del share.conns[idle]
+            idle.close()
+        if share is None:
+            cfg, whose = self.cfg, f", client {client!r}"
+            share = self._clients[client] = _ClientShare(
+                ByteBudget(
+                    cfg.max_receive_bytes_per_client,
+                    "net.max_receive_bytes_per_client" + whose,
+                    self._clients_in,
+                ),
+                ByteBudget(
+                    cfg.max_send_bytes_per_client,
+                    "net.max_send_bytes_per_client" + whose,
+                    self._clients_out,
+                ),
+            )
+        reader.budget = share.received
+        conn = Connection(self, remote, outbound=False, within=share.queued)
+        share.conns[conn] = reader
         try:
-            known = self.connection(conn.remote.name)
-            if known is None:
-                self._conns[conn.remote.name] = conn
-            await self._pump(stream, reader, conn)
+            await self._serve_live(stream, reader, conn)
         finally:
-            if client is not None:
-                left = self._client_open[client] - 1
-                if left:
-                    self._client_open[client] = left
-                else:
-                    del self._client_open[client]
+            share.conns.pop(conn, None)
+            if not share.conns and self._clients.get(client) is share:
+                del self._clients[client]
+
+    def _idlest(self, share: _ClientShare) -> Connection | None:
+        """The client's connection idle longest: nothing being answered, written or
+        received. None when every one is busy."""
+        idle = [
+            conn
+            for conn, reader in share.conns.items()
+            if not conn.outbox and not reader.buffer and not self.busy(conn)
+        ]
+        return min(idle, key=lambda conn: conn.last_received, default=None)
+
+    async def _serve_live(
+        self, stream: trio.abc.Stream, reader: FrameReader, conn: Connection
+    ) -> None:
+        assert conn.remote is not None
+        if self.connection(conn.remote.name) is None:
+            self._conns[conn.remote.name] = conn
+        await self._pump(stream, reader, conn)
 
     async def _handshake(self, stream: trio.abc.Stream, reader: FrameReader) -> Identity:
         me = self.identity
         hello = m.Hello(m.PROTOCOL_VERSION, me.name, me.cluster, me.role)
         await stream.send_all(codec.frame(codec.encode_message(hello)))
-        body = await reader.read()
+        body = await reader.read(codec.HELLO_MAX_BYTES)
         if body is None:
             raise HandshakeError("closed during the handshake")
         msg = codec.decode_message(body, self.cfg.max_message_depth, self.cfg.max_items)
@@ -425,9 +535,37 @@ class TcpTransport:
             conn._drop_outbox()
             if self._conns.get(conn.remote_name) is conn:
                 del self._conns[conn.remote_name]
-            with trio.CancelScope(shield=True), trio.move_on_after(self.cfg.close_timeout_s):
-                await trio.aclose_forcefully(stream)
+            with trio.CancelScope(shield=True):
+                await self._close_stream(stream)
             self.on_closed(conn)
+            self._release(CONNECTION_BYTES + max(conn.outbox.peak, reader.peak))
+
+    def _release(self, size: int, settle: bool = False) -> None:
+        """``size`` bytes were just let go of (a closed connection's, a large frame's): once
+        net.trim_after_bytes have been (with ``settle``: any), hand the heap's free memory
+        back to the system (satind/heap.py). Freed in small pieces among pieces still in
+        use, it would stay in the peer's RSS for good."""
+        limit = self.cfg.trim_after_bytes
+        if limit <= 0:
+            return
+        self._released += size
+        if self._released >= limit or (settle and self._released):
+            self._released = 0
+            heap.trim()
+
+    async def _close_stream(self, stream: trio.abc.Stream) -> None:
+        """Close a stream within ``close_timeout_s`` and free its TLS state now.
+
+        trio's SSLStream refers to itself through its handshake latch (``_Once`` holding the
+        bound ``_do_handshake``), so it, its OpenSSL object and buffers (about 20 KB) are
+        freed by the cyclic collector only — and a peer process runs that seldom
+        (engine.gc_young_threshold): thousands of closed connections stayed in memory.
+        Dropping the latch once the stream is closed breaks the cycle.
+        """
+        with trio.move_on_after(self.cfg.close_timeout_s):
+            await trio.aclose_forcefully(stream)
+        if isinstance(stream, trio.SSLStream):
+            _forget_tls(stream)
 
     async def _write_loop(self, stream: trio.abc.Stream, conn: Connection) -> None:
         counters = self.counters
@@ -442,30 +580,23 @@ class TcpTransport:
                 await conn.wakeup.wait()
                 conn.wakeup = trio.Event()
                 while conn.outbox:
+                    item = conn.outbox.take()
                     if emulate:
                         # Wide-area emulation: each frame leaves `latency` after it was
                         # posted, and the connection is paced to the bandwidth.
-                        posted, data = conn.outbox.popleft()
-                        await trio.sleep_until(posted + latency)
-                        chunks = [data]
-                    else:
-                        chunks = [frame for _, frame in conn.outbox]
-                        conn.outbox.clear()
-                        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                    # Counted as sent once it leaves the outbox: the bytes in flight are the
-                    # stream's (bounded by the kernel's socket buffer).
-                    conn._sent(len(data))
+                        await trio.sleep_until(item.posted + latency)
                     if wide:
-                        counters.messages_wide += len(chunks)
-                        counters.bytes_wide += len(data)
+                        counters.messages_wide += item.frames
+                        counters.bytes_wide += len(item.data)
                     else:
-                        counters.messages_local += len(chunks)
-                        counters.bytes_local += len(data)
-                    await stream.send_all(data)
+                        counters.messages_local += item.frames
+                        counters.bytes_local += len(item.data)
+                    await stream.send_all(item.data)
+                    conn.outbox.written(item)
                     if emulate and rate > 0:
-                        await trio.sleep(len(data) / rate)
+                        await trio.sleep(len(item.data) / rate)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("write to %s failed: %s", conn.remote_name, exc)
+            log.debug("write to %s failed: %s", conn.remote_name, str(exc))
             conn.cancel_scope.cancel()
 
     async def _read_loop(self, reader: FrameReader, conn: Connection) -> None:
@@ -475,19 +606,30 @@ class TcpTransport:
                 body = await reader.read()
                 if body is None:
                     return
+                size = len(body)
+                conn.last_received = trio.current_time()
                 counters.messages_received += 1
-                counters.bytes_received += len(body) + 4
-                if not handle_frame(body, conn, self.on_message, self.cfg, counters):
+                counters.bytes_received += size + 4
+                handled = handle_frame(body, conn, self.on_message, self.cfg, counters)
+                del body  # before trimming: the frame's bytes are what may be handed back
+                if size >= self.cfg.trim_after_bytes:
+                    self._release(size)
+                if not handled:
                     return
         except codec.DecodeError as exc:  # from the reader: a frame over a cap, or too slow
             counters.bad_frames += 1
-            log.warning("closing connection from %s: %s", conn.remote_name, exc)
+            log.warning("closing connection from %s: %s", conn.remote_name, str(exc))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("connection to %s lost: %s", conn.remote_name, exc)
+            log.debug("connection to %s lost: %s", conn.remote_name, str(exc))
 
     def close_all(self) -> None:
         for conn in list(self._conns.values()):
             conn.close()
+
+
+def _forget_tls(stream: trio.SSLStream[Any]) -> None:
+    """Break the cycle through a finished SSLStream's handshake latch (see _close_stream)."""
+    vars(stream).pop("_handshook", None)
 
 
 def _peer_of(stream: trio.SocketStream) -> str:

@@ -168,6 +168,7 @@ class Peer:
                 cfg.net,
                 self._on_message,
                 resolve=self._resolve,
+                busy=lambda conn: id(conn) in self._in_flight,
                 credentials=options.credentials,
                 emulation=cfg.emulation,
             )
