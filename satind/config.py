@@ -550,6 +550,11 @@ class DaemonConfig:
     restart_delay_s: float = 1.0
     # seconds. The longest wait before restarting a peer that keeps crashing.
     restart_max_delay_s: float = 60.0
+    # seconds. A peer that ran this long before it crashed was working, not crash-looping:
+    # its next restart waits restart_delay_s again. The back-off is for a peer that dies as it
+    # starts (a bad plugin, no memory); one killed now and then must come back at once, or
+    # its runs wait (the delays of a doubling back-off that never reset reached a minute).
+    restart_stable_s: float = 5.0
     # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
     # first, then leave).
     on_sigterm: OnSigterm = "leave"

@@ -9,8 +9,9 @@ runtimes expect.
 * A peer that exits with code 0 was stopped or drained: it stays down. When every peer is down
   the supervisor exits 0.
 * A peer that dies otherwise (a crash, SIGKILL) is restarted after ``daemon.restart_delay_s``
-  (doubling on repeated crashes, up to a minute) when ``daemon.restart`` is on; it comes back
-  as a new instance of the same name, and the others recover the old one's work.
+  (doubling on repeated crashes, up to a minute, of a peer that dies within
+  ``daemon.restart_stable_s`` of its start) when ``daemon.restart`` is on; it comes back as a
+  new instance in the same slot, and the others recover the old one's work.
 * SIGTERM or SIGINT stops every peer the graceful way (``daemon.on_sigterm``: leave, or drain
   first) and exits 0.
 
@@ -34,7 +35,7 @@ from pathlib import Path
 import trio
 
 from satind import plugin as plugin_mod
-from satind.config import Config, default_peer_count, for_peer
+from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
 from satind.ops.launcher import (
@@ -67,13 +68,24 @@ def node_name(cfg: Config) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname().split(".")[0]) or "node"
 
 
+def restart_backoff(cfg: DaemonConfig, crashes: int, ran_s: float) -> tuple[int, float]:
+    """After a crash of a peer that ran ``ran_s`` seconds, with ``crashes`` crashes in a row
+    before: the new count, and how long to wait before the restart (doubling with each crash
+    in a row of a peer that dies within ``restart_stable_s`` of its start, up to
+    ``restart_max_delay_s``)."""
+    crashes = 1 if ran_s >= cfg.restart_stable_s else crashes + 1
+    return crashes, min(cfg.restart_max_delay_s, cfg.restart_delay_s * 2 ** (crashes - 1))
+
+
 @dataclass
 class Slot:
     """One peer position on this machine and its current process."""
 
     spec: PeerSpec
     process: PeerProcess | None = None
+    # Crashes in a row, each within daemon.restart_stable_s of its start (the back-off).
     crashes: int = 0
+    started_at: float = 0.0
     stopped: bool = False
 
 
@@ -182,6 +194,7 @@ class Supervisor:
     async def _start(self, slot: Slot) -> None:
         try:
             slot.process = await start_peer(slot.spec)
+            slot.started_at = trio.current_time()
         except OSError as exc:  # no process to be had (fork, pipes): a crash like any other
             raise DaemonError(f"cannot start peer {slot.spec.name}: {exc}") from None
         try:
@@ -223,15 +236,12 @@ class Supervisor:
                 )
                 return
             await slot.process.aclose()
-            slot.crashes += 1
+            ran = trio.current_time() - slot.started_at
+            slot.crashes, delay = restart_backoff(self.cfg.daemon, slot.crashes, ran)
             if not self.cfg.daemon.restart:
                 log.error("peer %s died (exit %d); not restarting", slot.spec.name, code)
                 self._stopped(slot)
                 return
-            delay = min(
-                self.cfg.daemon.restart_max_delay_s,
-                self.cfg.daemon.restart_delay_s * 2 ** (slot.crashes - 1),
-            )
             log.error("peer %s died (exit %d); restarting in %.1f s", slot.spec.name, code, delay)
             await trio.sleep(delay)
             if self._stopping:

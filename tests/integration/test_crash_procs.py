@@ -1,9 +1,9 @@
 """The crash promise under the shipped defaults (issue 28): two daemons on fixed ports, nothing
 tuned, the daemons restarting crashed peers. Every built-in plugin — every kind of run — has
-its master SIGKILLed while it computes (on the machine that joined second), and a thief and
+its master SIGKILLed while it computes (on the machine that joined second), or a thief and
 then the master; the restarted process in the master's slot is a newcomer, never taken for
 the old one, and the answer equals an independent reference (tests/references.py).
-`benchmarks/crashes.py` runs the same cases many times."""
+`benchmarks/crashes.py` runs every plugin in both ways, many times."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.crashes import Case, cases, run_case, two_machines
+from tests.integration.crashes import IN_CI, Case, cases, run_case, two_machines
 from tests.integration.test_daemon import Daemon, status
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, D
         yield keys, m1, m2
 
 
-@pytest.mark.parametrize("case", cases(), ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in cases() if c.name in IN_CI], ids=lambda c: c.name)
 def test_a_killed_master_is_replaced_and_the_answer_is_exact(
     machines: tuple[Path, Daemon, Daemon], case: Case
 ) -> None:
