@@ -4,7 +4,6 @@ and stop cleanly."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import socket
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests import independent
-from tests.integration.procs import alive, children_of, kill_all
+from tests.integration.procs import alive, children_of, kill_all, peer_slot
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).parent.parent / "data"
@@ -67,7 +66,12 @@ class Daemon:
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"), cwd=cwd
         )
-        self.addresses = self._wait_for_addresses(name)
+        self.children: list[int] = []
+        try:
+            self.addresses = self._wait_for_addresses(name)
+        except AssertionError:
+            self.kill()  # not left running when it did not start in time
+            raise
         self.children = children_of(self.proc.pid)
 
     def _wait_for_addresses(self, name: str) -> dict[str, str]:
@@ -90,19 +94,41 @@ class Daemon:
         """The process running in ``slot`` (m1/0) now: after a restart, the new one."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            for pid in children_of(self.proc.pid):
-                with contextlib.suppress(OSError):
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if b"--name" in argv and argv[argv.index(b"--name") + 1] == slot.encode():
-                        return pid
+            pid = self.peers().get(slot)
+            if pid is not None:
+                return pid
             time.sleep(0.05)
         raise AssertionError(f"no process in slot {slot}")
 
+    def peers(self) -> dict[str, int]:
+        """Slot -> pid of the peer processes the daemon runs now (a zombie it has not reaped
+        yet has no command line, so a killed peer is not among them; nothing once the daemon
+        is gone)."""
+        found = {}
+        for pid in self._children():
+            slot = peer_slot(pid)
+            if slot is not None:
+                found[slot] = pid
+        return found
+
+    def _children(self) -> list[int]:
+        # Only while the daemon is not reaped: after that its pid may be another process's.
+        return children_of(self.proc.pid) if self.proc.poll() is None else []
+
     def kill(self) -> None:
-        # Its peers now (a restarted one has a new pid) and those it started with.
-        peers = set(self.children) | set(children_of(self.proc.pid))
+        """SIGKILL the daemon and its peers, by pid. Only the peers it runs now are killed, and
+        those it started with that are still its own: a pid from an earlier listing may name
+        another process by now (a peer killed and restarted; pids are reused)."""
+        peers = set(self._children()) | {pid for pid in self.children if self.runs(pid)}
         self.proc.kill()
+        self.proc.wait()
         kill_all(sorted(peers))
+
+    def runs(self, pid: int) -> bool:
+        """Whether ``pid`` is a peer process in one of this daemon's slots (its child, or one
+        that outlived it)."""
+        slot = peer_slot(pid)
+        return slot is not None and slot.startswith(f"{self.name}/")
 
 
 def client(
