@@ -48,6 +48,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,8 @@ BACK_LIMIT_S = 120.0
 WARM_S = (60.0, 120.0)
 FLAT_MB = 5.0
 FLAT_FRACTION = 0.10
-# Lines of a daemon log quoted for a run that was not exact.
-LOG_LINES = 40
+# Daemon log lines quoted for a run that was not exact.
+LOG_LINES = 60
 
 
 @dataclass
@@ -182,6 +183,7 @@ class Soak:
         self.clients: dict[int, subprocess.Popen[str]] = {}
         self.kills: list[Kill] = []
         self.restarts: Counter[str] = Counter()
+        self.killer_errors: list[str] = []
         self.threads: list[threading.Thread] = []
         # `satind status --json` runs at the end of the soak, for the runs that were not exact.
         self.final_status: dict[str, dict[str, Any]] = {}
@@ -192,7 +194,9 @@ class Soak:
         return time.monotonic() - self.began
 
     def say(self, text: str) -> None:
-        print(f"[{self.now():7.1f} s] {text}", file=sys.stderr, flush=True)
+        # One write per line: the threads' lines do not interleave.
+        sys.stderr.write(f"[{self.now():7.1f} s] {text}\n")
+        sys.stderr.flush()
 
     # -- clients -------------------------------------------------------------------------
 
@@ -282,8 +286,9 @@ class Soak:
                 else:
                     daemon = rng.choice(self.daemons)
                     kill = self.kill_peer(daemon, rng.choice(sorted(daemon.addresses)), "peer")
-            except (AssertionError, subprocess.TimeoutExpired, ValueError) as exc:
-                # No process in a slot, a machine not back, no status.
+            except Exception as exc:  # no process in a slot, a machine not back, no status
+                # The soak goes on (its report says how often the killer failed).
+                self.killer_errors.append(f"{self.now():.1f} s: {type(exc).__name__}: {exc}")
                 self.say(f"killer: {type(exc).__name__}: {exc}")
                 continue
             self.say(
@@ -457,7 +462,11 @@ def spread(values: Sequence[float]) -> dict[str, Any]:
 def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
     subs = soak.submissions
     outcomes = Counter(s.outcome for s in subs)
-    refused = Counter(_reason(s.why) for s in subs if s.outcome == "refused")
+    refused = Counter(
+        _reason(s.why) + (" (the peer was down: killed)" if _down(soak, s.to, s.start) else "")
+        for s in subs
+        if s.outcome == "refused"
+    )
     by_workload = []
     for workload in WORKLOADS:
         mine = [s for s in subs if s.argv == workload.argv]
@@ -507,8 +516,10 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
         "summary": {
             "runs": len(subs),
             **{o: outcomes.get(o, 0) for o in OUTCOMES},
+            "abandoned": outcomes.get("abandoned", 0),
             "refused_because": dict(refused),
             "kills": dict(Counter(k.action for k in soak.kills)),
+            "killer_errors": soak.killer_errors,
             "back_after_kill_s": spread(back),
             "answer_after_kill_s": {what: spread(v) for what, v in sorted(after.items())},
             "exact_wall_s": {
@@ -534,6 +545,13 @@ def _reason(why: str) -> str:
     why = re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "ADDRESS", why)
     why = re.sub(r"\b\d{8}-\d{6}-[0-9a-f]+\b", "RUN", why)
     return re.sub(r"\b\d+(\.\d+)?\b", "N", why)[:200]
+
+
+def _down(soak: Soak, slot: str, t: float) -> bool:
+    """Whether ``slot`` was killed and not back yet (within a second) at ``t``."""
+    return any(
+        slot in k.slots and k.t - 1 <= t <= k.t + (k.back_s or BACK_LIMIT_S) + 1 for k in soak.kills
+    )
 
 
 def _commit() -> str:
@@ -594,17 +612,11 @@ def rss_report(samples: Sequence[RssSample]) -> dict[str, Any]:
 def failure(sub: Submission, soak: Soak, workdir: Path) -> dict[str, Any]:
     """What there is to know about a run that was not exact."""
     end = sub.end if sub.end is not None else soak.now()
+    during = [k for k in soak.kills if sub.start <= k.t <= end]
     kills = [
-        {"t": k.t, "action": k.action, "slots": k.slots, "master_of": k.run_id}
-        for k in soak.kills
-        if sub.n in k.in_flight or sub.start <= k.t <= end
+        {"t": k.t, "action": k.action, "slots": k.slots, "master_of": k.run_id} for k in during
     ]
-    lines: list[str] = []
-    if sub.run_id:
-        for log in sorted(workdir.glob("keys/*.log*")):
-            for line in log.read_text(errors="replace").splitlines():
-                if sub.run_id in line:
-                    lines.append(f"{log.name}: {line}")
+    lines = log_lines(workdir, sub.run_id, [(k.wall - 1, k.wall + KILL_WINDOW_S) for k in during])
     return {
         "n": sub.n,
         "run_id": sub.run_id,
@@ -616,9 +628,40 @@ def failure(sub: Submission, soak: Soak, workdir: Path) -> dict[str, Any]:
         "end": round(end, 1),
         "kills_during": kills,
         "client_stderr": sub.stderr_tail,
-        "log_lines": lines[:LOG_LINES] + (["..."] if len(lines) > LOG_LINES else []),
+        "log_lines": lines,
         "status_at_end": soak.final_status.get(sub.run_id),
     }
+
+
+# Daemon log lines left out of a failure's: an SPMD run's entity moves (dozens a second).
+NOISE = re.compile(r"proposing entity|moving entity")
+# Lines about recovery, quoted when they come within KILL_WINDOW_S s of a kill during the run.
+RECOVERY = re.compile(r"WARNING|ERROR|is dead|newer instance|suspecting|taking over|, master ")
+KILL_WINDOW_S = 20.0
+
+
+def log_lines(workdir: Path, run_id: str, windows: Sequence[tuple[float, float]]) -> list[str]:
+    """The daemon log lines (all files, in time order) that name ``run_id``, and those about
+    recovery in ``windows`` (time.time() intervals)."""
+    found: list[tuple[str, str]] = []
+    for log in workdir.glob("keys/*.log*"):
+        for line in log.read_text(errors="replace").splitlines():
+            if NOISE.search(line):
+                continue
+            if run_id and run_id in line:
+                found.append((line, log.name))
+            elif windows and RECOVERY.search(line):
+                try:
+                    stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                except ValueError:
+                    continue
+                if any(low <= stamp <= high for low, high in windows):
+                    found.append((line, log.name))
+    found.sort()
+    lines = [f"{name}: {line}" for line, name in found]
+    return lines[:LOG_LINES] + (
+        [f"... {len(lines) - LOG_LINES} more"] if len(lines) > LOG_LINES else []
+    )
 
 
 def summary_text(result: dict[str, Any]) -> str:
@@ -627,7 +670,9 @@ def summary_text(result: dict[str, Any]) -> str:
         f"satind chaos soak: {c['daemons']} daemons x 2 peers, {c['clients']} clients, "
         f"{c['minutes']:g} min, seed {c['seed']}, {result['machine']['cores']} cores, "
         f"commit {result['commit']}",
-        f"runs: {s['runs']}: " + ", ".join(f"{s[o]} {o}" for o in OUTCOMES),
+        f"runs: {s['runs']}: "
+        + ", ".join(f"{s[o]} {o}" for o in OUTCOMES)
+        + (f", {s['abandoned']} abandoned (interrupted)" if s["abandoned"] else ""),
     ]
     for why, n in sorted(s["refused_because"].items(), key=lambda x: -x[1]):
         out.append(f"  refused {n} x: {why}")
@@ -645,6 +690,7 @@ def summary_text(result: dict[str, Any]) -> str:
     for what, v in s["exact_wall_s"].items():
         out.append(f"  exact runs {what}: median {v['median']} s, max {v['max']} s ({v['n']})")
     out.append(f"  jobs restarted in all: {s['jobs_restarted']}")
+    out.extend(f"  the killer failed at {why}" for why in s["killer_errors"])
     out.append("")
     out.append(
         "| workload | kind | runs | exact | wrong | lost | stuck | refused | wall s (median, max) |"
@@ -678,7 +724,7 @@ def summary_text(result: dict[str, Any]) -> str:
             master = f" (master of {k['master_of']})" if k["master_of"] else ""
             out.append(f"  kill at {k['t']:.1f} s: {k['action']} {', '.join(k['slots'])}{master}")
         out.extend(f"  client: {line}" for line in f["client_stderr"][-3:])
-        out.extend(f"  log: {line}" for line in f["log_lines"][:10])
+        out.extend(f"  log: {line}" for line in f["log_lines"][:20])
     out.append("")
     out.append(f"work directory (keys, daemon logs): {result['workdir']}")
     return "\n".join(out)
@@ -709,7 +755,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--minutes", type=float, default=10.0, help="how long runs are submitted (default 10)"
     )
     parser.add_argument(
-        "--daemons", type=int, choices=(2, 3), default=2, help="machines, two peers each (default 2)"
+        "--daemons",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        help="machines, two peers each (default 2)",
     )
     parser.add_argument(
         "--clients", type=int, default=3, help="client threads submitting runs (default 3)"
