@@ -189,6 +189,8 @@ class Soak:
         self.final_status: dict[str, dict[str, Any]] = {}
         self.rss: list[RssSample] = []
         self.checker = Checker()
+        only = set(args.only or [])
+        self.workloads = [w for w in WORKLOADS if not only or w.argv[0] in only]
 
     def now(self) -> float:
         return time.monotonic() - self.began
@@ -203,7 +205,7 @@ class Soak:
     def client(self, index: int) -> None:
         rng = random.Random(f"{self.args.seed}-client-{index}")
         while not self.stopping.is_set() and time.monotonic() < self.until:
-            workload = rng.choice(WORKLOADS)
+            workload = rng.choice(self.workloads)
             daemon = rng.choice(self.daemons)
             slot = rng.choice(sorted(daemon.addresses))
             with self.lock:
@@ -273,7 +275,7 @@ class Soak:
     def killer(self) -> None:
         rng = random.Random(f"{self.args.seed}-killer")
         low, high = self.args.kill_every
-        while True:
+        while not self.args.no_kills:
             delay = rng.uniform(low, high)
             if time.monotonic() + delay >= self.until or self.stopping.wait(delay):
                 return
@@ -468,7 +470,7 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
         if s.outcome == "refused"
     )
     by_workload = []
-    for workload in WORKLOADS:
+    for workload in soak.workloads:
         mine = [s for s in subs if s.argv == workload.argv]
         times = [s.end - s.start for s in mine if s.outcome == "exact" and s.end is not None]
         by_workload.append(
@@ -509,7 +511,8 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
             "clients": soak.args.clients,
             "seed": soak.args.seed,
             "deadline_s": soak.args.deadline,
-            "kill_every_s": soak.args.kill_every,
+            "kill_every_s": None if soak.args.no_kills else soak.args.kill_every,
+            "only": soak.args.only,
             "p_master": P_MASTER,
             "p_machine": P_MACHINE,
         },
@@ -530,6 +533,7 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
         },
         "workloads": by_workload,
         "failures": [failure(s, soak, workdir) for s in subs if s.outcome in FAILURES],
+        "tracebacks": tracebacks(workdir),
         "kills": [asdict(k) for k in soak.kills],
         "runs": [asdict(s) for s in subs],
         "rss_samples": [asdict(r) for r in soak.rss],
@@ -664,6 +668,25 @@ def log_lines(workdir: Path, run_id: str, windows: Sequence[tuple[float, float]]
     )
 
 
+def tracebacks(workdir: Path) -> list[dict[str, str]]:
+    """Python tracebacks in the daemon logs: a peer's thread (its compute thread) that died of
+    an exception prints one, unprefixed, to the daemon's stderr. Each with the time of the log
+    line before it, its first line (which thread) and its last (the exception)."""
+    found = []
+    for log in sorted(workdir.glob("keys/*.log*")):
+        lines = log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith("Traceback (most recent call last)"):
+                continue
+            head = lines[i - 1] if i and lines[i - 1].startswith("Exception in") else ""
+            before = next((x[:23] for x in reversed(lines[:i]) if x[:4].isdigit()), "")
+            end = next(
+                (x for x in lines[i + 1 :] if x and not x.startswith((" ", "\t"))), "(no end)"
+            )
+            found.append({"log": log.name, "after": before, "thread": head, "exception": end})
+    return found
+
+
 def summary_text(result: dict[str, Any]) -> str:
     s, c = result["summary"], result["config"]
     out = [
@@ -691,6 +714,10 @@ def summary_text(result: dict[str, Any]) -> str:
         out.append(f"  exact runs {what}: median {v['median']} s, max {v['max']} s ({v['n']})")
     out.append(f"  jobs restarted in all: {s['jobs_restarted']}")
     out.extend(f"  the killer failed at {why}" for why in s["killer_errors"])
+    for tb in result["tracebacks"]:
+        out.append(
+            f"TRACEBACK in {tb['log']} after {tb['after']}: {tb['thread']} {tb['exception']}"
+        )
     out.append("")
     out.append(
         "| workload | kind | runs | exact | wrong | lost | stuck | refused | wall s (median, max) |"
@@ -786,6 +813,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rss-every", type=float, default=10.0, help="seconds between RSS samples (default 10)"
+    )
+    parser.add_argument(
+        "--no-kills", action="store_true", help="kill nothing (the same load, no faults)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="PLUGIN",
+        choices=sorted({w.argv[0] for w in WORKLOADS}),
+        help="submit only these plugins' workloads (to chase one failure)",
     )
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.clients < 1 or args.deadline <= 0:
