@@ -465,7 +465,8 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
     subs = soak.submissions
     outcomes = Counter(s.outcome for s in subs)
     refused = Counter(
-        _reason(s.why) + (" (the peer was down: killed)" if _down(soak, s.to, s.start) else "")
+        _reason(s.why)
+        + (" (the peer was down: killed)" if _down(soak, s.to, s.start, s.end) else "")
         for s in subs
         if s.outcome == "refused"
     )
@@ -523,6 +524,7 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
             "refused_because": dict(refused),
             "kills": dict(Counter(k.action for k in soak.kills)),
             "killer_errors": soak.killer_errors,
+            "peer_tracebacks": len(tracebacks(workdir)),
             "back_after_kill_s": spread(back),
             "answer_after_kill_s": {what: spread(v) for what, v in sorted(after.items())},
             "exact_wall_s": {
@@ -551,10 +553,13 @@ def _reason(why: str) -> str:
     return re.sub(r"\b\d+(\.\d+)?\b", "N", why)[:200]
 
 
-def _down(soak: Soak, slot: str, t: float) -> bool:
-    """Whether ``slot`` was killed and not back yet (within a second) at ``t``."""
+def _down(soak: Soak, slot: str, start: float, end: float | None) -> bool:
+    """Whether ``slot`` was killed and not back yet (give or take a second) at some time
+    from ``start`` to ``end``."""
+    end = start if end is None else end
     return any(
-        slot in k.slots and k.t - 1 <= t <= k.t + (k.back_s or BACK_LIMIT_S) + 1 for k in soak.kills
+        slot in k.slots and k.t - 1 <= end and start <= k.t + (k.back_s or BACK_LIMIT_S) + 1
+        for k in soak.kills
     )
 
 
