@@ -100,9 +100,13 @@ P_MACHINE = 0.15
 MACHINE_DOWN_S = 3.0
 # seconds. How long a killed peer or machine may take to be back before the soak says so.
 BACK_LIMIT_S = 120.0
-# A process is flat when its RSS at the end exceeds the RSS it had once warm (60 to 120 s
-# into its life, plugins imported, the first runs done) by at most this much.
-WARM_S = (60.0, 120.0)
+# A process is judged on its samples under load (while runs were submitted) from WARM_S into
+# its life (plugins imported, the first runs done) on, when they span JUDGED_S or more. Its
+# RSS steps up as it meets bigger working sets, then stays: it is flat when the high-water
+# mark of the second half of that span exceeds the first half's by at most FLAT_MB or
+# FLAT_FRACTION, whichever is more. A leak keeps raising it.
+WARM_S = 60.0
+JUDGED_S = 180.0
 FLAT_MB = 5.0
 FLAT_FRACTION = 0.10
 # Daemon log lines quoted for a run that was not exact.
@@ -531,7 +535,7 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
                 what: spread([round(t, 2) for t in v]) for what, v in exact_times.items()
             },
             "jobs_restarted": sum(s.restarted for s in subs),
-            "rss": rss_report(soak.rss),
+            "rss": rss_report(soak.rss, 60 * soak.args.minutes),
         },
         "workloads": by_workload,
         "failures": [failure(s, soak, workdir) for s in subs if s.outcome in FAILURES],
@@ -570,9 +574,10 @@ def _commit() -> str:
     return proc.stdout.strip()
 
 
-def rss_report(samples: Sequence[RssSample]) -> dict[str, Any]:
-    """Per slot: first, last and max RSS; per process that lived long enough to be judged,
-    its RSS once warm and at its end; flat when no process grew past the bound."""
+def rss_report(samples: Sequence[RssSample], until: float) -> dict[str, Any]:
+    """Per slot: first, last and max RSS; per process that lived long enough under load
+    (``until``: the end of the submissions) to be judged, the high-water marks of the two
+    halves of its life from WARM_S on; flat when no process grew past the bound."""
     slots: dict[str, list[RssSample]] = defaultdict(list)
     for sample in samples:
         slots[sample.slot].append(sample)
@@ -585,11 +590,12 @@ def rss_report(samples: Sequence[RssSample]) -> dict[str, Any]:
         lives = []
         for pid, life in processes.items():
             born = life[0].t
-            warm = [s.mb for s in life if WARM_S[0] <= s.t - born < WARM_S[1]]
-            late = [s.mb for s in life if s.t - born >= WARM_S[1]]
-            if not warm or len(late) < 3:
+            span = [s for s in life if s.t - born >= WARM_S and s.t <= until]
+            if len(span) < 4 or span[-1].t - span[0].t < JUDGED_S:
                 continue
-            start, end = statistics.median(warm), statistics.median(s.mb for s in life[-3:])
+            middle = (span[0].t + span[-1].t) / 2
+            start = max(s.mb for s in span if s.t <= middle)
+            end = max(s.mb for s in span if s.t > middle)
             flat = end - start <= max(FLAT_MB, FLAT_FRACTION * start)
             judged += 1
             if not flat:
@@ -597,9 +603,9 @@ def rss_report(samples: Sequence[RssSample]) -> dict[str, Any]:
             lives.append(
                 {
                     "pid": pid,
-                    "lived_s": round(life[-1].t - born, 1),
-                    "warm_mb": round(start, 1),
-                    "end_mb": round(end, 1),
+                    "judged_s": [round(span[0].t, 1), round(span[-1].t, 1)],
+                    "first_half_max_mb": round(start, 1),
+                    "second_half_max_mb": round(end, 1),
                     "flat": flat,
                 }
             )
@@ -738,10 +744,15 @@ def summary_text(result: dict[str, Any]) -> str:
     out.append("")
     rss = s["rss"]
     out.append(f"RSS: {rss['verdict']} ({rss['processes_judged']} processes judged)")
-    out.append("| slot | first MB | last MB | max MB | processes | warm -> end MB (each judged) |")
+    out.append(
+        "| slot | first MB | last MB | max MB | processes | high-water MB, 1st -> 2nd half |"
+    )
     out.append("|---|---|---|---|---|---|")
     for slot, v in rss["slots"].items():
-        lives = ", ".join(f"{j['warm_mb']} -> {j['end_mb']}" for j in v["judged"]) or "-"
+        lives = (
+            ", ".join(f"{j['first_half_max_mb']} -> {j['second_half_max_mb']}" for j in v["judged"])
+            or "-"
+        )
         out.append(
             f"| {slot} | {v['first_mb']} | {v['last_mb']} | {v['max_mb']} | {v['processes']} "
             f"| {lives} |"
