@@ -263,7 +263,13 @@ class Worker:
                     self._want(False)
                 try:
                     self.run_job(job)
-                except (WorkerStopped, RunAborted, SubtreeAborted):
+                except RunAborted:
+                    # A job whose frame is gone (a child left queued when its frame unwound, or
+                    # taken back from a dead thief after that) met its run's abort: there is
+                    # no frame of its run to unwind to here. Dropped; the thread goes on (it
+                    # died of this, and its peer stayed a member that never computed again).
+                    self.current = self.idle_frame
+                except (WorkerStopped, SubtreeAborted):
                     raise
                 except Exception as exc:
                     self._engine_failed(job, exc, self.idle_frame)

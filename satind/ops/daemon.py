@@ -169,7 +169,7 @@ class Supervisor:
             first = self.slots[0].process
             assert first is not None and first.address is not None
             for slot in self.slots[1:]:
-                slot.spec.seeds = [first.address, *self.seeds]
+                slot.spec.seeds = self._seeds_for(slot)
                 await self._start(slot)
             addresses = ", ".join(
                 f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
@@ -190,6 +190,19 @@ class Supervisor:
         if self.fatal is not None:
             raise PeerCannotRun(self.fatal)
         return 0
+
+    def _seeds_for(self, slot: Slot) -> list[Address]:
+        """Where a peer joins: through this machine's other peers, then the configured seeds.
+        Also at a restart, and also peer 0: on the first machine (no seeds) a restarted peer 0
+        started with none and stayed alone for good — the others dial the old instance's
+        address, find a newer one there and hang up — and ran the runs submitted to it alone
+        (benchmarks/soak.py)."""
+        siblings = [
+            s.process.address
+            for s in self.slots
+            if s is not slot and s.process is not None and s.process.address is not None
+        ]
+        return [*siblings, *self.seeds]
 
     async def _start(self, slot: Slot) -> None:
         try:
@@ -249,6 +262,7 @@ class Supervisor:
                 return
             try:
                 await self._vet()  # the plugin files may have changed (`plugins reload`)
+                slot.spec.seeds = self._seeds_for(slot)
                 await self._start(slot)
             except PeerCannotRun as exc:
                 await self._stop_all_because(str(exc))

@@ -11,6 +11,7 @@ independent reference (tests/references.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tests import references
-from tests.integration.procs import children_of, cpu_seconds, free_ports, kill_all
-from tests.integration.test_daemon import Daemon, client, client_in_background, satind, status
+from tests.integration.procs import cpu_seconds, free_ports, kill_all
+from tests.integration.test_daemon import Daemon, client_in_background, satind, status
 
 
 @dataclass(frozen=True)
@@ -92,33 +93,61 @@ def cases() -> list[Case]:
     return out
 
 
+# Machine i's cluster: each machine is a cluster of its own (a site), as on a grid.
+CLUSTERS = ("east", "west", "north")
+
+
 @contextmanager
 def two_machines(keys: Path) -> Iterator[tuple[Daemon, Daemon]]:
     """Two daemons with the shipped defaults on fixed ports; m2 joins second."""
-    assert satind("keys", "init", str(keys)).returncode == 0
-    for name in ("m1", "m2"):
-        assert satind("keys", "issue", str(keys), name).returncode == 0
-    m1 = Daemon(keys, "m1", "east", listen=f"127.0.0.1:{free_ports(2)}")
-    m2: Daemon | None = None
-    try:
-        m2 = Daemon(keys, "m2", "west", m1.first, listen=f"127.0.0.1:{free_ports(2)}")
-        wait_until(lambda: alive(keys, m1.first) == 4, 60, "the four peers to see each other")
+    with machines(keys, 2) as (m1, m2):
         yield m1, m2
-    finally:
-        for daemon in (m1, m2):
-            if daemon is not None:
-                stop(keys, daemon)
 
 
-def stop(keys: Path, daemon: Daemon) -> None:
-    """Stop a daemon gracefully, then make sure: every process it ever ran is gone."""
-    peers = set(daemon.children) | set(children_of(daemon.proc.pid))
-    client(keys, daemon.first, "stop", timeout=30)
+@contextmanager
+def machines(keys: Path, count: int) -> Iterator[list[Daemon]]:
+    """``count`` daemons m1, m2, ... (two peers each) with the shipped defaults on fixed ports,
+    each a cluster of its own, each joining through those before it. The list is the caller's:
+    a daemon it replaces there (a machine restarted) is the one stopped at the end.
+
+    Raises:
+        AssertionError: a daemon did not start, or the peers did not all see each other.
+    """
+    assert 1 <= count <= len(CLUSTERS), f"1 to {len(CLUSTERS)} machines"
+    assert satind("keys", "init", str(keys)).returncode == 0
+    names = [f"m{i + 1}" for i in range(count)]
+    for name in names:
+        assert satind("keys", "issue", str(keys), name).returncode == 0
+    daemons: list[Daemon] = []
     try:
+        for name, cluster in zip(names, CLUSTERS, strict=False):
+            seeds = ",".join(d.first for d in daemons)
+            listen = f"127.0.0.1:{free_ports(2)}"
+            daemons.append(Daemon(keys, name, cluster, seeds, listen=listen))
+        peers = 2 * count
+        wait_until(
+            lambda: alive(keys, daemons[0].first) == peers,
+            60,
+            f"the {peers} peers to see each other",
+        )
+        yield daemons
+    finally:
+        for daemon in daemons:
+            stop(daemon)
+
+
+def stop(daemon: Daemon) -> None:
+    """Stop a daemon gracefully (SIGTERM: its peers leave; no peer need answer a client for
+    it), then make sure, by pid: nothing it ran is left (a daemon that does not stop in time
+    is killed with its peers)."""
+    peers = set(daemon.peers().values())
+    daemon.proc.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
         daemon.proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.proc.kill()
-    kill_all(sorted(peers | set(children_of(daemon.proc.pid))))
+    peers |= set(daemon.peers().values())
+    daemon.kill()
+    # Those that left the daemon's side and are still running in its slots.
+    kill_all(sorted(pid for pid in peers if daemon.runs(pid)))
 
 
 def alive(keys: Path, to: str) -> int:

@@ -26,6 +26,29 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
+def peer_slot(pid: int) -> str | None:
+    """The slot (``--name``, m1/0) of the satind peer process ``pid``; None when ``pid`` is
+    gone or is not a peer."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    if b"satind.ops.child" not in argv or b"--name" not in argv[:-1]:
+        return None
+    return argv[argv.index(b"--name") + 1].decode()
+
+
+def rss_kb(pid: int) -> int | None:
+    """The resident set size of ``pid`` in KiB (VmRSS); None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     try:

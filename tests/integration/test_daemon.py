@@ -4,9 +4,10 @@ and stop cleanly."""
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests import independent
-from tests.integration.procs import alive, children_of, kill_all
+from tests.integration.procs import alive, children_of, free_ports, kill_all, peer_slot
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).parent.parent / "data"
@@ -67,7 +68,12 @@ class Daemon:
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"), cwd=cwd
         )
-        self.addresses = self._wait_for_addresses(name)
+        self.children: list[int] = []
+        try:
+            self.addresses = self._wait_for_addresses(name)
+        except AssertionError:
+            self.kill()  # not left running when it did not start in time
+            raise
         self.children = children_of(self.proc.pid)
 
     def _wait_for_addresses(self, name: str) -> dict[str, str]:
@@ -90,19 +96,41 @@ class Daemon:
         """The process running in ``slot`` (m1/0) now: after a restart, the new one."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            for pid in children_of(self.proc.pid):
-                with contextlib.suppress(OSError):
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if b"--name" in argv and argv[argv.index(b"--name") + 1] == slot.encode():
-                        return pid
+            pid = self.peers().get(slot)
+            if pid is not None:
+                return pid
             time.sleep(0.05)
         raise AssertionError(f"no process in slot {slot}")
 
+    def peers(self) -> dict[str, int]:
+        """Slot -> pid of the peer processes the daemon runs now (a zombie it has not reaped
+        yet has no command line, so a killed peer is not among them; nothing once the daemon
+        is gone)."""
+        found = {}
+        for pid in self._children():
+            slot = peer_slot(pid)
+            if slot is not None:
+                found[slot] = pid
+        return found
+
+    def _children(self) -> list[int]:
+        # Only while the daemon is not reaped: after that its pid may be another process's.
+        return children_of(self.proc.pid) if self.proc.poll() is None else []
+
     def kill(self) -> None:
-        # Its peers now (a restarted one has a new pid) and those it started with.
-        peers = set(self.children) | set(children_of(self.proc.pid))
+        """SIGKILL the daemon and its peers, by pid. Only the peers it runs now are killed, and
+        those it started with that are still its own: a pid from an earlier listing may name
+        another process by now (a peer killed and restarted; pids are reused)."""
+        peers = set(self._children()) | {pid for pid in self.children if self.runs(pid)}
         self.proc.kill()
+        self.proc.wait()
         kill_all(sorted(peers))
+
+    def runs(self, pid: int) -> bool:
+        """Whether ``pid`` is a peer process in one of this daemon's slots (its child, or one
+        that outlived it)."""
+        slot = peer_slot(pid)
+        return slot is not None and slot.startswith(f"{self.name}/")
 
 
 def client(
@@ -239,29 +267,28 @@ def test_client_errors_are_clear(keys: Path) -> None:
     assert proc.returncode == 2 and "chmod 600" in proc.stderr
 
 
-def test_the_supervisor_restarts_a_crashed_peer(keys: Path) -> None:
-    m1 = Daemon(keys, "m1", "east")
-    try:
-        wait_for(
-            lambda: len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 2
-        )
-        victim = m1.children[1]
-        import os
-        import signal as sig
+@pytest.mark.parametrize("slot", ["m1/0", "m1/1"])
+def test_the_supervisor_restarts_a_crashed_peer(keys: Path, slot: str) -> None:
+    # A machine with no seeds, as the first one is, on fixed ports: a restarted peer 0 has
+    # only its siblings to join through (before it was given them, it stayed alone for good:
+    # it saw only itself, and the other peer saw no m1/0 alive).
+    m1 = Daemon(keys, "m1", "east", listen=f"127.0.0.1:{free_ports(2)}")
 
-        os.kill(victim, sig.SIGKILL)
+    def alive_seen_from(to: str) -> set[str]:
+        try:
+            return {p["slot"] for p in status(keys, to)["peers"] if p["state"] == "alive"}
+        except AssertionError:  # not answering (yet)
+            return set()
+
+    try:
+        both = set(m1.addresses)
+        wait_for(lambda: alive_seen_from(m1.first) == both)
+        victim = m1.pid_of(slot)
+        os.kill(victim, signal.SIGKILL)
         # A new process takes its place (after daemon.restart_delay_s), under the same name,
-        # as a newer instance that the other peer accepts.
-        wait_for(
-            lambda: len(children_of(m1.proc.pid)) == 2 and victim not in children_of(m1.proc.pid)
-        )
-        wait_for(
-            lambda: (
-                {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}.get("m1/1")
-                == "alive"
-                and len([p for p in status(keys, m1.first)["peers"] if p["state"] == "alive"]) == 2
-            )
-        )
+        # at the same address, as a newer instance that the other peer accepts.
+        wait_for(lambda: m1.peers().get(slot, victim) != victim)
+        wait_for(lambda: all(alive_seen_from(to) == both for to in m1.addresses.values()))
         assert "restarting" in m1.log.read_text()
         proc = client(keys, m1.first, "submit", "fib", "20", "12", "--wait", "--json")
         assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == 6765
@@ -271,7 +298,6 @@ def test_the_supervisor_restarts_a_crashed_peer(keys: Path) -> None:
         wait_for(lambda: not any(alive(p) for p in children), 10)
     finally:
         m1.kill()
-        kill_all(children_of(m1.proc.pid))
 
 
 def test_draining_a_cluster_mid_run_loses_no_work_and_stop_drain_ends_the_daemon(

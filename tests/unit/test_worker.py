@@ -623,6 +623,43 @@ def test_a_frame_waiting_for_its_children_runs_a_job_placed_here_for_another_run
     assert not t.is_alive()
 
 
+def test_a_queued_child_whose_frame_unwound_cannot_kill_the_compute_thread() -> None:
+    # A child left queued after its frame unwound (its run aborted while another run's job lay
+    # on top of it, or taken back from a dead thief after the unwinding) is popped at the top
+    # level; its run's abort reaches it in its own sync. The RunAborted has no frame of its
+    # run to unwind to: it escaped run_forever and the compute thread died, leaving a peer
+    # alive on the network that never computed again (benchmarks/soak.py: sat beside heat2d,
+    # every SPMD run with an entity there stuck).
+    hooks = Hooks()
+    w = Worker(EngineConfig(), hooks)
+    run = _run()
+    gone = make_root(fib.fn, (9,), run)  # the frame it belonged to, unwound
+    ran = threading.Event()
+
+    @spawnable
+    def stranded() -> int:
+        ran.set()
+        child = fib.spawn(3)
+        run.aborted = True  # the run ends elsewhere while it runs (a speculative abort)
+        w.post(Wakeup())
+        sync()
+        return int(child.result())
+
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    try:
+        w.queue.push(Job(stranded.fn, (), gone, 0, run, 0.25))
+        w.post(Wakeup())
+        assert ran.wait(5.0)
+        other = make_root(fib.fn, (12,), RunState("r2", "test", 0.5))
+        w.post(JobArrived(other))
+        assert hooks.next("finished", timeout=5.0) is other and value(other) == 144
+        assert t.is_alive()
+    finally:
+        w.stop()
+        t.join(10)
+
+
 @spawnable
 def endless(n: int) -> int:
     child = endless.spawn(n + 1)

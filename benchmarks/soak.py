@@ -1,0 +1,885 @@
+"""A chaos soak (issue 28): machines crash, runs keep coming, and every answer must stay exact.
+
+Two or three `satind start` daemons (two peers each, one per core of this machine) on fixed
+ports, with the shipped defaults: no config file, so the default membership timings, and the
+daemon restarting a crashed peer at the same address (tests/integration/crashes.py starts
+them). For ``--minutes``:
+
+* ``--clients`` client threads submit one run after another (`satind submit ... --wait
+  --json`, a new client process per run, as a user types it), each to a peer picked at random,
+  from a mix of every kind of run: divide-and-conquer with CPU-bound (fib, nqueens, tree busy)
+  and sleeping (tree sleep) leaves, speculative (sat, search, othello), shared objects (tsp,
+  knapsack, barneshut), iterative (kmeans) and SPMD (heat2d), each sized to take about 1 to 10
+  s here while the others run;
+* a killer, every 30 to 60 s (``--kill-every``), SIGKILLs a random peer process (its daemon
+  restarts it), or the master of a run that is running (found from `satind status --json`), or
+  a whole machine: its daemon and peers, started again on the same ports a moment later;
+* a sampler reads every peer's (and daemon's) VmRSS every 10 s.
+
+Every answer is compared with an independent reference (tests/references.py). A run is
+*exact*, *wrong* (a reference or the plugin's check disagrees), *lost* (accepted, then the
+client got an error instead of an answer), *stuck* (no answer within ``--deadline`` s: its
+client is killed) or *refused* (never accepted; the reason is kept). Then no new run starts and
+the runs in flight finish (each within its deadline). The report: runs by outcome and by
+workload, each kill and how long until the runs in flight at that moment answered, the peers'
+RSS (first / last / max per slot, and whether each process stayed flat), and every run that was
+not exact with the kills during it and the daemon log lines that name it. A human summary goes
+to stdout, everything to ``--out`` (JSON). Everything the soak starts it stops, by pid, also on
+Ctrl-C or an error; the work directory (keys, daemon logs) is kept for a look afterwards.
+
+    python benchmarks/soak.py --minutes 10 [--daemons 2] [--clients 3] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from satind.net.names import slot_of  # noqa: E402
+from tests import references  # noqa: E402
+from tests.integration.crashes import CLUSTERS, machines  # noqa: E402
+from tests.integration.procs import kill_all, rss_kb  # noqa: E402
+from tests.integration.test_daemon import Daemon, client, client_in_background  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    argv: tuple[str, ...]
+
+
+# Each kind of run, sized on this project's 2-core machine: alone on 4 peers each run takes
+# 0.3 to 4 s (measured before the soak existed; client start-up adds about 0.6 s), about 1 to
+# 10 s with three clients' runs sharing the peers. sat and search are instances with a model
+# and a needle: an UNSAT answer or a tree without needle has no cheap independent check
+# above 22 variables (tests/references.py), so a wrong "UNSAT" shows as wrong.
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("divide-and-conquer, busy", ("fib", "36", "18")),
+    Workload("divide-and-conquer, busy", ("nqueens", "13")),
+    Workload("divide-and-conquer, busy", ("tree", "3", "8", "10", "busy")),
+    Workload("divide-and-conquer, sleeping", ("tree", "3", "8", "20", "sleep")),
+    Workload("divide-and-conquer, sleeping", ("tree", "4", "6", "10", "sleep")),
+    Workload("speculative", ("sat", "random", "130", "2")),
+    Workload("speculative", ("sat", "random", "120", "1")),
+    Workload("speculative", ("search", "5", "6", "3", "2000")),
+    Workload("speculative", ("othello", "6", "3")),
+    Workload("shared objects", ("tsp", "10", "4", "shared")),
+    Workload("shared objects", ("tsp", "14", "3", "shared")),
+    Workload("shared objects", ("knapsack", "80", "3", "shared")),
+    Workload("shared objects", ("barneshut", "3000", "3", "1", "shared")),
+    Workload("iterative", ("kmeans", "100000", "6", "12", "3", "30")),
+    Workload("SPMD", ("heat2d", "120", "120", "200", "8")),
+    Workload("SPMD", ("heat2d", "200", "200", "300", "6")),
+)
+
+# What the killer does, by probability: the master of a running run (the hardest case for
+# recovery), a whole machine (every peer of a daemon at once, and the daemon), else any peer.
+P_MASTER = 0.35
+P_MACHINE = 0.15
+# seconds. A restarted machine is down this long (its peers are declared dead meanwhile).
+MACHINE_DOWN_S = 3.0
+# seconds. How long a killed peer or machine may take to be back before the soak says so.
+BACK_LIMIT_S = 120.0
+# A process is judged on its samples under load (while runs were submitted) from WARM_S into
+# its life (plugins imported, the first runs done) on, when they span JUDGED_S or more. Its
+# RSS steps up as it meets bigger working sets, then stays: it is flat when the high-water
+# mark of the second half of that span exceeds the first half's by at most FLAT_MB or
+# FLAT_FRACTION, whichever is more. A leak keeps raising it.
+WARM_S = 60.0
+JUDGED_S = 180.0
+FLAT_MB = 5.0
+FLAT_FRACTION = 0.10
+# Daemon log lines quoted for a run that was not exact.
+LOG_LINES = 60
+
+
+@dataclass
+class Submission:
+    n: int
+    client: int
+    kind: str
+    argv: tuple[str, ...]
+    to: str  # the slot it was submitted to
+    start: float  # seconds since the soak began
+    wall: float  # time.time() at the start (the daemon logs' clock)
+    end: float | None = None
+    outcome: str = ""  # exact, wrong, lost, stuck, refused (abandoned: interrupted)
+    run_id: str = ""
+    why: str = ""
+    elapsed_s: float | None = None  # the run's own time, from its report
+    restarted: int = 0  # jobs_restarted in its report
+    stderr_tail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Kill:
+    t: float
+    wall: float
+    action: str  # peer, master, machine
+    slots: list[str]
+    pids: list[int]
+    in_flight: list[int]  # submissions not answered at the kill
+    run_id: str = ""  # the run whose master it was (action master)
+    back_s: float | None = None  # until a new process runs in the slot (the machine is up)
+    note: str = ""
+
+
+@dataclass
+class RssSample:
+    t: float
+    slot: str  # m1/0 for a peer, m1 for a daemon
+    pid: int
+    mb: float
+
+
+class Checker:
+    """Verdicts of tests/references.py, each computed once per (run, answer): many runs share
+    an argv and an answer, and some references cost seconds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[str, str] = {}
+
+    def why_not_exact(self, argv: Sequence[str], result: Any) -> str:
+        key = json.dumps([list(argv), result], sort_keys=True)
+        # One at a time: they are CPU-bound, two would only share the GIL.
+        with self._lock:
+            if key not in self._known:
+                try:
+                    references.verify(argv[0], argv[1:], result)
+                    self._known[key] = ""
+                except Exception as exc:  # a malformed answer is as wrong as a bad one
+                    self._known[key] = f"{type(exc).__name__}: {exc}"[:500]
+            return self._known[key]
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace, keys: Path, daemons: list[Daemon]) -> None:
+        self.args = args
+        self.keys = keys
+        self.daemons = daemons  # replaced in place when a machine restarts
+        self.clusters = dict(zip((d.name for d in daemons), CLUSTERS, strict=False))
+        self.began = time.monotonic()
+        self.until = self.began + 60 * args.minutes
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.submissions: list[Submission] = []
+        self.clients: dict[int, subprocess.Popen[str]] = {}
+        self.kills: list[Kill] = []
+        self.restarts: Counter[str] = Counter()
+        self.killer_errors: list[str] = []
+        self.threads: list[threading.Thread] = []
+        # `satind status --json` runs at the end of the soak, for the runs that were not exact.
+        self.final_status: dict[str, dict[str, Any]] = {}
+        self.rss: list[RssSample] = []
+        self.checker = Checker()
+        only = set(args.only or [])
+        self.workloads = [w for w in WORKLOADS if not only or w.argv[0] in only]
+
+    def now(self) -> float:
+        return time.monotonic() - self.began
+
+    def say(self, text: str) -> None:
+        # One write per line: the threads' lines do not interleave.
+        sys.stderr.write(f"[{self.now():7.1f} s] {text}\n")
+        sys.stderr.flush()
+
+    # -- clients -------------------------------------------------------------------------
+
+    def client(self, index: int) -> None:
+        rng = random.Random(f"{self.args.seed}-client-{index}")
+        while not self.stopping.is_set() and time.monotonic() < self.until:
+            workload = rng.choice(self.workloads)
+            daemon = rng.choice(self.daemons)
+            slot = rng.choice(sorted(daemon.addresses))
+            with self.lock:
+                sub = Submission(
+                    len(self.submissions),
+                    index,
+                    workload.kind,
+                    workload.argv,
+                    slot,
+                    self.now(),
+                    time.time(),
+                )
+                self.submissions.append(sub)
+            self.submit(sub, daemon.addresses[slot])
+
+    def submit(self, sub: Submission, to: str) -> None:
+        proc = client_in_background(self.keys, to, "submit", *sub.argv, "--wait", "--json")
+        with self.lock:
+            self.clients[sub.n] = proc
+            if self.stopping.is_set():  # abandon() listed the clients before this one
+                proc.kill()
+        stuck = False
+        try:
+            out, err = proc.communicate(timeout=self.args.deadline)
+        except subprocess.TimeoutExpired:
+            stuck = True
+            proc.kill()
+            out, err = proc.communicate()
+        sub.end = self.now()
+        with self.lock:
+            del self.clients[sub.n]
+        if self.stopping.is_set() and proc.returncode < 0:
+            sub.outcome, sub.why = "abandoned", "the soak was interrupted"
+        else:
+            self.classify(sub, proc.returncode, out, err, stuck)
+        if sub.outcome != "exact":
+            self.say(f"run {sub.n} ({' '.join(sub.argv)}, {sub.run_id}): {sub.outcome}: {sub.why}")
+
+    def classify(self, sub: Submission, code: int, out: str, err: str, stuck: bool) -> None:
+        lines = [line for line in err.splitlines() if line.strip()]
+        sub.stderr_tail = lines[-8:]
+        accepted = re.search(r"satind: run (\S+) submitted", err)
+        sub.run_id = accepted.group(1) if accepted else ""
+        report: dict[str, Any] | None = None
+        with suppress(ValueError):
+            report = json.loads(out)
+        if stuck:
+            sub.outcome, sub.why = "stuck", f"no answer within {self.args.deadline:g} s"
+        elif isinstance(report, dict) and "result" in report:
+            sub.run_id = str(report.get("run_id", sub.run_id))
+            sub.elapsed_s = report.get("elapsed_s")
+            sub.restarted = int(report.get("stats", {}).get("jobs_restarted", 0))
+            why = self.checker.why_not_exact(sub.argv, report["result"])
+            check = str(report.get("check", ""))
+            if not why and check.startswith("failed"):
+                why = f"the reference agrees but the plugin's check {check}"
+            sub.outcome, sub.why = ("wrong", why) if why else ("exact", "")
+        elif accepted:
+            sub.outcome = "lost"
+            sub.why = f"exit {code}: {lines[-1] if lines else 'no message'}"
+        else:
+            sub.outcome = "refused"
+            sub.why = f"exit {code}: {lines[-1] if lines else 'no message'}"
+
+    # -- killer --------------------------------------------------------------------------
+
+    def killer(self) -> None:
+        rng = random.Random(f"{self.args.seed}-killer")
+        low, high = self.args.kill_every
+        while not self.args.no_kills:
+            delay = rng.uniform(low, high)
+            if time.monotonic() + delay >= self.until or self.stopping.wait(delay):
+                return
+            roll = rng.random()
+            try:
+                if roll < P_MACHINE:
+                    kill = self.restart_machine(rng.choice(range(len(self.daemons))))
+                elif roll < P_MACHINE + P_MASTER:
+                    kill = self.kill_master(rng)
+                else:
+                    daemon = rng.choice(self.daemons)
+                    kill = self.kill_peer(daemon, rng.choice(sorted(daemon.addresses)), "peer")
+            except Exception as exc:  # no process in a slot, a machine not back, no status
+                # The soak goes on (its report says how often the killer failed).
+                self.killer_errors.append(f"{self.now():.1f} s: {type(exc).__name__}: {exc}")
+                self.say(f"killer: {type(exc).__name__}: {exc}")
+                continue
+            self.say(
+                f"killed {kill.action} {', '.join(kill.slots)}"
+                + (f" (master of {kill.run_id})" if kill.run_id else "")
+                + (f"; back after {kill.back_s:.1f} s" if kill.back_s is not None else "")
+                + (f"; {kill.note}" if kill.note else "")
+            )
+
+    def in_flight(self) -> list[int]:
+        with self.lock:
+            return sorted(self.clients)
+
+    def kill_peer(self, daemon: Daemon, slot: str, action: str, run_id: str = "") -> Kill:
+        """SIGKILL the process in ``slot``, then wait until its daemon runs a new one there."""
+        pid = daemon.pid_of(slot)
+        kill = Kill(self.now(), time.time(), action, [slot], [pid], self.in_flight(), run_id)
+        kill_all([pid])
+        with self.lock:
+            self.kills.append(kill)
+        deadline = time.monotonic() + BACK_LIMIT_S
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            if daemon.peers().get(slot, pid) != pid:
+                kill.back_s = round(self.now() - kill.t, 2)
+                break
+            time.sleep(0.1)
+        else:
+            kill.note = f"no new process in {slot} after {BACK_LIMIT_S:g} s"
+        return kill
+
+    def kill_master(self, rng: random.Random) -> Kill:
+        """SIGKILL the master of a run that is running now (any peer when none runs)."""
+        running: list[dict[str, Any]] = []
+        for daemon in rng.sample(self.daemons, len(self.daemons)):
+            proc = client(self.keys, daemon.first, "status", "--json", timeout=60)
+            if proc.returncode == 0:
+                running = [r for r in json.loads(proc.stdout)["runs"] if r["state"] == "running"]
+                break
+        if running:
+            run = rng.choice(running)
+            slot = slot_of(run["master"])
+            daemon = next(d for d in self.daemons if slot.startswith(f"{d.name}/"))
+            return self.kill_peer(daemon, slot, "master", run["run_id"])
+        daemon = rng.choice(self.daemons)
+        kill = self.kill_peer(daemon, rng.choice(sorted(daemon.addresses)), "peer")
+        kill.note = "no run was running: a peer instead of a master"
+        return kill
+
+    def restart_machine(self, index: int) -> Kill:
+        """SIGKILL a daemon and its peers (by pid), then start it again on the same ports,
+        joining through the other machines."""
+        old = self.daemons[index]
+        peers = old.peers()
+        kill = Kill(
+            self.now(),
+            time.time(),
+            "machine",
+            sorted(peers),
+            [old.proc.pid, *peers.values()],
+            self.in_flight(),
+        )
+        with self.lock:
+            self.kills.append(kill)
+        old.kill()
+        # Its log goes on in a new file (Daemon opens NAME.log anew).
+        self.restarts[old.name] += 1
+        old.log.rename(old.log.with_name(f"{old.name}.log.{self.restarts[old.name]}"))
+        seeds = ",".join(d.first for d in self.daemons if d is not old)
+        for attempt in range(3):
+            # Not while the soak stops: a daemon started now might miss the teardown.
+            if self.stopping.wait(MACHINE_DOWN_S * (attempt + 1)):
+                kill.note = "the soak stopped before the machine was started again"
+                return kill
+            try:
+                new = Daemon(self.keys, old.name, self.clusters[old.name], seeds, listen=old.first)
+            except AssertionError as exc:  # it did not start (Daemon stopped it)
+                kill.note += f"start {attempt + 1} failed: {str(exc)[-300:]}; "
+                continue
+            self.daemons[index] = new
+            kill.back_s = round(self.now() - kill.t, 2)
+            return kill
+        raise AssertionError(f"machine {old.name} did not start again: {kill.note}")
+
+    # -- sampler -------------------------------------------------------------------------
+
+    def sampler(self) -> None:
+        while True:
+            self.sample()
+            if self.stopping.wait(self.args.rss_every):
+                return
+
+    def sample(self) -> None:
+        t = self.now()
+        for daemon in list(self.daemons):
+            pids = {daemon.name: daemon.proc.pid, **daemon.peers()}
+            for slot, pid in pids.items():
+                kb = rss_kb(pid)
+                if kb is not None:
+                    with self.lock:
+                        self.rss.append(RssSample(round(t, 1), slot, pid, round(kb / 1024, 1)))
+
+    # -- the whole soak ------------------------------------------------------------------
+
+    def run(self) -> None:
+        threads = [
+            threading.Thread(target=self.client, args=(i,), name=f"client-{i}", daemon=True)
+            for i in range(self.args.clients)
+        ]
+        threads.append(threading.Thread(target=self.killer, name="killer", daemon=True))
+        threads.append(threading.Thread(target=self.sampler, name="sampler", daemon=True))
+        self.threads = threads
+        for thread in threads:
+            thread.start()
+        last = time.monotonic()
+        while any(t.is_alive() for t in threads[:-1]):
+            time.sleep(1.0)
+            if time.monotonic() - last >= 30:
+                last = time.monotonic()
+                self.say(self.progress())
+        self.stopping.set()
+        threads[-1].join()
+        self.sample()
+        self.say(self.progress())
+        self.look_up_failures()
+
+    def look_up_failures(self) -> None:
+        """What the members say about the runs that were not exact, before they stop."""
+        ids = {s.run_id for s in self.submissions if s.outcome in FAILURES and s.run_id}
+        if not ids:
+            return
+        for daemon in self.daemons:
+            try:
+                proc = client(self.keys, daemon.first, "status", "--json", timeout=60)
+                runs = json.loads(proc.stdout)["runs"] if proc.returncode == 0 else []
+            except (subprocess.TimeoutExpired, ValueError):
+                continue
+            self.final_status = {r["run_id"]: r for r in runs if r["run_id"] in ids}
+            return
+
+    def progress(self) -> str:
+        with self.lock:
+            counts = Counter(s.outcome or "running" for s in self.submissions)
+        return ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) + (
+            f"; {len(self.kills)} kills"
+        )
+
+    def abandon(self) -> None:
+        """Stop every client process still waiting (Ctrl-C, an error), by pid, and let the
+        killer finish what it does (a machine it starts again must be in ``daemons`` when
+        they are stopped). A second Ctrl-C cannot cut this, nor the daemons' teardown, short:
+        ``main`` ignores SIGINT and SIGTERM until everything is stopped."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+        self.stopping.set()
+        with self.lock:
+            waiting = list(self.clients.values())
+        kill_all([p.pid for p in waiting if p.poll() is None])
+        for thread in self.threads:
+            thread.join(timeout=2 * BACK_LIMIT_S)
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def spread(values: Sequence[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "median": None, "max": None}
+    return {"n": len(values), "median": round(statistics.median(values), 2), "max": max(values)}
+
+
+def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
+    subs = soak.submissions
+    outcomes = Counter(s.outcome for s in subs)
+    refused = Counter(
+        _reason(s.why)
+        + (" (the peer was down: killed)" if _down(soak, s.to, s.start, s.end) else "")
+        for s in subs
+        if s.outcome == "refused"
+    )
+    by_workload = []
+    for workload in soak.workloads:
+        mine = [s for s in subs if s.argv == workload.argv]
+        times = [s.end - s.start for s in mine if s.outcome == "exact" and s.end is not None]
+        by_workload.append(
+            {
+                "kind": workload.kind,
+                "argv": " ".join(workload.argv),
+                "runs": len(mine),
+                **{o: sum(s.outcome == o for s in mine) for o in OUTCOMES},
+                "wall_s": spread([round(t, 2) for t in times]),
+            }
+        )
+    after: dict[str, list[float]] = defaultdict(list)
+    for kill in soak.kills:
+        for n in kill.in_flight:
+            sub = subs[n]
+            if sub.run_id and sub.outcome != "stuck" and sub.end is not None:
+                after[kill.action].append(round(sub.end - kill.t, 2))
+                after["all"].append(round(sub.end - kill.t, 2))
+    back = [k.back_s for k in soak.kills if k.back_s is not None]
+    hit = {n for k in soak.kills for n in k.in_flight}
+    exact_times = {
+        "with a kill during the run": [
+            s.end - s.start for s in subs if s.outcome == "exact" and s.n in hit and s.end
+        ],
+        "without": [
+            s.end - s.start for s in subs if s.outcome == "exact" and s.n not in hit and s.end
+        ],
+    }
+    return {
+        "command": command,
+        "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
+        "commit": _commit(),
+        "workdir": str(workdir),
+        "config": {
+            "minutes": soak.args.minutes,
+            "daemons": soak.args.daemons,
+            "peers": 2 * soak.args.daemons,
+            "clients": soak.args.clients,
+            "seed": soak.args.seed,
+            "deadline_s": soak.args.deadline,
+            "kill_every_s": None if soak.args.no_kills else soak.args.kill_every,
+            "only": soak.args.only,
+            "p_master": P_MASTER,
+            "p_machine": P_MACHINE,
+        },
+        "summary": {
+            "runs": len(subs),
+            **{o: outcomes.get(o, 0) for o in OUTCOMES},
+            "abandoned": outcomes.get("abandoned", 0),
+            "refused_because": dict(refused),
+            "kills": dict(Counter(k.action for k in soak.kills)),
+            "killer_errors": soak.killer_errors,
+            "peer_tracebacks": len(tracebacks(workdir)),
+            "back_after_kill_s": spread(back),
+            "answer_after_kill_s": {what: spread(v) for what, v in sorted(after.items())},
+            "exact_wall_s": {
+                what: spread([round(t, 2) for t in v]) for what, v in exact_times.items()
+            },
+            "jobs_restarted": sum(s.restarted for s in subs),
+            "rss": rss_report(soak.rss, 60 * soak.args.minutes),
+        },
+        "workloads": by_workload,
+        "failures": [failure(s, soak, workdir) for s in subs if s.outcome in FAILURES],
+        "tracebacks": tracebacks(workdir),
+        "kills": [asdict(k) for k in soak.kills],
+        "runs": [asdict(s) for s in subs],
+        "rss_samples": [asdict(r) for r in soak.rss],
+    }
+
+
+OUTCOMES = ("exact", "wrong", "lost", "stuck", "refused")
+FAILURES = ("wrong", "lost", "stuck")
+
+
+def _reason(why: str) -> str:
+    """A refusal's reason without what differs between two refusals of the same kind."""
+    why = re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "ADDRESS", why)
+    why = re.sub(r"\b\d{8}-\d{6}-[0-9a-f]+\b", "RUN", why)
+    return re.sub(r"\b\d+(\.\d+)?\b", "N", why)[:200]
+
+
+def _down(soak: Soak, slot: str, start: float, end: float | None) -> bool:
+    """Whether ``slot`` was killed and not back yet (give or take a second) at some time
+    from ``start`` to ``end``."""
+    end = start if end is None else end
+    return any(
+        slot in k.slots and k.t - 1 <= end and start <= k.t + (k.back_s or BACK_LIMIT_S) + 1
+        for k in soak.kills
+    )
+
+
+def _commit() -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+def rss_report(samples: Sequence[RssSample], until: float) -> dict[str, Any]:
+    """Per slot: first, last and max RSS; per process that lived long enough under load
+    (``until``: the end of the submissions) to be judged, the high-water marks of the two
+    halves of its life from WARM_S on; flat when no process grew past the bound."""
+    slots: dict[str, list[RssSample]] = defaultdict(list)
+    for sample in samples:
+        slots[sample.slot].append(sample)
+    out: dict[str, Any] = {}
+    judged, grew = 0, []
+    for slot, series in sorted(slots.items()):
+        processes: dict[int, list[RssSample]] = defaultdict(list)
+        for sample in series:
+            processes[sample.pid].append(sample)
+        lives = []
+        for pid, life in processes.items():
+            born = life[0].t
+            span = [s for s in life if s.t - born >= WARM_S and s.t <= until]
+            if len(span) < 4 or span[-1].t - span[0].t < JUDGED_S:
+                continue
+            middle = (span[0].t + span[-1].t) / 2
+            start = max(s.mb for s in span if s.t <= middle)
+            end = max(s.mb for s in span if s.t > middle)
+            flat = end - start <= max(FLAT_MB, FLAT_FRACTION * start)
+            judged += 1
+            if not flat:
+                grew.append(f"{slot} pid {pid}")
+            lives.append(
+                {
+                    "pid": pid,
+                    "judged_s": [round(span[0].t, 1), round(span[-1].t, 1)],
+                    "first_half_max_mb": round(start, 1),
+                    "second_half_max_mb": round(end, 1),
+                    "flat": flat,
+                }
+            )
+        out[slot] = {
+            "first_mb": series[0].mb,
+            "last_mb": series[-1].mb,
+            "max_mb": max(s.mb for s in series),
+            "processes": len(processes),
+            "judged": lives,
+        }
+    verdict = (
+        "not judged (no process lived long enough)"
+        if not judged
+        else ("flat" if not grew else f"grew: {', '.join(grew)}")
+    )
+    return {"verdict": verdict, "processes_judged": judged, "slots": out}
+
+
+def failure(sub: Submission, soak: Soak, workdir: Path) -> dict[str, Any]:
+    """What there is to know about a run that was not exact."""
+    end = sub.end if sub.end is not None else soak.now()
+    during = [k for k in soak.kills if sub.start <= k.t <= end]
+    kills = [
+        {"t": k.t, "action": k.action, "slots": k.slots, "master_of": k.run_id} for k in during
+    ]
+    lines = log_lines(workdir, sub.run_id, [(k.wall - 1, k.wall + KILL_WINDOW_S) for k in during])
+    return {
+        "n": sub.n,
+        "run_id": sub.run_id,
+        "argv": " ".join(sub.argv),
+        "outcome": sub.outcome,
+        "why": sub.why,
+        "submitted_to": sub.to,
+        "start": round(sub.start, 1),
+        "end": round(end, 1),
+        "kills_during": kills,
+        "client_stderr": sub.stderr_tail,
+        "log_lines": lines,
+        "status_at_end": soak.final_status.get(sub.run_id),
+    }
+
+
+# Daemon log lines left out of a failure's: an SPMD run's entity moves (dozens a second).
+NOISE = re.compile(r"proposing entity|moving entity")
+# Lines about recovery, quoted when they come within KILL_WINDOW_S s of a kill during the run.
+RECOVERY = re.compile(r"WARNING|ERROR|is dead|newer instance|suspecting|taking over|, master ")
+KILL_WINDOW_S = 20.0
+
+
+def log_lines(workdir: Path, run_id: str, windows: Sequence[tuple[float, float]]) -> list[str]:
+    """The daemon log lines (all files, in time order) that name ``run_id``, and those about
+    recovery in ``windows`` (time.time() intervals)."""
+    found: list[tuple[str, str]] = []
+    for log in workdir.glob("keys/*.log*"):
+        for line in log.read_text(errors="replace").splitlines():
+            if NOISE.search(line):
+                continue
+            if run_id and run_id in line:
+                found.append((line, log.name))
+            elif windows and RECOVERY.search(line):
+                try:
+                    stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                except ValueError:
+                    continue
+                if any(low <= stamp <= high for low, high in windows):
+                    found.append((line, log.name))
+    found.sort()
+    lines = [f"{name}: {line}" for line, name in found]
+    return lines[:LOG_LINES] + (
+        [f"... {len(lines) - LOG_LINES} more"] if len(lines) > LOG_LINES else []
+    )
+
+
+def tracebacks(workdir: Path) -> list[dict[str, str]]:
+    """Python tracebacks in the daemon logs: a peer's thread (its compute thread) that died of
+    an exception prints one, unprefixed, to the daemon's stderr. Each with the time of the log
+    line before it, its first line (which thread) and its last (the exception)."""
+    found = []
+    for log in sorted(workdir.glob("keys/*.log*")):
+        lines = log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith("Traceback (most recent call last)"):
+                continue
+            head = lines[i - 1] if i and lines[i - 1].startswith("Exception in") else ""
+            before = next((x[:23] for x in reversed(lines[:i]) if x[:4].isdigit()), "")
+            end = next(
+                (x for x in lines[i + 1 :] if x and not x.startswith((" ", "\t"))), "(no end)"
+            )
+            found.append({"log": log.name, "after": before, "thread": head, "exception": end})
+    return found
+
+
+def summary_text(result: dict[str, Any]) -> str:
+    s, c = result["summary"], result["config"]
+    out = [
+        f"satind chaos soak: {c['daemons']} daemons x 2 peers, {c['clients']} clients, "
+        f"{c['minutes']:g} min, seed {c['seed']}, {result['machine']['cores']} cores, "
+        f"commit {result['commit']}",
+        f"runs: {s['runs']}: "
+        + ", ".join(f"{s[o]} {o}" for o in OUTCOMES)
+        + (f", {s['abandoned']} abandoned (interrupted)" if s["abandoned"] else ""),
+    ]
+    for why, n in sorted(s["refused_because"].items(), key=lambda x: -x[1]):
+        out.append(f"  refused {n} x: {why}")
+    kills = ", ".join(f"{n} {what}" for what, n in sorted(s["kills"].items()))
+    back = s["back_after_kill_s"]
+    out.append(
+        f"kills: {sum(s['kills'].values())} ({kills or 'none'}); a new process or machine "
+        f"up after median {back['median']} s, max {back['max']} s"
+    )
+    for what, v in s["answer_after_kill_s"].items():
+        out.append(
+            f"  kill ({what}) -> answers of the runs in flight: median {v['median']} s, "
+            f"max {v['max']} s ({v['n']} runs)"
+        )
+    for what, v in s["exact_wall_s"].items():
+        out.append(f"  exact runs {what}: median {v['median']} s, max {v['max']} s ({v['n']})")
+    out.append(f"  jobs restarted in all: {s['jobs_restarted']}")
+    out.extend(f"  the killer failed at {why}" for why in s["killer_errors"])
+    for tb in result["tracebacks"]:
+        out.append(
+            f"TRACEBACK in {tb['log']} after {tb['after']}: {tb['thread']} {tb['exception']}"
+        )
+    out.append("")
+    out.append(
+        "| workload | kind | runs | exact | wrong | lost | stuck | refused | wall s (median, max) |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for w in result["workloads"]:
+        wall = w["wall_s"]
+        out.append(
+            f"| `{w['argv']}` | {w['kind']} | {w['runs']} | "
+            + " | ".join(str(w[o]) for o in OUTCOMES)
+            + f" | {wall['median']}, {wall['max']} |"
+        )
+    out.append("")
+    rss = s["rss"]
+    out.append(f"RSS: {rss['verdict']} ({rss['processes_judged']} processes judged)")
+    out.append(
+        "| slot | first MB | last MB | max MB | processes | high-water MB, 1st -> 2nd half |"
+    )
+    out.append("|---|---|---|---|---|---|")
+    for slot, v in rss["slots"].items():
+        lives = (
+            ", ".join(f"{j['first_half_max_mb']} -> {j['second_half_max_mb']}" for j in v["judged"])
+            or "-"
+        )
+        out.append(
+            f"| {slot} | {v['first_mb']} | {v['last_mb']} | {v['max_mb']} | {v['processes']} "
+            f"| {lives} |"
+        )
+    for f in result["failures"]:
+        out.append("")
+        out.append(
+            f"{f['outcome'].upper()} run {f['n']} {f['run_id'] or '(no id)'}: {f['argv']} to "
+            f"{f['submitted_to']}, {f['start']} s -> {f['end']} s: {f['why']}"
+        )
+        for k in f["kills_during"]:
+            master = f" (master of {k['master_of']})" if k["master_of"] else ""
+            out.append(f"  kill at {k['t']:.1f} s: {k['action']} {', '.join(k['slots'])}{master}")
+        out.extend(f"  client: {line}" for line in f["client_stderr"][-3:])
+        out.extend(f"  log: {line}" for line in f["log_lines"][:20])
+    out.append("")
+    out.append(f"work directory (keys, daemon logs): {result['workdir']}")
+    return "\n".join(out)
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+@contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the soak as Ctrl-C does: everything it started is stopped."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=10.0, help="how long runs are submitted (default 10)"
+    )
+    parser.add_argument(
+        "--daemons",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        help="machines, two peers each (default 2)",
+    )
+    parser.add_argument(
+        "--clients", type=int, default=3, help="client threads submitting runs (default 3)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="the workload, target and kill choices (default 1)"
+    )
+    parser.add_argument(
+        "--out", type=Path, help="write the JSON report here (default: soak.json in the work dir)"
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=300.0,
+        help="seconds a run may take before it counts as stuck (default 300)",
+    )
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        nargs=2,
+        default=(30.0, 60.0),
+        metavar=("MIN", "MAX"),
+        help="seconds between kills, drawn uniformly (default 30 60)",
+    )
+    parser.add_argument(
+        "--rss-every", type=float, default=10.0, help="seconds between RSS samples (default 10)"
+    )
+    parser.add_argument(
+        "--no-kills", action="store_true", help="kill nothing (the same load, no faults)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="PLUGIN",
+        choices=sorted({w.argv[0] for w in WORKLOADS}),
+        help="submit only these plugins' workloads (to chase one failure)",
+    )
+    args = parser.parse_args(argv)
+    if args.minutes <= 0 or args.clients < 1 or args.deadline <= 0:
+        parser.error("--minutes and --deadline must be positive, --clients at least 1")
+    if not 0 < args.kill_every[0] <= args.kill_every[1]:
+        parser.error("--kill-every MIN MAX: 0 < MIN <= MAX")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python benchmarks/soak.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    workdir = Path(tempfile.mkdtemp(prefix="satind-soak-"))
+    keys = workdir / "keys"
+    keys.mkdir()
+    print(f"satind soak: work directory {workdir}", file=sys.stderr, flush=True)
+    soak: Soak | None = None
+    interrupted = False
+    with terminated_as_interrupt():
+        try:
+            with machines(keys, args.daemons) as daemons:
+                soak = Soak(args, keys, daemons)
+                try:
+                    soak.run()
+                finally:
+                    soak.abandon()
+        except KeyboardInterrupt:
+            interrupted = True
+            print("satind soak: interrupted; everything it started is stopped", file=sys.stderr)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # abandon() ignored it
+    if soak is None:
+        return 1
+    result = report(soak, workdir, command)
+    result["interrupted"] = interrupted
+    out = args.out or workdir / "soak.json"
+    out.write_text(json.dumps(result, indent=1))
+    print(summary_text(result))
+    print(f"JSON: {out}")
+    failed = sum(result["summary"][o] for o in FAILURES)
+    return 1 if failed or interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
