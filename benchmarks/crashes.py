@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.integration.crashes import cases, run_case, two_machines  # noqa: E402
+from tests.integration.crashes import cases, run_case, two_machines
 
 
 def main() -> int:
