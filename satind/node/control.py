@@ -126,9 +126,12 @@ async def fetch_result(
                 if found is not None:
                     return found, ""
             if owner is None:
+                # "no run ...": a client that follows a run after losing its master asks
+                # again (this peer may be new, a restarted one, and not know the run yet).
                 why = (
-                    f"no member of the system knows run {run_id} (run ids are printed by "
-                    "`satind submit` and listed by `satind status`)"
+                    f"no run {run_id} known to {peer.name}, and no member of the system keeps "
+                    "its result (run ids are printed by `satind submit` and listed by "
+                    "`satind status`)"
                 )
             return None, why
         if peer.state.is_gone(owner) and not wait:

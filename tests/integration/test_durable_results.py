@@ -57,7 +57,7 @@ def test_a_result_is_fetched_from_survivors_after_its_master_was_drained_or_kill
     # A run that no member knows fails at once, and says so.
     started = time.monotonic()
     proc = client(keys, m2.first, "result", "20990101-000000-000000", "--wait")
-    assert proc.returncode == 1 and "no member of the system knows run" in proc.stderr
+    assert proc.returncode == 1 and "no member of the system keeps its result" in proc.stderr
     assert time.monotonic() - started < 15
 
 
