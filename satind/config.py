@@ -255,6 +255,13 @@ class FaultToleranceConfig:
     # count. Orphan tuples per message when a (re)started run's table is sent to every member
     # with its announce (bounded so that a big table never nears net.max_frame_bytes).
     tuples_per_message: int = 2_000
+    # seconds. A run whose master has been gone this long in this peer's view and that nobody
+    # took over is taken over by the peer the election names, even though it learnt of the
+    # death before it knew the run well enough to respawn it (a restarted peer, a run known
+    # only from a stolen job). The election itself happens at the death; this is its second
+    # chance. Not at once: a peer that was paused (SIGSTOP) resumes believing everybody else
+    # dead until their refutations arrive, and must not take runs over in the meantime.
+    takeover_grace_s: float = 10.0
 
 
 @dataclass(frozen=True)

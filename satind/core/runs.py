@@ -94,6 +94,9 @@ class RunTable:
         # Runs other masters queue (from their "queued" announcements, arguments included):
         # if such a master is lost, the elected peer starts them (recovery/election.py).
         self.queued_elsewhere: dict[str, m.RunInfo] = {}
+        # Runs whose master is gone in this peer's view, and since when (the election's
+        # second chance waits ft.takeover_grace_s: recovery/election.py).
+        self.orphaned_since: dict[str, float] = {}
         self.finished: OrderedDict[str, Finished] = OrderedDict()
         # Runs that ended, as their last announcement (final state, epoch, master): later
         # announcements of them are ignored, `satind result` knows whom to ask, and a peer

@@ -502,9 +502,6 @@ class Peer:
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         self.apply(lifecycle.on_announces(self.state, list(runs), self.now()))
-        # News of a run whose master is already gone (this peer joined, or learnt the run,
-        # after the master's death was news): the election is decided now.
-        self.apply(election.elect(self.state, self.now()))
 
     def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
         self.apply(orphans.on_tuples(self.state, tuples))
@@ -538,7 +535,7 @@ class Peer:
             self.apply(custody.custody_tick(self.state, self.now()))
             # A run whose master is gone and that nobody took over (the peer the election
             # named did not know the run then) is taken over once its successor knows it.
-            self.apply(election.elect(self.state, self.now()))
+            self.apply(election.elect_late(self.state, self.now()))
             rounds += 1
             if rounds % self.cfg.run.stale_check_rounds == 0:
                 for run in self.state.runs.stale(self.name):

@@ -52,9 +52,23 @@ def successor(state: PeerState, but: str = "", among: Collection[str] | None = N
 
 
 def elect(state: PeerState, now: float) -> Effects:
-    """Take over the runs whose master is gone, if this peer is the one to. Called on every
-    member change, on news of runs and now and then (a run can be learnt after its master's
-    death was news), so the orphaned runs are looked for first: finding none is cheap."""
+    """Take over the runs whose master is gone, if this peer is the one to (on every member
+    change)."""
+    return _take_over_orphans(state, now, 0.0)
+
+
+def elect_late(state: PeerState, now: float) -> Effects:
+    """The election's second chance, now and then: a run whose master has been gone for
+    ``ft.takeover_grace_s`` and that nobody took over (the peer the election named learnt of
+    the run only after the death: a restarted peer, or a run it knew only from a stolen job,
+    without the arguments to respawn it)."""
+    return _take_over_orphans(state, now, state.cfg.ft.takeover_grace_s)
+
+
+def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
+    """Runs (running, or queued by their master) whose master is not alive in this peer's
+    view, taken over if this peer is the successor and they have been orphaned ``grace``
+    seconds. The orphaned runs are looked for first: finding none is cheap."""
 
     def gone(master: str) -> bool:
         member = state.table.get(master)
@@ -62,6 +76,14 @@ def elect(state: PeerState, now: float) -> Effects:
 
     runs = state.runs.orphaned(gone)
     queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]
+    since = state.runs.orphaned_since
+    now_orphaned = {r.info.run_id for r in runs} | {i.run_id for i in queued}
+    for run_id in [r for r in since if r not in now_orphaned]:
+        del since[run_id]
+    for run_id in now_orphaned:
+        since.setdefault(run_id, now)
+    runs = [r for r in runs if now - since[r.info.run_id] >= grace]
+    queued = [i for i in queued if now - since[i.run_id] >= grace]
     if not (runs or queued) or successor(state) != state.name:
         return []
     fx: Effects = []

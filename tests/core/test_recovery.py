@@ -381,7 +381,12 @@ def test_a_run_known_only_from_a_stolen_job_learns_its_arguments_and_can_be_take
     lifecycle.on_announces(state, [m.RunAnnounce(full, "running")], 2.0)
     run = state.runs.active["r1"]
     assert run.info.args == full.args
-    fx = election.elect(state, 3.0)
+    # The second chance comes once the run has been orphaned ft.takeover_grace_s (a peer
+    # that was paused believes everybody dead for a while: it must not take runs over then).
+    grace = state.cfg.ft.takeover_grace_s
+    assert election.elect_late(state, 3.0) == []
+    assert election.elect_late(state, 3.0 + grace / 2) == []
+    fx = election.elect_late(state, 3.0 + grace)
     assert run.info.master == "a/0" and run.info.epoch == 1
     assert any(isinstance(f, QueueRoot) for f in fx)
-    assert election.elect(state, 4.0) == []  # once
+    assert election.elect_late(state, 4.0 + grace) == []  # once
