@@ -67,6 +67,9 @@ class PeerState:
     standby: bool = False
     # Idle and wide-area waiting time, for self-adaptivity (adaptivity/measure.py).
     utilization: Utilization = field(default_factory=Utilization)
+    # Whether this peer's member view is whole (a state sync answered it, or it is the first
+    # member): elections wait for it (recovery/election.py).
+    settled: bool = False
     # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
     needs_orphans: bool = True
     # The compute side wants work, and how many frames it has open (as of that news).

@@ -61,6 +61,9 @@ class SwimHost(Protocol):
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None: ...
 
+    def on_synced(self) -> None:
+        """The member view is whole: a state sync answered ours, or we are the first."""
+
     def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None: ...
 
     def run_announcements(self) -> list[m.RunAnnounce]: ...
@@ -100,6 +103,9 @@ class Swim:
         self._gone_since: dict[str, float] = {}
         self._order: list[str] = []
         self._joined = trio.Event()
+        # Whether a full state sync answered ours (or we are the first member): from then on
+        # this peer's view holds every member of the system, not just those gossip brought.
+        self.synced = False
         self._suspicions_changed = trio.Event()
         self._asked: dict[str, float] = {}
         self._nursery: trio.Nursery | None = None
@@ -310,6 +316,8 @@ class Swim:
 
     def on_push_pull(self, link: Link, msg: m.PushPull) -> None:
         self.merge(msg.members, from_push_pull=True, sender=link.remote_name)
+        if msg.reply and not self.synced:
+            self._synced()
         self.host.on_runs(msg.runs)
         if not msg.reply:
             link.post(self.state_message(join=False, reply=True))
@@ -473,6 +481,7 @@ class Swim:
         """
         seeds = [s for s in seeds if s != self.me.address]
         if not seeds:
+            self._synced()
             return True
         with trio.move_on_after(self.cfg.join_timeout_s):
             while not self._joined.is_set():
@@ -483,6 +492,10 @@ class Swim:
         if self._joined.is_set() and self._nursery is not None:
             self._nursery.start_soon(self._sync_after_join, seeds)
         return self._joined.is_set()
+
+    def _synced(self) -> None:
+        self.synced = True
+        self.host.on_synced()
 
     async def _sync_after_join(self, seeds: Sequence[Address]) -> None:
         """One more state sync with a seed, a moment after joining.

@@ -237,7 +237,7 @@ class MemberTable:
         newest = self._slots.get(new.slot)
         if newest is not None and newest.instance > new.instance:
             # News of a process its slot has replaced: it is gone, whatever the news says.
-            return self._bury(new.name), None
+            return self._bury(new.name, new), None
         changes: list[Change] = []
         if newest is not None and newest.instance < new.instance:
             if newest.name == self._me.name:
@@ -257,9 +257,16 @@ class MemberTable:
         self._put(merged)
         return [*changes, Change(old, merged)], None
 
-    def _bury(self, name: str) -> list[Change]:
-        """A replaced instance is dead: the change, if we knew it alive."""
+    def _bury(self, name: str, news: Member | None = None) -> list[Change]:
+        """A replaced instance is dead: the change, if we knew it alive. One we did not know
+        (``news`` of it came after its replacement) is kept as a tombstone: runs it mastered
+        are then known to have lost their master (a master never heard of is not taken for
+        dead: recovery/election.py)."""
         old = self._members.get(name)
+        if old is None and news is not None:
+            dead = replace(news, state=State.DEAD)
+            self._put(dead)
+            return [Change(None, dead)]
         if old is None or old.state.gone:
             return []
         dead = replace(old, state=State.DEAD)

@@ -500,6 +500,12 @@ class Peer:
     def on_member_change(self, change: Change) -> None:
         self.apply(restart.on_member_change(self.state, change, self.now()))
 
+    def on_synced(self) -> None:
+        # Only now may this peer decide elections: before, a master it has not heard of yet
+        # would look gone, and a member it does not know would not be the successor it is
+        # (a restarted peer took a run over from a live master so).
+        self.state.settled = True
+
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         self.apply(lifecycle.on_announces(self.state, list(runs), self.now()))
 

@@ -70,9 +70,13 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
     view, taken over if this peer is the successor and they have been orphaned ``grace``
     seconds. The orphaned runs are looked for first: finding none is cheap."""
 
+    if not state.settled:
+        return []  # a view still being learnt (a joiner): the others decide
+
     def gone(master: str) -> bool:
+        # Known to be gone: a master this peer has not heard of yet is not taken for dead.
         member = state.table.get(master)
-        return member is None or not member.alive
+        return member is not None and member.state.gone
 
     runs = state.runs.orphaned(gone)
     queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]

@@ -28,6 +28,7 @@ def make_state(me: str = "a/0", others: tuple[str, ...] = ("b/0", "c/0")) -> Pee
     table = MemberTable(member(me))
     table.add_known([member(name) for name in others])
     state = PeerState(me, "c0", Config(), table, dict(PLUGINS))
+    state.settled = True  # a member of a system that has been up (its view is whole)
     state.run_ids = iter(f"run-{i}" for i in range(1000)).__next__
     return state
 

@@ -390,3 +390,21 @@ def test_a_run_known_only_from_a_stolen_job_learns_its_arguments_and_can_be_take
     assert run.info.master == "a/0" and run.info.epoch == 1
     assert any(isinstance(f, QueueRoot) for f in fx)
     assert election.elect_late(state, 4.0 + grace) == []  # once
+
+
+def test_a_joiner_decides_no_election_until_its_view_is_whole() -> None:
+    """A restarted peer learns runs and deaths by gossip before its state sync: a master it
+    has not heard of is not taken for dead, and it elects nobody until it is settled (one
+    took a run over from a live master so, and the run stalled under two masters)."""
+    state = make_state("a/0", ("c/0",))
+    known_run(state, info(master="b/0"))  # b/0: a master this peer has not heard of yet
+    assert election.elect(state, 1.0) == []
+    assert election.elect_late(state, 1.0 + state.cfg.ft.takeover_grace_s) == []
+    state.settled = False
+    known_run(state, info("r2", master="c/0"))
+    declare(state, "c/0", State.DEAD)
+    assert election.elect(state, 2.0) == []  # not settled: the others decide
+    state.settled = True
+    fx = election.elect(state, 3.0)
+    assert state.runs.active["r2"].info.master == "a/0"
+    assert any(isinstance(f, QueueRoot) for f in fx)

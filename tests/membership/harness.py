@@ -43,6 +43,9 @@ class Node:
     def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
         pass
 
+    def on_synced(self) -> None:
+        pass
+
     def handle(self, link: MemoryLink, msg: m.Message) -> None:
         handlers = {
             m.Ping: self.swim.on_ping,

@@ -113,10 +113,16 @@ def test_a_newer_instance_of_a_slot_is_a_new_member_and_the_old_one_is_dead() ->
     # Late news of the old process, even at a higher incarnation, cannot bring it back.
     assert not t.apply(_update(old, "alive", 9, instance=100))[0]
     assert t.get(old).state == State.DEAD  # type: ignore[union-attr]
-    # Nor is an old process we never knew added after its replacement.
-    assert not t.apply(_update(peer_name("b/0", 50), "alive", 0, instance=50))[0]
-    assert t.get(peer_name("b/0", 50)) is None
+    # An old process we never knew, heard of after its replacement, is a tombstone (runs it
+    # mastered are known to have lost their master).
+    [buried], _ = t.apply(_update(peer_name("b/0", 50), "alive", 0, instance=50))
+    assert (buried.before, buried.after.state) == (None, State.DEAD)
+    assert not t.apply(_update(peer_name("b/0", 50), "alive", 3, instance=50))[0]
     assert t.newest_in("b/0") is t.get(new)
+    # The same for our own slot: a restarted peer hears of its predecessor as dead.
+    me = t.me.name
+    [buried], _ = t.apply(_update(peer_name("a/0", 1), "alive", 2, instance=1))
+    assert buried.after.state == State.DEAD and t.me.name == me and t.me.alive
 
 
 def test_refutation_of_our_own_suspicion() -> None:
