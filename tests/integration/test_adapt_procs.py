@@ -61,8 +61,8 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     keys = tmp_path
     cpus = sorted(os.sched_getaffinity(0))
     wait_for(lambda: len(status(keys, m1.first)["peers"]) == 3)
-    states = {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
-    assert states == {"m1/0": "alive", "m2/0": "alive", "m3/0": "standby"}
+    first = {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
+    assert first == {"m1/0": "alive", "m2/0": "alive", "m3/0": "standby"}
 
     os.sched_setaffinity(m1.children[0], {cpus[0]})
     os.sched_setaffinity(m2.children[0], {cpus[1]})

@@ -30,6 +30,7 @@ from satind import config
 from satind.client import client as control
 from satind.net import tls
 from satind.net.transport import parse_address
+from satind.plugin import PluginFailed, UsageError
 from tests.integration.procs import alive, children_of
 from tests.integration.test_daemon import Daemon, satind, status, wait_for
 
@@ -136,7 +137,7 @@ async def _submit(system: System, plugin: str, *argv: str, who: str = "client") 
     async with control.connect(parse_address(system.to), cfg, creds) as client:
         try:
             return await client.submit(plugin, list(argv))
-        except (control.SubmitRefused, control.PluginFailed, control.UsageError) as exc:
+        except (control.SubmitRefused, PluginFailed, UsageError) as exc:
             return f"refused: {exc}"
 
 

@@ -89,11 +89,11 @@ def sample(
         str(kw.get("cluster", "c0")),
         at,
         idle,
-        float(kw.get("wide", 0.0)),
+        float(kw.get("wide", 0.0)),  # type: ignore[arg-type]
         cpu,
         bench,
         bool(kw.get("standby", False)),
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_periods_turn_two_samples_into_overhead_and_relative_speed() -> None:

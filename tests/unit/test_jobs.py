@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from satind.engine.errors import ResultNotReady
 from satind.engine.jobs import (
     Job,
-    ResultNotReady,
     RunState,
     child_path,
     format_path,

@@ -159,7 +159,7 @@ def test_a_run_that_ends_drops_its_replicas_on_the_compute_thread_only(worker: W
     worker.drain()
     fx = sharing.forget_run(state, "r1")
     assert fx == [ToCompute(ForgetRun("r1"))] and "r1::0" in worker.shared
-    worker.post(fx[0].event)
+    worker.post(ForgetRun("r1"))
     worker.drain()
     assert worker.shared == {} and worker.shared_pending == {}
 
