@@ -43,6 +43,7 @@ from benchmarks.procs import peer_pid  # noqa: E402
 from satind.net import codec  # noqa: E402
 from satind.net import messages as m  # noqa: E402
 from tests import independent  # noqa: E402
+from tests.security.live import read_frames  # noqa: E402
 
 MiB = 1024 * 1024
 CLOSED = (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError)
@@ -50,28 +51,6 @@ CLOSED = (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError)
 
 def _satind(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "satind", *args], capture_output=True, text=True)
-
-
-def read_messages(sock: ssl.SSLSocket, count: int, timeout: float) -> list[m.Message]:
-    """The next ``count`` messages (fewer if the line closes or goes quiet for ``timeout``)."""
-    sock.settimeout(timeout)
-    buffer = b""
-    out: list[m.Message] = []
-    while len(out) < count:
-        try:
-            chunk = sock.recv(65536)
-        except (TimeoutError, *CLOSED):
-            break
-        if not chunk:
-            break
-        buffer += chunk
-        while len(buffer) >= 4:
-            (n,) = codec.FRAME_HEADER.unpack_from(buffer)
-            if len(buffer) < 4 + n:
-                break
-            out.append(codec.decode_message(buffer[4 : 4 + n]))
-            buffer = buffer[4 + n :]
-    return out
 
 
 class Target:
@@ -133,7 +112,7 @@ class Target:
         try:
             with self.connect(client, peer) as sock:
                 sock.sendall(codec.frame(codec.encode_message(m.StatusRequest(9, False))))
-                replies = read_messages(sock, 2, timeout=5)
+                replies = read_frames(sock, 2, timeout=5)
         except CLOSED:
             return None
         reply = replies[-1] if replies else None
@@ -246,7 +225,7 @@ def big_string(target: Target, args: argparse.Namespace) -> Result:
     with target.connect() as sock:
         started = time.monotonic()
         sock.sendall(codec.frame(codec.encode_message(msg)))
-        read_messages(sock, 2, timeout=60)  # the peer's Hello, then its answer
+        read_frames(sock, 2, timeout=60)  # the peer's Hello, then its answer
         return {"answered_after_s": time.monotonic() - started}
 
 
@@ -376,7 +355,7 @@ def churn(target: Target, args: argparse.Namespace) -> Result:
         for _ in range(args.churn):
             with target.connect() as sock:
                 sock.sendall(codec.frame(codec.encode_message(m.StatusRequest(3, False))))
-                read_messages(sock, 2, timeout=10)
+                read_frames(sock, 2, timeout=10)
         time.sleep(2)
         rounds.append(target.rss_mb() - before)
     per = [f"{1024 * growth / args.churn:.1f}" for growth in rounds]

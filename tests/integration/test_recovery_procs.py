@@ -18,7 +18,7 @@ import pytest
 from satind_plugins import raytracer
 
 from tests import independent
-from tests.integration.procs import alive, children_of, kill_all
+from tests.integration.procs import alive, children_of, cpu_seconds, kill_all
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +38,6 @@ def peer_names(pids: list[int]) -> dict[str, int]:
                 out[argv[argv.index(b"--name") + 1].decode()] = pid
         time.sleep(0.05)
     return out
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds ``pid`` has used; infinite once it is gone (the run ended: the caller's
-    check that the run is still going then says so)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return float("inf")
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _raytracer_sha(width: int, height: int) -> str:

@@ -98,14 +98,15 @@ def send_frame(live: LivePeer, data: bytes) -> bool:
 
 
 def read_frames(sock: ssl.SSLSocket, count: int, timeout: float = 10) -> list[m.Message]:
-    """The next ``count`` messages on a connection (the peer's Hello first)."""
+    """The next ``count`` messages on a connection (the peer's Hello first); fewer if the
+    connection closes or stays quiet for ``timeout``."""
     sock.settimeout(timeout)
     buffer = b""
     out: list[m.Message] = []
     while len(out) < count:
         try:
             chunk = sock.recv(65536)
-        except (TimeoutError, ConnectionResetError, ssl.SSLError):
+        except OSError:  # a timeout, a reset, a TLS error: the line is over for us
             break
         if not chunk:
             break
