@@ -37,9 +37,10 @@ class Case:
     name: str
     argv: tuple[str, ...]
     victims: tuple[str, ...]
-    # CPU seconds each victim computes for the run before it is killed: mid-run on any
-    # machine speed (wall time would kill too early on a slow one, too late on a fast one).
-    cpu_s: float = 1.0
+    # CPU seconds the run uses before each kill (a thief's own; for the master, all peers'
+    # together since the previous kill): mid-run on any machine speed (wall time would kill
+    # too early on a slow one, too late on a fast one).
+    cpu_s: float = 2.0
 
 
 MASTER = "m2/0"
@@ -191,10 +192,42 @@ def kill_when_busy(
     wait_until(ready, 120, f"one of {sorted(pids)} to compute for the run")
     if run.poll() is not None:
         raise AssertionError(f"{what}: the run ended before the kill of {sorted(pids)}")
-    slot = busy[0]
-    daemon = next(d for d, s in candidates if s == slot)
-    os.kill(pids[slot], signal.SIGKILL)
-    wait_until(lambda: daemon.pid_of(slot) != pids[slot], 30, f"{slot} to be restarted")
+    return kill_and_wait_restart(next((d, s) for d, s in candidates if s == busy[0]), pids[busy[0]])
+
+
+def kill_when_run_busy(
+    victim: tuple[Daemon, str],
+    slots: list[tuple[Daemon, str]],
+    cpu_s: float,
+    run: subprocess.Popen[str],
+    what: str,
+) -> str:
+    """SIGKILL ``victim`` (daemon, slot) once the peers of ``slots`` together have used
+    ``cpu_s`` more CPU seconds than when this was called, while ``run`` still waits; then wait
+    for the restart. For the master: it holds the run whether or not it computes (a thief may
+    have stolen the root job itself), so its own CPU time says nothing of the run's progress.
+
+    Raises:
+        AssertionError: the run ended first (make it longer), or no restart came.
+    """
+    pids = [daemon.pid_of(slot) for daemon, slot in slots]
+    start = sum(cpu_seconds(pid) for pid in pids)
+    wait_until(
+        lambda: sum(cpu_seconds(pid) for pid in pids) >= start + cpu_s or run.poll() is not None,
+        120,
+        f"the peers to compute {cpu_s:g} s for the run",
+    )
+    if run.poll() is not None:
+        raise AssertionError(f"{what}: the run ended before the kill of {victim[1]}")
+    return kill_and_wait_restart(victim, victim[0].pid_of(victim[1]))
+
+
+def kill_and_wait_restart(victim: tuple[Daemon, str], pid: int) -> str:
+    """SIGKILL ``pid``, the process in ``victim``'s slot, and wait for its daemon to start a
+    new one there. Returns the slot."""
+    daemon, slot = victim
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: daemon.pid_of(slot) != pid, 30, f"{slot} to be restarted")
     return slot
 
 
@@ -224,9 +257,12 @@ def run_case(
     killed_at = started
     try:
         for victim in case.victims:
-            # The master, or whichever other peer computes for the run first (a thief).
-            candidates = [(d, s) for d, s in slots if (s == MASTER) == (victim == MASTER)]
-            kill_when_busy(candidates, before, proc, case.name)
+            if victim == MASTER:
+                master = next((d, s) for d, s in slots if s == MASTER)
+                kill_when_run_busy(master, slots, case.cpu_s, proc, case.name)
+            else:  # whichever peer but the master computes for the run first (a thief)
+                thieves = [(d, s) for d, s in slots if s != MASTER]
+                kill_when_busy(thieves, before, proc, case.name)
             killed_at = time.monotonic()
         out, err = proc.communicate(timeout=limit)
     finally:
