@@ -69,7 +69,9 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         os.sched_setaffinity(hog.pid, {cpus[1]})
-        # 512 busy leaves of 40 ms: ~20 s of CPU, long enough for several periods.
+        # 512 busy leaves of 80 ms: ~40 s of CPU, long enough for several periods even when
+        # the rest of the machine is loaded too (with 40 ms leaves, under the full suite, the
+        # hog was not felt before the run was 97% done and past draining).
         proc = client(
             keys,
             m1.first,
@@ -77,7 +79,7 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
             "tree",
             "3",
             "8",
-            "40",
+            "80",
             "busy",
             "--wait",
             "--json",
