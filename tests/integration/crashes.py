@@ -219,7 +219,7 @@ def kill_when_run_busy(
     )
     if run.poll() is not None:
         raise AssertionError(f"{what}: the run ended before the kill of {victim[1]}")
-    return kill_and_wait_restart(victim, victim[0].pid_of(victim[1]))
+    return kill_and_wait_restart(victim, pids[slots.index(victim)])  # the pid that was watched
 
 
 def kill_and_wait_restart(victim: tuple[Daemon, str], pid: int) -> str:
