@@ -79,8 +79,10 @@ class PeerState:
     # Abort messages sent (core/aborts.py).
     cancelled: set[Job] = field(default_factory=set)
     abort_messages: int = 0
-    # Shared objects (core/sharing.py): the compute side's replicas by id (the same dict as
-    # ``Worker.shared``: the network side only reads which ids exist), and the bookkeeping.
+    # Shared objects (core/sharing.py): the compute side's replicas by id — the same dict as
+    # ``Worker.shared``, which the compute thread writes while this side reads which ids
+    # exist (a structure shared across threads, to become events: docs/architecture.md) —
+    # and the bookkeeping.
     replicas: dict[str, object] = field(default_factory=dict)
     sharing: Sharing = field(default_factory=Sharing)
     # Iterative runs (core/iterative.py): a master's scheduler, and every run's last barrier.
