@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 
 from satind.core import spmd
 from satind.core.effects import Changed, Effects, Send, ToCompute
+from satind.engine.errors import aborted
 from satind.engine.frames import Cancel, root_of
 from satind.engine.jobs import Job
-from satind.engine.speculation import aborted
 from satind.net import messages as m
 
 if TYPE_CHECKING:

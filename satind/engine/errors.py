@@ -36,6 +36,15 @@ class JobAborted(Exception):
     inlet of its spawner raised) before it finished: it has no result."""
 
 
+def aborted() -> JobAborted:
+    """What result() of an aborted child raises (a new one each time: an exception raised
+    again keeps growing its traceback)."""
+    return JobAborted(
+        "this child was aborted (its spawner called satind.abort(), or an inlet of its "
+        "spawner raised) before it finished: it has no result"
+    )
+
+
 class RemoteJobError(Exception):
     """A job raised an exception of a type that cannot be rebuilt here.
 

@@ -7,7 +7,7 @@ The compute side (``worker.Worker``) is the control flow around these: where a j
 how a sync loops and how it waits. There is one compute side for every driver — a real peer
 runs it on a thread with a blocking mailbox (``node/compute.py``), the simulator runs the same
 code in lockstep with virtual time (``sim/lockstep.py``) — so a transition fixed here is fixed
-for both. The abort of orphan subtrees is recovery's: ``recovery/abort.py``.
+for both. The abort of orphan subtrees (the compute side of recovery): ``engine/unwind.py``.
 """
 
 from __future__ import annotations

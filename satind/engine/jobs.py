@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 # Defined apart: an exception class is not compiled with this module (setup.py).
-from satind.engine.errors import ResultNotReady
+from satind.engine.errors import ResultNotReady, aborted
 
 ROOT_PATH = b""
 # Application counters (``satind.count``): their names, and how many one run may have (each
@@ -334,8 +334,6 @@ class Job:
                 raise exc
             parent = self.parent
             if parent is not None and self.index < getattr(parent, "aborted_below", 0):
-                from satind.engine.speculation import aborted
-
                 raise aborted()  # out on a thief when its parent aborted it
             raise ResultNotReady(
                 f"result() of {getattr(self.fn, '__qualname__', self.fn)!r} before sync(): "

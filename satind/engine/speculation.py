@@ -28,24 +28,15 @@ frame remembers how many children it had spawned then (``Job.aborted_below``): a
 lower index that comes back later — a late result, a job taken back from a dead thief — is
 dropped on arrival. A thief that receives an ``Abort`` drops the job if it is queued, or
 cuts it (``Cancel``): its frames unwind at their next spawn or sync like an orphan subtree's
-(recovery/abort.py), but keep nothing.
+(engine/unwind.py), but keep nothing.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from satind.engine.errors import JobAborted
+from satind.engine.errors import aborted
 from satind.engine.jobs import Job
-
-
-def aborted() -> JobAborted:
-    """What result() of an aborted child raises (a new one each time: an exception raised
-    again keeps growing its traceback)."""
-    return JobAborted(
-        "this child was aborted (its spawner called satind.abort(), or an inlet of its "
-        "spawner raised) before it finished: it has no result"
-    )
 
 
 def is_aborted(job: Job) -> bool:

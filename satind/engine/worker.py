@@ -25,7 +25,7 @@ or a long (de)serialization that would keep it from answering a probe in time.
 This is the only compute side. A real peer drives it on a thread with a blocking mailbox
 (``node/compute.py``); the simulator drives the very same code in lockstep with virtual time
 (``sim/lockstep.py``). The transitions it is made of are in ``frames.py`` and, for orphan
-subtrees, ``recovery/abort.py``.
+subtrees, ``engine/unwind.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from satind.config import EngineConfig
+from satind.engine.errors import aborted
 from satind.engine.frames import (
     Cancel,
     ChildResult,
@@ -71,12 +72,12 @@ from satind.engine.frames import (
 )
 from satind.engine.jobs import UNSET, Job, is_placed
 from satind.engine.replication import UpdateLog, answer, digest
-from satind.engine.speculation import aborted, drop_children, is_aborted
+from satind.engine.speculation import drop_children, is_aborted
+from satind.engine.unwind import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 from satind.engine.workqueue import WorkQueue
 from satind.net.codec import DecodeError, Encoded, EncodeError, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest
-from satind.recovery.abort import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 
 if TYPE_CHECKING:
     from satind.net.records import SharedUpdate
