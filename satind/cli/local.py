@@ -21,6 +21,7 @@ from satind.net import tls
 
 
 def run(args: argparse.Namespace) -> int:
+    from satind.cli.console import follow_run
     from satind.client.files import ClientFiles
     from satind.client.runner import Failure, LocalRun, run_local
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         plugin_paths=args.plugin_path,
         log_level=args.log_level,
         seed=args.seed,
-        show_progress=not args.json and sys.stderr.isatty(),
+        progress=follow_run if not args.json and sys.stderr.isatty() else None,
         check=not args.no_check,
         trace=args.trace,
         files=run_files,

@@ -6,7 +6,7 @@ whose fault it was — and the command line maps it to an exit code (``cli/exits
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,10 @@ from satind.net import codec
 from satind.net import messages as m
 from satind.ops.launcher import StartupError, ephemeral_keys, local_peers
 from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError, Verdict
+
+# Shows a run's progress while waiting for its result (client, run id, plugin name, arguments,
+# configuration): the command line passes its console's, so the client need not import it.
+Progress = Callable[[control.Client, str, str, list[str], Config], Awaitable[m.RunResult]]
 
 
 @dataclass
@@ -59,7 +63,8 @@ class LocalRun:
     plugin_paths: Sequence[Path] = ()
     log_level: str = "WARNING"
     seed: int | None = None
-    show_progress: bool = False
+    # How to wait for the result while showing progress; None: print the run's output only.
+    progress: Progress | None = None
     check: bool = True
     # Write the run's trace here (Chrome trace-event JSON, satind/trace.py).
     trace: Path | None = None
@@ -105,10 +110,8 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                         return Failure("plugin", str(exc))
                     except control.SubmitRefused as exc:
                         return Failure("runtime", str(exc))
-                    if request.show_progress:
-                        from satind.cli.console import follow_run
-
-                        result = await follow_run(
+                    if request.progress is not None:
+                        result = await request.progress(
                             client, run_id, plugin.name, list(request.argv), cfg
                         )
                     else:
