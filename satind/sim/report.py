@@ -5,14 +5,86 @@ recovery and checkpoint counters, membership convergence — and every invariant
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from satind.net import codec
+from satind.net import messages as m
+from satind.node.peer import Peer
+from satind.plugin import Plugin
+from satind.sim.lockstep import LockstepCompute
+from satind.sim.scenario import RunSpec, Scenario
 from satind.sim.workload import needles_in, walk
 
-if TYPE_CHECKING:
-    from satind.sim.simulator import RunOutcome, Simulation
+
+@dataclass
+class RunOutcome:
+    """What became of one of the scenario's other runs ([[runs]])."""
+
+    spec: RunSpec
+    run_id: str = ""
+    submitted_at: float | None = None
+    ended_at: float | None = None
+    result: m.RunResult | None = None
+    # Why it never ran (its master was not there, or it refused the submission).
+    error: str = ""
+
+    @property
+    def over(self) -> bool:
+        return self.result is not None or bool(self.error)
+
+
+class _Digest(Protocol):
+    def hexdigest(self) -> str: ...
+
+
+class _Network(Protocol):
+    @property
+    def dropped(self) -> int: ...
+
+
+class SimulationView(Protocol):
+    """What a report reads of a finished simulation (``sim/simulator.py``'s ``Simulation``):
+    declared here so the report does not import the simulator that makes it."""
+
+    scenario: Scenario
+    seed: int
+    plugin: Plugin | None
+    peers: dict[str, Peer]
+    workers: dict[str, LockstepCompute]
+    runs: list[RunOutcome]
+    result: m.RunResult | None
+    submit_error: str
+    submitted_at: float
+    result_at: float | None
+    converged_at: float | None
+    run_id: str
+    work_s: float
+    leaves: Counter[tuple[str, tuple[int, ...]]]
+    leaf_cost: dict[tuple[str, tuple[int, ...]], float]
+    leaf_runners: dict[tuple[str, tuple[int, ...]], list[str]]
+    drained: set[str]
+    checkpointed_leaves: set[tuple[int, ...]]
+    leaves_after: Counter[tuple[int, ...]]
+    leaves_before: set[tuple[int, ...]]
+    results_checkpointed: int
+    idle_from: float | None
+    attempts_at_idle: int
+    events: int
+
+    @property
+    def network(self) -> _Network: ...
+
+    @property
+    def hash(self) -> _Digest: ...
+
+    @property
+    def end(self) -> float: ...
+
+    def live(self) -> list[str]: ...
+
+    def steal_attempts(self) -> int: ...
 
 
 @dataclass
@@ -82,7 +154,7 @@ class SimReport:
         return dataclasses.asdict(self)
 
 
-def report(sim: Simulation, wall_s: float) -> SimReport:
+def report(sim: SimulationView, wall_s: float) -> SimReport:
     """What a finished simulation did, and which invariants it broke."""
     violations: list[str] = []
     sc = sim.scenario
@@ -209,7 +281,7 @@ def report(sim: Simulation, wall_s: float) -> SimReport:
         aborts=int(sim.result.stats.get("aborts", 0)) if sim.result else 0,
         abort_messages=int(sim.result.stats.get("abort_messages", 0)) if sim.result else 0,
         jobs_cancelled=int(sim.result.stats.get("jobs_cancelled", 0)) if sim.result else 0,
-        steal_attempts_idle=sim._steal_attempts() - sim.attempts_at_idle
+        steal_attempts_idle=sim.steal_attempts() - sim.attempts_at_idle
         if sim.idle_from is not None
         else 0,
         idle_s=round(sim.end - sim.idle_from, 6) if sim.idle_from is not None else 0.0,
@@ -248,7 +320,7 @@ def _other_run(outcome: RunOutcome, violations: list[str]) -> dict[str, Any]:
     }
 
 
-def _plugin_verdict(sim: Simulation, violations: list[str]) -> bool:
+def _plugin_verdict(sim: SimulationView, violations: list[str]) -> bool:
     """A plugin run (``Simulation(plugin=...)``): it ended, without an error, and its check
     (made on the run's master) passed."""
     result = sim.result

@@ -26,7 +26,6 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -44,8 +43,8 @@ from satind.node.peer import Peer, PeerOptions
 from satind.plugin import Plugin, discover
 from satind.recovery.checkpoint import MemoryStore
 from satind.sim.lockstep import LockstepCompute
-from satind.sim.report import SimReport, report
-from satind.sim.scenario import Fault, RunSpec, Scenario
+from satind.sim.report import RunOutcome, SimReport, report
+from satind.sim.scenario import Fault, Scenario
 from satind.sim.workload import PLUGIN
 
 CLIENT = "sim-client"
@@ -119,23 +118,6 @@ def deterministic_trio(seed: int) -> Iterator[None]:
     finally:
         core._ALLOW_DETERMINISTIC_SCHEDULING = previous
         core._r.setstate(state)
-
-
-@dataclass
-class RunOutcome:
-    """What became of one of the scenario's other runs ([[runs]])."""
-
-    spec: RunSpec
-    run_id: str = ""
-    submitted_at: float | None = None
-    ended_at: float | None = None
-    result: m.RunResult | None = None
-    # Why it never ran (its master was not there, or it refused the submission).
-    error: str = ""
-
-    @property
-    def over(self) -> bool:
-        return self.result is not None or bool(self.error)
 
 
 class Simulation:
@@ -536,7 +518,7 @@ class Simulation:
                 # The end of the run spreads; from then on nobody should look for work.
                 await trio.sleep(1.0)
                 self.idle_from = trio.current_time()
-                self.attempts_at_idle = self._steal_attempts()
+                self.attempts_at_idle = self.steal_attempts()
                 # Let membership settle after the last change before judging agreement: long
                 # enough to detect a crash (a few probes plus the longest suspicion).
                 n = max(2, len(self.live()))
@@ -653,7 +635,7 @@ class Simulation:
                     self._done.set()
                 return
 
-    def _steal_attempts(self) -> int:
+    def steal_attempts(self) -> int:
         return sum(
             p.state.steal.steal_attempts_local + p.state.steal.steal_attempts_wide
             for p in self.peers.values()
