@@ -73,7 +73,7 @@ def iterative_plugin(
     APPS[name] = IterativeApp(initial, tasks, task, combine, done)
     # Discovery takes a plugin from the module that defines it: the caller's.
     home = sys._getframe(1).f_globals.get("__name__", "")
-    return driven(name, drive, usage, parse, check, report, description, home)
+    return driven(name, drive, usage, parse, check, report, description, home, "iterative")
 
 
 @spawnable

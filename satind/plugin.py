@@ -40,7 +40,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from satind.api import Spawnable, forget_module
 from satind.config import DEFAULT, PluginsConfig
@@ -69,6 +69,10 @@ class NotChecked(Exception):
 class PluginFailed(RuntimeError):
     """A plugin's own code raised outside a job: its ``parse`` with something other than a
     usage error, or its ``max_branching``. A bug in the plugin; the message says where."""
+
+
+# The run kinds a plugin's root can start (``Plugin.kind``).
+RunKind = Literal["divide-and-conquer", "iterative", "spmd"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,10 @@ class Plugin:
     # The module that defines the plugin when its entry lives elsewhere (an iterative
     # application's entry is satind.iterative.drive): discovery finds it there only.
     module: str = field(default="", compare=False)
+    # What kind of run its root starts: a divide-and-conquer tree (any @spawnable entry), or
+    # one of satind's drivers, which schedules an iterative or SPMD run from the master
+    # (``driven``). The core reads this, so it never imports the drivers' modules.
+    kind: RunKind = "divide-and-conquer"
 
     def __post_init__(self) -> None:
         if not isinstance(self.entry, Spawnable):
@@ -181,6 +189,7 @@ def driven(
     report: Callable[[Sequence[str], Any], Any] | None,
     description: str,
     module: str,
+    kind: RunKind,
 ) -> Plugin:
     """A plugin whose root is one of satind's drivers (iterative and SPMD runs): the root gets
     (plugin name, the application's arguments), and ``check`` the application's arguments.
@@ -195,6 +204,7 @@ def driven(
         report=report,
         description=description,
         module=module,
+        kind=kind,
     )
 
 

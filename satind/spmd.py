@@ -90,7 +90,7 @@ def spmd_plugin(
     """
     APPS[name] = SpmdApp(entities, neighbours, iterations, initial, ghost, step, gather)
     home = sys._getframe(1).f_globals.get("__name__", "")  # discovery looks in the caller
-    return driven(name, drive, usage, parse, check, report, description, home)
+    return driven(name, drive, usage, parse, check, report, description, home, "spmd")
 
 
 @spawnable

@@ -326,9 +326,7 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
     run.started = now
     state.runs.active[run.info.run_id] = run
     run.root = make_root(run.plugin.entry.fn, run.args, run.state)
-    from satind import iterative, spmd
-
-    if run.plugin.entry in (iterative.drive, spmd.drive):
+    if run.plugin.kind != "divide-and-conquer":
         # The root of an iterative or SPMD run is its scheduler: it runs here, never stolen
         # (its tasks are pushed; on a loaded machine a thief took the root before the
         # compute side started it, and scheduled the run from there).

@@ -199,6 +199,11 @@ def test_discovery_finds_builtins_and_path_plugins(tmp_path: Path) -> None:
     builtin = {"fib", "nqueens", "knapsack", "tsp", "raytracer", "sat", "tree"}
     assert builtin | {"search", "othello", "barneshut"} <= found.keys()
     assert all(p.code_hash and p.source.startswith("built-in") for p in found.values())
+    # The kind of run each root starts, which the core reads instead of importing the drivers.
+    kinds = {name: p.kind for name, p in found.items()}
+    assert kinds["fib"] == "divide-and-conquer"
+    assert kinds["kmeans"] == "iterative"
+    assert kinds["heat2d"] == "spmd"
     (tmp_path / "double.py").write_text(
         "from satind import Plugin, spawnable\n"
         "@spawnable\n"
