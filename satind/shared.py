@@ -31,18 +31,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from satind.engine import worker as _worker
+from satind.engine.replicas import CLASSES, apply_global, class_name, rebuild
 from satind.net import values
 from satind.net.errors import DecodeError, EncodeError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Classes of shared objects by "module:qualname": a peer rebuilds a replica only of a class it
-# has loaded itself, never one a message names.
-_CLASSES: dict[str, type[SharedObject]] = {}
-
-
-def class_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 class SharedObject:
@@ -57,7 +50,7 @@ class SharedObject:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _CLASSES[class_name(cls)] = cls
+        CLASSES[class_name(cls)] = cls
 
     def __new__(cls, *args: Any, **kwargs: Any) -> SharedObject:
         obj = super().__new__(cls)
@@ -95,34 +88,6 @@ def global_method(fn: F) -> F:
     return call  # type: ignore[return-value]
 
 
-def apply_global(obj: SharedObject, method: str, args: tuple[Any, ...]) -> None:
-    """Apply another peer's global call to this replica (without shipping it again)."""
-    attr = getattr(type(obj), method, None)
-    fn = getattr(attr, "_satind_global", None)
-    if fn is None:
-        raise LookupError(f"{class_name(type(obj))} has no global method {method!r}")
-    fn(obj, *args)
-
-
-def rebuild(
-    cls_name: str, shared_id: str, state: Any, seen: dict[str, int], incarnation: int = 0
-) -> SharedObject:
-    """A replica from another peer's state.
-
-    Raises:
-        LookupError: this peer has no such class.
-    """
-    cls = _CLASSES.get(cls_name)
-    if cls is None:
-        raise LookupError(f"no shared object class {cls_name} on this peer")
-    obj = object.__new__(cls)
-    obj._shared_seen = dict(seen)
-    obj._shared_id = shared_id
-    obj._shared_inc = incarnation
-    obj.restore_shared(state)
-    return obj
-
-
 # -- references in job arguments ------------------------------------------------------------
 
 SHARED_TAG = 39002
@@ -150,4 +115,4 @@ def _resolve(ref: Any) -> Any:
 values.register_reference(SharedObject, SHARED_TAG, _reference, _resolve)
 
 
-__all__ = ["SharedObject", "apply_global", "global_method", "rebuild"]
+__all__ = ["SharedObject", "apply_global", "class_name", "global_method", "rebuild"]

@@ -16,13 +16,10 @@ Replicas converge once calls stop, under any loss that leaves some messages thro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from satind.config import SharedConfig
+from satind.engine.replicas import Replica
 from satind.net.records import ReplicaDigest, SharedUpdate
-
-if TYPE_CHECKING:
-    from satind.shared import SharedObject
 
 # Bytes an update costs in the log beyond its arguments (ids, method name, numbers).
 _OVERHEAD = 64
@@ -49,7 +46,7 @@ class UpdateLog:
             size -= len(old.args) + _OVERHEAD
         self.size[update.shared_id] = size
 
-    def keep(self, shared: dict[str, SharedObject]) -> None:
+    def keep(self, shared: dict[str, Replica]) -> None:
         """Forget the calls on replicas that are gone (their run is over here)."""
         for shared_id in [sid for sid in self.calls if sid not in shared]:
             self.drop(shared_id)
@@ -60,7 +57,7 @@ class UpdateLog:
         self.size.pop(shared_id, None)
 
 
-def digest(shared: dict[str, SharedObject]) -> list[ReplicaDigest]:
+def digest(shared: dict[str, Replica]) -> list[ReplicaDigest]:
     """What this peer has applied, per replica."""
     return [
         ReplicaDigest(sid, obj._shared_inc, dict(obj._shared_seen)) for sid, obj in shared.items()
@@ -80,7 +77,7 @@ class Answer:
 
 
 def answer(
-    shared: dict[str, SharedObject],
+    shared: dict[str, Replica],
     log: UpdateLog,
     theirs: list[ReplicaDigest],
     peer: str,

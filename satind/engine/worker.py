@@ -71,6 +71,7 @@ from satind.engine.frames import (
     too_many,
 )
 from satind.engine.jobs import UNSET, Job, is_placed
+from satind.engine.replicas import Replica, apply_global, class_name, rebuild
 from satind.engine.replication import UpdateLog, answer, digest
 from satind.engine.speculation import drop_children, is_aborted
 from satind.engine.unwind import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
@@ -81,7 +82,6 @@ from satind.net.records import ReplicaDigest
 
 if TYPE_CHECKING:
     from satind.net.records import SharedUpdate
-    from satind.shared import SharedObject
     from satind.trace import Traces
 
 # The worker of the compute side running now, else None. A module global, not a
@@ -180,7 +180,7 @@ class Worker:
         # reads which ones exist), global calls of other peers that arrived ahead of an
         # earlier one of the same sender, and stolen jobs whose guard is false, waiting for
         # updates or a fetched replica. ``peer_name`` numbers this peer's own calls.
-        self.shared: dict[str, SharedObject] = {}
+        self.shared: dict[str, Replica] = {}
         self.shared_pending: dict[tuple[str, str], dict[int, SharedUpdate]] = {}
         # Recent global calls applied here, to answer other peers' digests (the network side
         # sets its size from shared.log_bytes).
@@ -741,7 +741,7 @@ class Worker:
 
     # -- shared objects (satind/shared.py) ---------------------------------------------------
 
-    def share(self, obj: SharedObject) -> None:
+    def share(self, obj: Replica) -> None:
         """A shared object made in the running job: its reproducible id, and our replica."""
         cur = self.current
         count = getattr(cur, "nshared", 0)
@@ -751,7 +751,7 @@ class Worker:
         obj._shared_inc = cur.run.epoch
         self.shared[shared_id] = obj
 
-    def shared_call(self, obj: SharedObject, method: str, args: tuple[Any, ...]) -> None:
+    def shared_call(self, obj: Replica, method: str, args: tuple[Any, ...]) -> None:
         """A global call just applied here: number it and ship it.
 
         Raises:
@@ -788,11 +788,9 @@ class Worker:
             del self.shared_pending[key]
         self.shared_log.keep(self.shared)
 
-    def _apply_pending(self, obj: SharedObject, key: tuple[str, str]) -> None:
+    def _apply_pending(self, obj: Replica, key: tuple[str, str]) -> None:
         """Apply the calls of one sender held for ``obj`` that come next, in order; drop
         those it has seen."""
-        from satind.shared import apply_global
-
         pending = self.shared_pending[key]
         seen = obj._shared_seen
         sender = key[1]
@@ -810,8 +808,6 @@ class Worker:
             del self.shared_pending[key]
 
     def _install_replica(self, event: ReplicaArrived) -> None:
-        from satind.shared import rebuild
-
         mine = self.shared.get(event.shared_id)
         if mine is not None and not _supersedes(event, mine):
             self._recheck_parked()
@@ -847,8 +843,6 @@ class Worker:
         seen: dict[str, int] = {}
         inc = 0
         if obj is not None:
-            from satind.shared import class_name
-
             try:
                 state = encode_value(obj.shared_state(), self.max_frame)
             except EncodeError as exc:
@@ -983,7 +977,7 @@ class Worker:
             self.hooks.orphan_result(job, data)
 
 
-def _supersedes(event: ReplicaArrived, mine: SharedObject) -> bool:
+def _supersedes(event: ReplicaArrived, mine: Replica) -> bool:
     """Whether a fetched replica may replace ours: it is of a newer incarnation, or of ours and
     has seen every call ours has, and more. Never one that lacks a call ours has seen: the
     install would undo it — this peer's own calls among them, whose numbers it would then give
