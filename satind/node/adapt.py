@@ -23,17 +23,14 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import trio
 
 from satind.adaptivity.coordinator import Decision, Sample, confirm, decide, periods
 from satind.core.effects import Link, Reply
 from satind.net import messages as m
+from satind.node.host import Host
 from satind.node.rpc import ask_all
-
-if TYPE_CHECKING:
-    from satind.node.peer import Peer
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +38,7 @@ log = logging.getLogger(__name__)
 KEPT_DECISIONS = 100
 
 
-def measure(peer: Peer, run_id: str) -> m.LoadReply:
+def measure(peer: Host, run_id: str) -> m.LoadReply:
     """This peer's answer to a LoadRequest for ``run_id`` (``req`` 0: for its own use)."""
     state = peer.state
     return m.LoadReply(
@@ -56,7 +53,7 @@ def measure(peer: Peer, run_id: str) -> m.LoadReply:
     )
 
 
-def on_load_request(peer: Peer, link: Link, msg: m.LoadRequest) -> None:
+def on_load_request(peer: Host, link: Link, msg: m.LoadRequest) -> None:
     peer.apply([Reply(link, dataclasses.replace(measure(peer, msg.run_id), req=msg.req))])
 
 
@@ -87,7 +84,7 @@ class Made:
 
 
 class Coordinator:
-    def __init__(self, peer: Peer) -> None:
+    def __init__(self, peer: Host) -> None:
         self.peer = peer
         self.cfg = peer.cfg.adapt
         self._before: dict[str, Sample] = {}

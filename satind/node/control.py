@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from satind import plugin as plugins
-from satind import stats
+import satind.plugin as plugins
+import satind.stats as stats
 from satind.core import lifecycle, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.master import RunRefused
@@ -24,11 +24,11 @@ from satind.engine.errors import error_info
 from satind.net import codec
 from satind.net import messages as m
 from satind.node import parsing
+from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-    from satind.node.peer import Peer
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def run_stats(state: PeerState, link: Link, msg: m.RunStatsRequest) -> Effects:
     ]
 
 
-async def finish_run(peer: Peer, run_id: str) -> None:
+async def finish_run(peer: Host, run_id: str) -> None:
     """The root finished: gather every member's share of the counters, then end the run.
     The run's time ends now; what follows (statistics, the plugin's check) is reported apart."""
     ended = peer.now()
@@ -61,7 +61,7 @@ async def finish_run(peer: Peer, run_id: str) -> None:
     peer.apply(master.finish(peer.state, run_id, shares, peer.now(), verdict, ended))
 
 
-async def _judge(peer: Peer, run_id: str) -> master.Verdict | None:
+async def _judge(peer: Host, run_id: str) -> master.Verdict | None:
     """The plugin's check and report of a finished run's value, made here, its master (so
     that what the user sees does not depend on where they submitted from)."""
     run = peer.state.runs.active.get(run_id)
@@ -83,7 +83,7 @@ async def _judge(peer: Peer, run_id: str) -> master.Verdict | None:
     )
 
 
-async def check_run(peer: Peer, run_id: str) -> None:
+async def check_run(peer: Host, run_id: str) -> None:
     """Ask the master of a run we still track whether it is over (every notice may have been
     lost)."""
     owner = peer.state.runs.master_of(run_id, peer.name)
@@ -103,7 +103,7 @@ async def check_run(peer: Peer, run_id: str) -> None:
 
 
 async def fetch_result(
-    peer: Peer, run_id: str, wait: bool, here: bool = False
+    peer: Host, run_id: str, wait: bool, here: bool = False
 ) -> tuple[m.RunResult | None, str]:
     """A run's result (or why there is none): a copy we keep, ours if we master the run, else
     the master's, relayed; when the master is gone (drained, crashed) or the run unknown here,
@@ -169,7 +169,7 @@ async def fetch_result(
             return None, f"master {owner} did not answer, and no member keeps the result"
 
 
-async def _copy_from_members(peer: Peer, run_id: str) -> m.RunResult | None:
+async def _copy_from_members(peer: Host, run_id: str) -> m.RunResult | None:
     """A copy of a finished run's result that another member keeps, or None."""
     answers = await ask_all(
         peer,
@@ -180,7 +180,7 @@ async def _copy_from_members(peer: Peer, run_id: str) -> m.RunResult | None:
     return next((reply.result for _, reply in answers if reply.result is not None), None)
 
 
-async def forward_result(peer: Peer, run_id: str, dest: str) -> None:
+async def forward_result(peer: Host, run_id: str, dest: str) -> None:
     """Send ``dest`` (a submitter that waits here) the run's result once its master has it."""
     result, why = await fetch_result(peer, run_id, True)
     if result is not None:
@@ -189,7 +189,7 @@ async def forward_result(peer: Peer, run_id: str, dest: str) -> None:
         log.warning("cannot forward the result of %s to %s: %s", run_id, dest, why)
 
 
-def on_result_request(peer: Peer, link: Link, msg: m.ResultRequest) -> None:
+def on_result_request(peer: Host, link: Link, msg: m.ResultRequest) -> None:
     async def answer() -> None:
         result, why = await fetch_result(peer, msg.run_id, msg.wait, msg.here)
         link.post(m.ResultReply(msg.req, result, why))
@@ -197,7 +197,7 @@ def on_result_request(peer: Peer, link: Link, msg: m.ResultRequest) -> None:
     peer.spawn_answer(link, msg.req, answer)
 
 
-def on_progress(peer: Peer, link: Link, msg: m.ProgressRequest) -> None:
+def on_progress(peer: Host, link: Link, msg: m.ProgressRequest) -> None:
     async def answer() -> None:
         if msg.run_id not in peer.state.runs.active:
             link.post(m.ProgressReply(msg.req, msg.run_id, -1.0, {}))
@@ -220,7 +220,7 @@ def on_progress(peer: Peer, link: Link, msg: m.ProgressRequest) -> None:
 # -- submit, resume, suspend ----------------------------------------------------------------------
 
 
-def on_submit(peer: Peer, link: Link, msg: m.Submit) -> None:
+def on_submit(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
     try:
         plugin = master.check_submission(peer.state, msg)
     except (plugins.UnknownPlugin, plugins.UsageError, RunRefused) as exc:
@@ -237,7 +237,7 @@ def on_submit(peer: Peer, link: Link, msg: m.Submit) -> None:
     peer.spawn_answer(link, msg.req, parse_then_submit)
 
 
-def on_resume_request(peer: Peer, link: Link, msg: m.ResumeRequest) -> None:
+def on_resume_request(peer: Host, link: Link, msg: m.ResumeRequest) -> None:
     async def answer() -> None:
         store = peer.checkpointer.store
         if store is None:
@@ -258,7 +258,7 @@ def on_resume_request(peer: Peer, link: Link, msg: m.ResumeRequest) -> None:
     peer.spawn_answer(link, msg.req, answer)
 
 
-def on_suspend_request(peer: Peer, link: Link, msg: m.SuspendRequest) -> None:
+def on_suspend_request(peer: Host, link: Link, msg: m.SuspendRequest) -> None:
     async def answer() -> None:
         if await _at_master(peer, link, msg, lambda req: m.SuspendRequest(req, msg.run_id)):
             return
@@ -281,7 +281,7 @@ def on_suspend_request(peer: Peer, link: Link, msg: m.SuspendRequest) -> None:
     peer.spawn_answer(link, msg.req, answer)
 
 
-def on_cancel_request(peer: Peer, link: Link, msg: m.CancelRequest) -> None:
+def on_cancel_request(peer: Host, link: Link, msg: m.CancelRequest) -> None:
     async def answer() -> None:
         if await _at_master(peer, link, msg, lambda req: m.CancelRequest(req, msg.run_id)):
             return
@@ -296,7 +296,7 @@ def on_cancel_request(peer: Peer, link: Link, msg: m.CancelRequest) -> None:
 
 
 async def _at_master(
-    peer: Peer,
+    peer: Host,
     link: Link,
     msg: m.SuspendRequest | m.CancelRequest,
     again: Callable[[int], m.Message],
@@ -315,7 +315,7 @@ async def _at_master(
     return True
 
 
-async def find_checkpointed_runs(peer: Peer) -> None:
+async def find_checkpointed_runs(peer: Host) -> None:
     """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
     assert peer.checkpointer.store is not None
     contents = await peer.checkpointer.store.load()
@@ -332,7 +332,7 @@ async def find_checkpointed_runs(peer: Peer) -> None:
 # -- stealing: large arguments --------------------------------------------------------------------
 
 
-async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
+async def encode_and_hand_out(peer: Host, fx: EncodeArgs) -> None:
     """Encode a stolen job's large arguments in a worker thread, then hand it out."""
     args: bytes | codec.EncodeError
     refs: list[Any] = []
@@ -349,7 +349,7 @@ async def encode_and_hand_out(peer: Peer, fx: EncodeArgs) -> None:
 # -- drain and stop -------------------------------------------------------------------------------
 
 
-def alive_named(peer: Peer, names: Sequence[str]) -> tuple[list[str], list[str]]:
+def alive_named(peer: Host, names: Sequence[str]) -> tuple[list[str], list[str]]:
     """The live members an operator names (``b/0``: the process in that slot now, or
     ``b/0#k2j9x1``: that very process), and the names that match no live member."""
     found: list[str] = []
@@ -363,7 +363,7 @@ def alive_named(peer: Peer, names: Sequence[str]) -> tuple[list[str], list[str]]
     return found, unknown
 
 
-def on_drain_request(peer: Peer, link: Link, msg: m.DrainRequest) -> None:
+def on_drain_request(peer: Host, link: Link, msg: m.DrainRequest) -> None:
     targets, unknown = alive_named(peer, msg.peers)
     if msg.cluster:
         targets += [mem.name for mem in peer.table.alive() if mem.cluster == msg.cluster]
@@ -379,7 +379,7 @@ def on_drain_request(peer: Peer, link: Link, msg: m.DrainRequest) -> None:
     link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
 
 
-def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
+def on_stop_request(peer: Host, link: Link, msg: m.StopRequest) -> None:
     targets = [mem.name for mem in peer.table.alive()] if msg.every else peer.machine()
     reason = f"stop requested by {link.remote_name}"
     if msg.drain:
@@ -406,7 +406,7 @@ def on_stop_request(peer: Peer, link: Link, msg: m.StopRequest) -> None:
         peer.spawn_task(stop_soon)
 
 
-def on_reclaim_request(peer: Peer, link: Link, msg: m.ReclaimRequest) -> None:
+def on_reclaim_request(peer: Host, link: Link, msg: m.ReclaimRequest) -> None:
     targets, unknown = alive_named(peer, msg.peers)
     if unknown or not targets:
         what = ", ".join(unknown) if unknown else "(none named)"
@@ -422,14 +422,14 @@ def on_reclaim_request(peer: Peer, link: Link, msg: m.ReclaimRequest) -> None:
     link.post(m.ControlReply(msg.req, True, f"{what} {len(targets)} peer(s)", targets))
 
 
-def on_reclaim(peer: Peer, link: Link, msg: m.Reclaim) -> None:
+def on_reclaim(peer: Host, link: Link, msg: m.Reclaim) -> None:
     peer.reclaim(msg.reclaim, msg.reason)
 
 
-def on_shutdown(peer: Peer, link: Link, msg: m.Shutdown) -> None:
+def on_shutdown(peer: Host, link: Link, msg: m.Shutdown) -> None:
     log.info("shutdown requested by %s: %s", link.remote_name, msg.reason)
     peer.leave()
 
 
-def on_drain(peer: Peer, link: Link, msg: m.Drain) -> None:
+def on_drain(peer: Host, link: Link, msg: m.Drain) -> None:
     peer.drain(msg.reason, msg.leaving)

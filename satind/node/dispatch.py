@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from satind.core import aborts, custody, iterative, master, sharing, spmd, victim
 from satind.core.effects import Effects
@@ -17,15 +17,19 @@ from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
 from satind.node import adapt, control, logs, plugins, status, tracing
+from satind.node.host import Host
+from satind.node.logs import LogsHost
+from satind.node.parsing import ParsingHost
 from satind.recovery import orphans
-
-if TYPE_CHECKING:
-    from satind.node.peer import Peer
 
 log = logging.getLogger(__name__)
 
 
-def dispatch(peer: Peer, link: Link, msg: m.Message) -> None:
+class Shell(LogsHost, ParsingHost, Protocol):
+    """A peer as the message dispatch sees it: every handler's host at once."""
+
+
+def dispatch(peer: Shell, link: Link, msg: m.Message) -> None:
     """Hand a message to its handler. A client may send only client requests; a request
     whose handler fails is answered with an ErrorReply; any other failure closes the
     connection (transport.handle_frame)."""
@@ -48,11 +52,11 @@ def dispatch(peer: Peer, link: Link, msg: m.Message) -> None:
         link.post(m.ErrorReply(msg.req, error_info(exc)))  # type: ignore[attr-defined]
 
 
-def on_reply(peer: Peer, link: Link, msg: Any) -> None:
+def on_reply(peer: Host, link: Link, msg: Any) -> None:
     peer.requests.resolve(msg.req, msg)
 
 
-def on_steal_reply(peer: Peer, link: Link, msg: m.StealReply) -> None:
+def on_steal_reply(peer: Host, link: Link, msg: m.StealReply) -> None:
     if not peer.requests.resolve(msg.req, msg):
         sender = link.remote_name
         member = peer.table.get(sender)
@@ -60,27 +64,27 @@ def on_steal_reply(peer: Peer, link: Link, msg: m.StealReply) -> None:
         peer.thief.on_late_reply(msg, sender, wide)
 
 
-def _core(fn: Callable[[Peer, Link, Any], Effects]) -> Callable[[Peer, Link, Any], None]:
+def _core(fn: Callable[[Host, Link, Any], Effects]) -> Callable[[Host, Link, Any], None]:
     """A handler that hands the message to the core and applies the effects."""
 
-    def handler(peer: Peer, link: Link, msg: Any) -> None:
+    def handler(peer: Host, link: Link, msg: Any) -> None:
         peer.apply(fn(peer, link, msg))
 
     return handler
 
 
 def _swim(method: str) -> Any:
-    def handler(peer: Peer, link: Link, msg: Any) -> None:
+    def handler(peer: Host, link: Link, msg: Any) -> None:
         getattr(peer.swim, method)(link, msg)
 
     return handler
 
 
-def _steal_request(peer: Peer, link: Link, msg: m.StealRequest) -> Effects:
+def _steal_request(peer: Host, link: Link, msg: m.StealRequest) -> Effects:
     return victim.on_steal_request(peer.state, link, msg, peer.now())
 
 
-def _job_result(peer: Peer, link: Link, msg: m.JobResult) -> Effects:
+def _job_result(peer: Host, link: Link, msg: m.JobResult) -> Effects:
     fx = custody.on_job_result(peer.state, link.remote_name, msg)
     if (msg.run_id, msg.path) in peer.state.iterative.placed:
         fx += iterative.finished(peer.state, (msg.run_id, msg.path), link.remote_name, peer.now())
@@ -89,89 +93,89 @@ def _job_result(peer: Peer, link: Link, msg: m.JobResult) -> Effects:
     return fx
 
 
-def _task_push(peer: Peer, link: Link, msg: m.TaskPush) -> Effects:
+def _task_push(peer: Host, link: Link, msg: m.TaskPush) -> Effects:
     if msg.entity is not None:
         return spmd.on_push(peer.state, link.remote_name, msg)
     return iterative.on_push(peer.state, link.remote_name, msg, peer.now())
 
 
-def _ghost(peer: Peer, link: Link, msg: m.Ghost) -> Effects:
+def _ghost(peer: Host, link: Link, msg: m.Ghost) -> Effects:
     return spmd.on_ghost(peer.state, msg)
 
 
-def _entity_move(peer: Peer, link: Link, msg: m.EntityMove) -> Effects:
+def _entity_move(peer: Host, link: Link, msg: m.EntityMove) -> Effects:
     return spmd.on_move(peer.state, link.remote_name, msg, peer.now())
 
 
-def _entity_state(peer: Peer, link: Link, msg: m.EntityState) -> Effects:
+def _entity_state(peer: Host, link: Link, msg: m.EntityState) -> Effects:
     return spmd.on_state(peer.state, link.remote_name, msg, peer.now())
 
 
-def _entity_moved(peer: Peer, link: Link, msg: m.EntityMoved) -> Effects:
+def _entity_moved(peer: Host, link: Link, msg: m.EntityMoved) -> Effects:
     return spmd.on_moved(peer.state, link.remote_name, msg, peer.now())
 
 
-def _ghost_request(peer: Peer, link: Link, msg: m.GhostRequest) -> Effects:
+def _ghost_request(peer: Host, link: Link, msg: m.GhostRequest) -> Effects:
     return spmd.on_ghost_request(peer.state, msg)
 
 
-def _migrate_request(peer: Peer, link: Link, msg: m.MigrateRequest) -> Effects:
+def _migrate_request(peer: Host, link: Link, msg: m.MigrateRequest) -> Effects:
     return spmd.on_migrate_request(peer.state, link.remote_name, msg, peer.now())
 
 
-def _task_ack(peer: Peer, link: Link, msg: m.TaskAck) -> Effects:
+def _task_ack(peer: Host, link: Link, msg: m.TaskAck) -> Effects:
     return iterative.on_ack(peer.state, link.remote_name, msg, peer.now())
 
 
-def _barrier(peer: Peer, link: Link, msg: m.Barrier) -> Effects:
+def _barrier(peer: Host, link: Link, msg: m.Barrier) -> Effects:
     return iterative.on_barrier(peer.state, msg)
 
 
-def _job_query(peer: Peer, link: Link, msg: m.JobQuery) -> Effects:
+def _job_query(peer: Host, link: Link, msg: m.JobQuery) -> Effects:
     return custody.on_job_query(peer.state, link, msg)
 
 
-def _job_state(peer: Peer, link: Link, msg: m.JobState) -> Effects:
+def _job_state(peer: Host, link: Link, msg: m.JobState) -> Effects:
     return custody.on_job_state(peer.state, link.remote_name, msg, peer.now())
 
 
-def _abort(peer: Peer, link: Link, msg: m.Abort) -> Effects:
+def _abort(peer: Host, link: Link, msg: m.Abort) -> Effects:
     return aborts.on_abort(peer.state, link.remote_name, msg)
 
 
-def _shared_updates(peer: Peer, link: Link, msg: m.SharedUpdates) -> Effects:
+def _shared_updates(peer: Host, link: Link, msg: m.SharedUpdates) -> Effects:
     return sharing.on_updates(peer.state, msg)
 
 
-def _replica_request(peer: Peer, link: Link, msg: m.ReplicaRequest) -> Effects:
+def _replica_request(peer: Host, link: Link, msg: m.ReplicaRequest) -> Effects:
     return sharing.on_replica_request(peer.state, link.remote_name, msg)
 
 
-def _replica_reply(peer: Peer, link: Link, msg: m.ReplicaReply) -> Effects:
+def _replica_reply(peer: Host, link: Link, msg: m.ReplicaReply) -> Effects:
     return sharing.on_replica_reply(peer.state, msg)
 
 
-def _shared_digest(peer: Peer, link: Link, msg: m.SharedDigest) -> Effects:
+def _shared_digest(peer: Host, link: Link, msg: m.SharedDigest) -> Effects:
     return sharing.on_digest(peer.state, link.remote_name, msg)
 
 
-def _hand_over(peer: Peer, link: Link, msg: m.HandOver) -> Effects:
+def _hand_over(peer: Host, link: Link, msg: m.HandOver) -> Effects:
     return orphans.on_hand_over(peer.state, msg, peer.now())
 
 
-def _run_share(peer: Peer, link: Link, msg: m.RunShare) -> Effects:
+def _run_share(peer: Host, link: Link, msg: m.RunShare) -> Effects:
     return master.on_share(peer.state, msg)
 
 
-def _result_copy(peer: Peer, link: Link, msg: m.ResultCopy) -> Effects:
+def _result_copy(peer: Host, link: Link, msg: m.ResultCopy) -> Effects:
     return master.on_result_copy(peer.state, msg, peer.now())
 
 
-def _run_stats(peer: Peer, link: Link, msg: m.RunStatsRequest) -> Effects:
+def _run_stats(peer: Host, link: Link, msg: m.RunStatsRequest) -> Effects:
     return control.run_stats(peer.state, link, msg)
 
 
-_HANDLERS: dict[type, Any] = {
+_HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
     m.StealRequest: _core(_steal_request),
     m.StealReply: on_steal_reply,
     m.JobResult: _core(_job_result),

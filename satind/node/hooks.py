@@ -8,19 +8,18 @@ turn.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from satind.core import aborts, iterative, sharing, spmd, thief
+from satind.core.model.spmd import is_entity_job
 from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.node.host import Host
 from satind.recovery import drain, orphans
-
-if TYPE_CHECKING:
-    from satind.node.peer import Peer
 
 
 class ComputeHooks:
-    def __init__(self, peer: Peer) -> None:
+    def __init__(self, peer: Host) -> None:
         self.peer = peer
 
     def want_work(self, wanted: bool, run_id: str = "") -> None:
@@ -85,7 +84,7 @@ class ComputeHooks:
         )
 
     def task_ready(self, job: Job) -> None:
-        placer = spmd.task_ready if spmd.is_entity_job(job) else iterative.task_ready
+        placer = spmd.task_ready if is_entity_job(job) else iterative.task_ready
         self.peer.compute.soon(
             lambda: self.peer.apply(placer(self.peer.state, job, self.peer.now()))
         )

@@ -16,7 +16,7 @@ import logging
 import sys
 import threading
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 import trio
 
@@ -24,11 +24,11 @@ from satind.config import RunConfig
 from satind.engine import worker as worker_mod
 from satind.net import messages as m
 from satind.net.names import slot_of
+from satind.node.host import Host
 from satind.node.rpc import ask
 
 if TYPE_CHECKING:
     from satind.net.transport import Link
-    from satind.node.peer import Peer
 
 COMPUTE_THREAD = "satind-compute"
 
@@ -174,7 +174,13 @@ def capture(logs: RunLogs) -> None:
     root.addHandler(_Handler(logs))
 
 
-async def flush_loop(peer: Peer) -> None:
+class LogsHost(Host, Protocol):
+    """A peer with run logs (what this module's loops and handlers use)."""
+
+    logs: RunLogs
+
+
+async def flush_loop(peer: LogsHost) -> None:
     """Send what jobs wrote to their runs' masters (kept here for runs mastered here)."""
     while True:
         with trio.move_on_after(peer.cfg.run.log_flush_s):
@@ -188,14 +194,14 @@ async def flush_loop(peer: Peer) -> None:
                 peer.post(owner, m.RunLog(run_id, peer.name, lines))
 
 
-def on_run_log(peer: Peer, link: Link, msg: m.RunLog) -> None:
+def on_run_log(peer: LogsHost, link: Link, msg: m.RunLog) -> None:
     # Only for runs mastered here, and cut as the sender should have: what a member sends
     # costs at most run.log_lines lines of run.log_line_chars per run this peer masters.
     if peer.state.runs.master_of(msg.run_id, peer.name) == peer.name:
         peer.logs.keep(msg.run_id, msg.peer[:100], list(msg.lines))
 
 
-def on_logs_request(peer: Peer, link: Link, msg: m.LogsRequest) -> None:
+def on_logs_request(peer: LogsHost, link: Link, msg: m.LogsRequest) -> None:
     async def answer() -> None:
         owner = peer.state.runs.master_of(msg.run_id, peer.name)
         if owner is not None and owner != peer.name and not peer.state.is_gone(owner):

@@ -14,7 +14,7 @@ one answer (a few kilobytes); at most ``max_connections`` are served at once, mo
 at accept. Anything that is not a whole request head within those bounds is closed without an
 answer; a request for another path gets 404.
 
-Peer ``i`` of a machine serves on ``metrics.port + i`` (as peers listen on ``daemon.port + i``);
+Host ``i`` of a machine serves on ``metrics.port + i`` (as peers listen on ``daemon.port + i``);
 ``port`` 0 gives each peer any free port. The peer reports the address it bound (the daemon
 logs it).
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import trio
 from prometheus_client.core import (
@@ -36,15 +35,13 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from satind import stats
+import satind.stats as stats
 from satind.config import MetricsConfig, for_peer
 
 __all__ = ["for_peer"]  # where it lived; the config is its home now
 from satind.engine.stealing import RTT_BUCKETS_S
 from satind.net.transport import Address
-
-if TYPE_CHECKING:
-    from satind.node.peer import Peer
+from satind.node.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +121,7 @@ def families(
 class PeerCollector(Collector):
     """Reads the peer's state when scraped (on the trio thread)."""
 
-    def __init__(self, peer: Peer) -> None:
+    def __init__(self, peer: Host) -> None:
         self.peer = peer
 
     def collect(self) -> Iterator[Metric]:
@@ -143,7 +140,7 @@ class PeerCollector(Collector):
         yield from families(counters, gauges, {"peer": peer.name, "cluster": state.cluster})
 
 
-def registry_of(peer: Peer) -> CollectorRegistry:
+def registry_of(peer: Host) -> CollectorRegistry:
     """The peer's metrics, and the process's own (CPU, RSS, open files: prometheus_client's
     ProcessCollector, Linux only; one peer is one process)."""
     registry = CollectorRegistry(auto_describe=False)
@@ -200,7 +197,7 @@ async def read_head(stream: trio.abc.ReceiveStream, limit: int) -> bytes | None:
 class MetricsServer:
     """The endpoint of one peer: ``run`` is a service of the peer's nursery."""
 
-    def __init__(self, peer: Peer, cfg: MetricsConfig) -> None:
+    def __init__(self, peer: Host, cfg: MetricsConfig) -> None:
         self.peer = peer
         self.cfg = cfg
         self.registry = registry_of(peer)

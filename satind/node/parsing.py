@@ -12,19 +12,19 @@ every other client, the peer's network side and a stop go on as if nothing happe
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from satind import files
-from satind import plugin as plugins
+import satind.files as files
+import satind.plugin as plugins
 from satind.core import master
 from satind.net import codec, tls
 from satind.net import messages as m
+from satind.node.host import Host
 
 if TYPE_CHECKING:
     from satind.core.effects import Link
-    from satind.node.peer import Peer
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,12 @@ class ClientSlots:
                 del self._limiters[who]
 
 
+class ParsingHost(Host, Protocol):
+    """A peer that parses clients' arguments (with a bound per client)."""
+
+    parses: ClientSlots
+
+
 def client_of(link: Link) -> str:
     """Whose slots a request takes: the client certificate's name (every connection of a
     client, ``NAME~x``, counts as the same client)."""
@@ -58,7 +64,7 @@ def client_of(link: Link) -> str:
 
 
 async def parse(
-    peer: Peer, link: Link, msg: m.Submit, plugin: plugins.Plugin
+    peer: ParsingHost, link: Link, msg: m.Submit, plugin: plugins.Plugin
 ) -> master.Parsed | Exception | files.InputNeeded:
     """The submission's parsed arguments, or why there are none (an exception to answer
     with). Never raises for the plugin's sake."""

@@ -18,13 +18,11 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from satind import plugin as plugins
+import satind.plugin as plugins
 from satind.config import Config
 from satind.core import custody, lifecycle, sharing, thief, victim
 from satind.core.effects import (
@@ -51,7 +49,6 @@ from satind.engine.worker import Worker
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable
 from satind.net import messages as m
-from satind.net import tls
 from satind.net.names import peer_name, slot_of
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
@@ -60,13 +57,14 @@ from satind.node.adapt import Coordinator
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
+from satind.node.host import PeerOptions
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
 from satind.recovery import drain, election, orphans, restart
-from satind.recovery.checkpoint import Checkpointer, LogStore
+from satind.recovery.checkpoint import Checkpointer
 from satind.trace import Traces
 
 if TYPE_CHECKING:
@@ -89,27 +87,6 @@ class PeerTransport(Protocol):
     def post(self, dest: str, msg: m.Message) -> bool: ...
 
     def post_address(self, address: Address, msg: m.Message) -> None: ...
-
-
-@dataclass
-class PeerOptions:
-    name: str
-    cluster: str = "c0"
-    listen: Address = field(default_factory=lambda: Address("127.0.0.1", 0))
-    seeds: Sequence[Address] = ()
-    credentials: tls.Credentials | None = None
-    plugin_paths: Sequence[Path] = ()
-    seed: int | None = None
-    # The simulator fixes what is otherwise taken from the world: the process instance (start
-    # time), the plugins (else discovered), and how run ids are made (else clock + random).
-    instance: int | None = None
-    plugins: dict[str, plugins.Plugin] | None = None
-    run_ids: Callable[[], str] | None = None
-    # Where checkpoint logs go; by default files in [checkpoint] dir (the simulator shares
-    # one in-memory store among its peers, as machines share a mount).
-    checkpoint_store: LogStore | None = None
-    # `satind start --standby`: join, but take no work until admitted (node/adapt.py).
-    standby: bool = False
 
 
 TransportFactory = Callable[[Identity, Address, MessageHandler], PeerTransport]

@@ -15,18 +15,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from satind import plugin as plugin_mod
+import satind.plugin as plugin_mod
 from satind.net import messages as m
+from satind.node.host import Host
 from satind.node.rpc import ask_all
 
 if TYPE_CHECKING:
     from satind.net.transport import Link
-    from satind.node.peer import Peer
 
 log = logging.getLogger(__name__)
 
 
-def listing(peer: Peer, note: str = "") -> m.MemberPlugins:
+def listing(peer: Host, note: str = "") -> m.MemberPlugins:
     return m.MemberPlugins(
         peer.name,
         [
@@ -37,7 +37,7 @@ def listing(peer: Peer, note: str = "") -> m.MemberPlugins:
     )
 
 
-async def reload(peer: Peer) -> str:
+async def reload(peer: Host) -> str:
     """Rescan the plugin paths; what changed, in words."""
     paths = list(peer.options.plugin_paths)
     try:
@@ -51,7 +51,7 @@ async def reload(peer: Peer) -> str:
     return note + "".join(f"\n  {failure}" for failure in found.failures)
 
 
-def adopt(peer: Peer, found: dict[str, plugin_mod.Plugin]) -> str:
+def adopt(peer: Host, found: dict[str, plugin_mod.Plugin]) -> str:
     old = peer.state.plugins
     added = sorted(found.keys() - old.keys())
     removed = sorted(old.keys() - found.keys())
@@ -81,7 +81,7 @@ def adopt(peer: Peer, found: dict[str, plugin_mod.Plugin]) -> str:
     return note
 
 
-def on_plugins_request(peer: Peer, link: Link, msg: m.PluginsRequest) -> None:
+def on_plugins_request(peer: Host, link: Link, msg: m.PluginsRequest) -> None:
     async def answer() -> None:
         note = await reload(peer) if msg.reload else ""
         members = [listing(peer, note)]

@@ -12,23 +12,20 @@ import dataclasses
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from satind import stats
+import satind.stats as stats
 from satind.core.effects import Link
 from satind.core.runs import DONE, FAILED, QUEUED
 from satind.membership.view import Member
 from satind.net import messages as m
+from satind.node.host import Host
 from satind.node.rpc import ask_all
-
-if TYPE_CHECKING:
-    from satind.node.peer import Peer
 
 # The state of a run's line that is one peer's share of it (summed onto the master's line).
 PART = "part"
 
 
-def on_status(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
+def on_status(peer: Host, link: Link, msg: m.StatusRequest) -> None:
     if not msg.deep:
         view = [
             m.PeerStatus(mem.name, mem.cluster, state_label(mem))
@@ -41,7 +38,7 @@ def on_status(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
     peer.spawn_answer(link, msg.req, _deep, peer, link, msg)
 
 
-async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
+async def _deep(peer: Host, link: Link, msg: m.StatusRequest) -> None:
     peers = [local_status(peer)]
     runs = local_runs(peer)
     answers = await ask_all(
@@ -63,7 +60,7 @@ async def _deep(peer: Peer, link: Link, msg: m.StatusRequest) -> None:
     link.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
 
 
-def with_availability(peer: Peer, peers: list[m.PeerStatus]) -> list[m.PeerStatus]:
+def with_availability(peer: Host, peers: list[m.PeerStatus]) -> list[m.PeerStatus]:
     """Each worker's availability as this peer's iterative scheduler estimates it — once it
     has watched it for ``iterative.shown_after_slots`` slots (before, it is mostly the prior)."""
     views = peer.state.iterative.workers
@@ -84,7 +81,7 @@ def state_label(member: Member) -> str:
     return "reclaimed" if member.reclaimed and member.alive else member.state.label
 
 
-def local_status(peer: Peer) -> m.PeerStatus:
+def local_status(peer: Host) -> m.PeerStatus:
     state = peer.state
     counters = state.steal
     label = state.table.me.state.label
@@ -135,7 +132,7 @@ def _row(
     )
 
 
-def local_runs(peer: Peer) -> list[m.RunStatus]:
+def local_runs(peer: Host) -> list[m.RunStatus]:
     """This peer's share of every active run (state "part"); the runs it masters (running,
     queued, and the results it keeps); and the unfinished runs of its checkpoint directory."""
     state = peer.state
@@ -204,7 +201,7 @@ def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
     return sorted(out, key=lambda r: r.run_id)
 
 
-def _cpu_percent(peer: Peer) -> float:
+def _cpu_percent(peer: Host) -> float:
     cpu, wall, last = peer._cpu
     now_cpu, now_wall = time.process_time(), time.monotonic()
     if now_wall - wall >= 0.5:

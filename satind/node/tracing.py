@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from satind.net import messages as m
+from satind.node.host import Host
 from satind.node.rpc import ask
 
 if TYPE_CHECKING:
     from satind.net.transport import Link
-    from satind.node.peer import Peer
 
 
 class RecoveryWatch:
@@ -31,7 +31,7 @@ class RecoveryWatch:
         self.draining = False
         self.masters: dict[str, tuple[str, int]] = {}
 
-    def check(self, peer: Peer) -> None:
+    def check(self, peer: Host) -> None:
         state = peer.state
         active = state.runs.active
         restarted = state.steal.jobs_restarted
@@ -57,7 +57,7 @@ class RecoveryWatch:
             self.masters = {k: v for k, v in self.masters.items() if k in active}
 
 
-def on_trace_request(peer: Peer, link: Link, msg: m.TraceRequest) -> None:
+def on_trace_request(peer: Host, link: Link, msg: m.TraceRequest) -> None:
     if msg.peer in ("", peer.name):
         peer.traces.flush()
         trace = peer.traces.get(msg.run_id)

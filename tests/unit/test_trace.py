@@ -141,14 +141,14 @@ def test_recovery_watch_records_restarts_reuse_new_masters_and_drains() -> None:
     )
     peer = SimpleNamespace(state=state, traces=trace.Traces(TraceConfig()))
     watch = RecoveryWatch()
-    watch.check(peer)  # type: ignore[arg-type]
+    watch.check(peer)
     assert peer.traces.get("r") is None  # nothing happened yet
     state.steal.jobs_restarted = 4
     state.orphans.counters.results_reused = 2
     info.master, info.epoch = "m1/1", 1
     state.draining = True
-    watch.check(peer)  # type: ignore[arg-type]
-    watch.check(peer)  # type: ignore[arg-type]  # nothing new: nothing recorded twice
+    watch.check(peer)
+    watch.check(peer)  # nothing new: nothing recorded twice
     ring = peer.traces.get("r")
     assert ring is not None
     assert sorted((e.name, e.detail) for e in ring.events) == [
