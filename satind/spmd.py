@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from satind.api import spawnable, sync
-from satind.core.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
+from satind.core.model.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
 from satind.engine import worker as _worker
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.plugin import Plugin, driven

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from satind import files
+import satind.files as files
 from satind.net import messages as m
 from satind.plugin import UsageError
 

@@ -26,73 +26,23 @@ the plugin side is satind/iterative.py, the heuristics satind/volatile/heuristic
 from __future__ import annotations
 
 import logging
-import random
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.model.iterative import Key, WorkerView
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
 from satind.net import codec
 from satind.net import messages as m
 from satind.volatile.heuristics import Candidate, assignments
-from satind.volatile.model import DOWN, RECLAIMED, UP, Estimator
+from satind.volatile.model import DOWN, RECLAIMED, UP
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 log = logging.getLogger(__name__)
-
-Key = tuple[str, bytes]
-
-
-@dataclass
-class WorkerView:
-    """What the master knows of one worker."""
-
-    estimator: Estimator = field(default_factory=Estimator)
-    state: int = UP
-    # Mean seconds a task took there (None until one finished), over ``tasks_done``.
-    task_s: float | None = None
-    tasks_done: int = 0
-    # Tasks it holds (key -> when pushed), and those of them still in transfer.
-    holding: dict[Key, float] = field(default_factory=dict)
-    in_transfer: set[Key] = field(default_factory=set)
-
-
-@dataclass
-class IterativeCounters:
-    """Names are those of the run JSON ``stats`` (stats.py)."""
-
-    tasks_pushed: int = 0
-    task_replicas: int = 0
-    tasks_requeued: int = 0
-    barriers: int = 0
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(vars(self))
-
-
-@dataclass
-class Scheduling:
-    """A peer's iterative-run bookkeeping: as a master (its runs' tasks) and as a member
-    (every run's last barrier)."""
-
-    counters: IterativeCounters = field(default_factory=IterativeCounters)
-    pending: dict[str, deque[Job]] = field(default_factory=dict)
-    # Every placed task not finished, and who holds a copy of it.
-    placed: dict[Key, Job] = field(default_factory=dict)
-    holders: dict[Key, set[str]] = field(default_factory=dict)
-    workers: dict[str, WorkerView] = field(default_factory=dict)
-    ticking: bool = False
-    rng: random.Random = field(default_factory=lambda: random.Random(1))
-    # run -> (epoch, iteration, state): read by the compute side when a root starts.
-    barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
-
-
-# -- tasks in ----------------------------------------------------------------------------------
 
 
 def task_ready(state: PeerState, job: Job, now: float) -> Effects:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from satind import plugin as plugins
+import satind.plugin as plugins
 from satind.core import iterative, sharing, spmd
 from satind.core.effects import (
     Changed,

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from satind import files, stats
-from satind import plugin as plugins
+import satind.files as files
+import satind.plugin as plugins
+import satind.stats as stats
 from satind.config import DEFAULT, FilesConfig
 from satind.core.effects import (
     Changed,
@@ -354,7 +355,7 @@ def announce(state: PeerState, announce: m.RunAnnounce) -> Effects:
     respawned by a new master) sends the table along: a member that steals before gossip
     brings the tuples would compute again what is kept. Same link, so the run is known
     first."""
-    from satind.recovery.orphans import Orphans
+    from satind.core.model.orphans import Orphans
 
     fx: Effects = []
     if announce.state == RUNNING:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from satind import plugin as plugins
-from satind import stats
+import satind.plugin as plugins
+import satind.stats as stats
 from satind.engine.jobs import Job, RunState
 from satind.net import messages as m
 

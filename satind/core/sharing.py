@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import logging
 import zlib
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.model.sharing import Held
 from satind.engine.frames import (
     DigestArrived,
     DigestWanted,
@@ -64,56 +64,6 @@ if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SharingCounters:
-    """Names are those of the run JSON ``stats`` (stats.py)."""
-
-    shared_updates_sent: int = 0
-    shared_updates_received: int = 0
-    shared_update_messages: int = 0
-    shared_update_bytes: int = 0
-    guard_waits: int = 0
-    # Results of stolen jobs held until the global calls their subtree made were applied.
-    results_waited: int = 0
-    replica_fetches: int = 0
-    # Anti-entropy: digests sent, and calls sent again in answer to one.
-    shared_digests: int = 0
-    shared_updates_resent: int = 0
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(vars(self))
-
-
-@dataclass
-class Held:
-    """A stolen job waiting for replicas before it goes to the compute side."""
-
-    job: Job
-    victim: str
-    missing: set[str]
-    asked: float
-
-
-@dataclass
-class Sharing:
-    """A peer's shared-object bookkeeping on the network side."""
-
-    counters: SharingCounters = field(default_factory=SharingCounters)
-    # Global calls made here, waiting for the combining interval to end.
-    outbox: list[m.SharedUpdate] = field(default_factory=list)
-    outbox_bytes: int = 0
-    held: list[Held] = field(default_factory=list)
-    # Stolen jobs the compute side parked because their guard is false.
-    parked: set[Job] = field(default_factory=set)
-    # The shared objects each stolen job refers to (for a fetch when its guard waits).
-    refs: dict[Job, list[str]] = field(default_factory=dict)
-    # Children whose result the compute side holds until the calls it needs are here.
-    waiting: set[Job] = field(default_factory=set)
-    # Whether the anti-entropy timer runs, and whose turn it is next.
-    digesting: bool = False
-    digest_turn: int = 0
 
 
 # -- global calls out and in ----------------------------------------------------------------

@@ -14,22 +14,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from satind import plugin as plugin_mod
-from satind import stats
+import satind.plugin as plugin_mod
+import satind.stats as stats
 from satind.adaptivity.measure import Utilization
 from satind.config import Config
-from satind.core.custody import Custody
-from satind.core.iterative import Scheduling
+from satind.core.model.custody import Custody
+from satind.core.model.iterative import Scheduling
+from satind.core.model.orphans import Orphans
+from satind.core.model.sharing import Sharing
+from satind.core.model.spmd import Spmd
 from satind.core.runs import RunTable
-from satind.core.sharing import Sharing
-from satind.core.spmd import Spmd
 from satind.engine.jobs import Job
 from satind.engine.stealing import Candidates, StealCounters, candidates
 from satind.engine.workqueue import WorkQueue
 from satind.membership.view import Member, MemberTable
 from satind.net.transport import TrafficCounters
 from satind.recovery.checkpoint import CheckpointCounters
-from satind.recovery.orphans import Orphans
 
 
 def new_run_id() -> str:

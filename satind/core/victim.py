@@ -150,7 +150,7 @@ def _table(state: PeerState, msg: m.StealRequest) -> list[m.OrphanTuple] | None:
     rest reaches it by gossip; a missing tuple costs recomputation, never correctness)."""
     if not msg.orphans:
         return None
-    from satind.recovery.orphans import Orphans
+    from satind.core.model.orphans import Orphans
 
     tuples = [
         t for r in state.runs.active.values() for t in Orphans.tuples_of(r.state, r.info.run_id)

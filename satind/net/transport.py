@@ -41,7 +41,7 @@ from typing import Any
 
 import trio
 
-from satind import heap
+import satind.heap as heap
 from satind.config import EmulationConfig, NetConfig
 from satind.net import codec, tls
 from satind.net import messages as m

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import trio
 
-from satind import plugin as plugin_mod
+import satind.plugin as plugin_mod
 from satind._trio import run_flat
 from satind.config import Config
 from satind.engine.worker import tune_process

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import trio
 
-from satind import plugin as plugin_mod
+import satind.plugin as plugin_mod
 from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address

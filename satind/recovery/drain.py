@@ -39,7 +39,7 @@ import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from satind import stats
+import satind.stats as stats
 from satind.core.effects import Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
 from satind.core.runs import RUNNING
 from satind.engine.frames import Orphaned

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from satind import plugin as plugins
+import satind.plugin as plugins
 from satind.core.effects import Effects, ToCompute
 from satind.core.runs import PeerRun
 from satind.engine.frames import Orphaned

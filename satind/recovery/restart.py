@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from satind.core import iterative, spmd
 from satind.core.effects import Changed, Effects, ToCompute
-from satind.core.spmd import is_entity_job
+from satind.core.model.orphans import Orphans
+from satind.core.model.spmd import is_entity_job
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
-from satind.recovery.orphans import Orphans, keep_orphan
+from satind.recovery.orphans import keep_orphan
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -9,7 +9,7 @@ from dataclasses import replace
 from satind.config import Config, SpmdConfig
 from satind.core import spmd
 from satind.core.effects import Effect, Later, Send, ToCompute
-from satind.core.spmd import COLLECT, PLACE, STEP, EntityLost, Held
+from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
 from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job, RunState
@@ -112,9 +112,9 @@ def test_ghosts_of_an_older_generation_or_too_far_ahead_are_dropped() -> None:
     state.spmd.held[("r1", 1)] = Held(2, 5, None)
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 7, b"old"))) == []
     assert not state.spmd.inbox.get(("r1", 1))
-    for it in range(5, 5 + 3 * spmd.MAX_GHOST_TAGS):  # a peer gone wrong: memory stays bounded
+    for it in range(5, 5 + 3 * MAX_GHOST_TAGS):  # a peer gone wrong: memory stays bounded
         spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 2, it, b"x")))
-    assert len(state.spmd.inbox[("r1", 1)]) == spmd.MAX_GHOST_TAGS
+    assert len(state.spmd.inbox[("r1", 1)]) == MAX_GHOST_TAGS
 
 
 def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -> None:

@@ -12,11 +12,11 @@ from satind.core.effects import (
     Send,
     ToCompute,
 )
+from satind.core.model.orphans import Orphans
 from satind.engine.frames import ChildResult, JobArrived, Wakeup
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
-from satind.recovery.orphans import Orphans
 from tests.core.support import FakeLink, info, job_of, known_run, make_state
 
 

@@ -1,0 +1,60 @@
+"""An iterative run's scheduling records (the rules: core/iterative.py): what a master knows of
+each volatile worker, the tasks it placed and who holds them, and every run's last barrier."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from satind.engine.jobs import Job
+from satind.volatile.model import UP, Estimator
+
+Key = tuple[str, bytes]
+
+
+@dataclass
+class WorkerView:
+    """What the master knows of one worker."""
+
+    estimator: Estimator = field(default_factory=Estimator)
+    state: int = UP
+    # Mean seconds a task took there (None until one finished), over ``tasks_done``.
+    task_s: float | None = None
+    tasks_done: int = 0
+    # Tasks it holds (key -> when pushed), and those of them still in transfer.
+    holding: dict[Key, float] = field(default_factory=dict)
+    in_transfer: set[Key] = field(default_factory=set)
+
+
+@dataclass
+class IterativeCounters:
+    """Names are those of the run JSON ``stats`` (stats.py)."""
+
+    tasks_pushed: int = 0
+    task_replicas: int = 0
+    tasks_requeued: int = 0
+    barriers: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(vars(self))
+
+
+@dataclass
+class Scheduling:
+    """A peer's iterative-run bookkeeping: as a master (its runs' tasks) and as a member
+    (every run's last barrier)."""
+
+    counters: IterativeCounters = field(default_factory=IterativeCounters)
+    pending: dict[str, deque[Job]] = field(default_factory=dict)
+    # Every placed task not finished, and who holds a copy of it.
+    placed: dict[Key, Job] = field(default_factory=dict)
+    holders: dict[Key, set[str]] = field(default_factory=dict)
+    workers: dict[str, WorkerView] = field(default_factory=dict)
+    ticking: bool = False
+    rng: random.Random = field(default_factory=lambda: random.Random(1))
+    # run -> (epoch, iteration, state): read by the compute side when a root starts.
+    barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
+
+
+# -- tasks in ----------------------------------------------------------------------------------
