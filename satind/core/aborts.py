@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from satind.core import spmd
+from satind.core import kinds
 from satind.core.effects import Changed, Effects, Send, ToCompute
 from satind.engine.errors import aborted
 from satind.engine.frames import Cancel, root_of
@@ -58,8 +58,8 @@ def on_abort(state: PeerState, victim: str, msg: m.Abort) -> Effects:
     fx: Effects = []
     for job in jobs:
         log.debug("%s aborted %s%s", victim, msg.run_id, msg.path.hex())
-        if spmd.drop_waiting(state, job):
-            continue  # an entity job waiting for its ghosts (core/spmd.py): never started
+        if kinds.dropped_unstarted(state, job):
+            continue  # e.g. an SPMD entity job waiting for its ghosts: never started
         if state.queue.remove(job):
             job.exc = aborted()  # not started: gone now
             job.run.jobs_cancelled += 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from satind.core import kinds
 from satind.core.effects import Effects, Link, Reply, Send, ToCompute
 from satind.engine.errors import exception_from
 from satind.engine.frames import ChildResult
@@ -95,8 +96,6 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
     peer missed: it applies it first (the run stops here too)."""
     from satind.core.lifecycle import on_announces
     from satind.core.model.orphans import Orphans
-    from satind.core.model.spmd import is_entity_job
-    from satind.core.spmd import lost_job
     from satind.engine.frames import JobArrived
 
     fx: Effects = []
@@ -107,8 +106,9 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
         # If its result was looked up in the orphan table, that tuple led nowhere: the job
         # is computed, not looked up again (forever).
         Orphans.forget(job.run, msg.path, thief)
-        if is_entity_job(job):
-            fx += lost_job(state, job)  # pinned to its holder: it cannot run here
+        kind = kinds.of_job(job)
+        if kind is not None and kind.taken_back is not None:
+            fx += kind.taken_back(state, job)  # an SPMD entity job: pinned to its holder
             continue
         fx.append(ToCompute(JobArrived(job)))
     return fx

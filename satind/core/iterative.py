@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from satind.core import kinds
 from satind.core.effects import Effects, Later, Send, ToCompute
 from satind.core.model.iterative import Key, WorkerView
 from satind.engine.frames import ChildResult, JobArrived
@@ -270,6 +271,15 @@ def finished(state: PeerState, key: Key, thief: str, now: float) -> Effects:
     return fx + schedule(state, now)
 
 
+def lost(state: PeerState, job: Job, worker: str, why: str) -> Effects:
+    """A task given to ``worker``, which is gone: placed again by the scheduler, unless
+    another copy still runs."""
+    if requeue(state, job, worker):
+        state.steal.jobs_restarted += 1
+        log.info("placing %s%s again: %s is %s", job.run.run_id, job.path.hex(), worker, why)
+    return []
+
+
 def requeue(state: PeerState, job: Job, worker: str) -> bool:
     """``worker`` is lost with its copy of ``job``: True when the job goes back to be placed
     again (no other copy runs)."""
@@ -340,3 +350,10 @@ def forget_run(state: PeerState, run_id: str) -> None:
                 view.holding.pop(key, None)
                 view.in_transfer.discard(key)
     sched.barriers.pop(run_id, None)
+
+
+# A task of an iterative run is any job of it but the root, which is never given out (its
+# ``RunState.pushed`` is set when it starts: core/start.py).
+kinds.register(
+    kinds.KindRules("iterative", owns=lambda job: job.run.pushed, lost=lost, forget_run=forget_run)
+)

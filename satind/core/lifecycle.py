@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import satind.plugin as plugins
-from satind.core import iterative, sharing, spmd
+from satind.core import kinds, sharing
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -38,6 +38,7 @@ from satind.core.runs import (
     PeerRun,
     supersedes,
 )
+from satind.core.start import start_next
 from satind.engine.frames import Orphaned, Wakeup
 from satind.net import messages as m
 
@@ -130,7 +131,9 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
         if announce.state == SUSPENDED:
             runs.suspended[run_id] = announce.info.epoch
         if run is None:
-            spmd.forget_run(state, run_id)  # ghosts that came before the run was known here
+            for kind in kinds.each():  # what came before the run was known here
+                if kind.forget_unknown is not None:
+                    kind.forget_unknown(state, run_id)
         if run is not None and run.info.master != state.name:
             return True, drop(state, run_id)
         if run is not None and announce.info.master != state.name:
@@ -199,8 +202,6 @@ def abdicate(state: PeerState, run: PeerRun, end: m.RunAnnounce, now: float) -> 
     the run over and finished it. Drop this epoch (its frames unwind, its custody goes) and
     send the submitter, who still waits here, the new master's result: a stale master must
     neither compute on nor keep its client waiting."""
-    from satind.core.master import start_next
-
     run_id = run.info.run_id
     log.warning(
         "run %s %s under master %s (epoch %d) while this peer mastered epoch %d: dropping "
@@ -241,8 +242,9 @@ def drop(state: PeerState, run_id: str) -> Effects:
         return []
     state.custody.forget_run(run_id)
     fx = sharing.forget_run(state, run_id)
-    iterative.forget_run(state, run_id)
-    spmd.forget_run(state, run_id)
+    for kind in kinds.each():
+        if kind.forget_run is not None:
+            kind.forget_run(state, run_id)
     state.cancelled = {job for job in state.cancelled if job.run.run_id != run_id}
     state.orphans.forget_run(run_id)
     run.state.aborted = True

@@ -30,12 +30,8 @@ from satind.core.effects import (
     Changed,
     Effects,
     Link,
-    Log,
-    QueueRoot,
     Reply,
     Send,
-    Spread,
-    StealUpdate,
     WakeWaiters,
 )
 from satind.core.lifecycle import drop, stopped_result
@@ -50,8 +46,8 @@ from satind.core.runs import (
     Finished,
     PeerRun,
 )
+from satind.core.start import announce, queue_or_start, start, start_next
 from satind.engine.errors import error_info
-from satind.engine.frames import make_root
 from satind.engine.jobs import RunState
 from satind.membership.view import Member
 from satind.net import codec
@@ -244,18 +240,6 @@ def submit(
     return [Reply(link, reply), *queue_or_start(state, run, now)]
 
 
-def queue_or_start(state: PeerState, run: PeerRun, now: float) -> Effects:
-    """Start a run this peer masters now, or queue it (announced as queued, arguments and
-    all, so that it is not lost with this peer) when ``run.max_concurrent`` run here."""
-    mastered = len(state.runs.mastered_by(state.name))
-    if mastered >= state.cfg.run.max_concurrent:
-        run.status = QUEUED
-        state.runs.queue.append(run)
-        log.info("run %s queued (%d running here)", run.info.run_id, mastered)
-        return announce(state, m.RunAnnounce(run.info, QUEUED))
-    return start(state, run, now)
-
-
 def _accepted(state: PeerState, reply: m.Submitted) -> m.Submitted:
     """A run accepted here: tell the client where else to ask for it (if we are lost, it
     follows the run to its next master through them)."""
@@ -317,64 +301,6 @@ def resume(
         len(results),
     )
     return fx + start(state, run, now)
-
-
-def start(state: PeerState, run: PeerRun, now: float) -> Effects:
-    """Start a run this peer masters: announce it and queue its root."""
-    assert run.plugin is not None
-    run.status = RUNNING
-    run.baseline = state.peer_counters()
-    run.started = now
-    state.runs.active[run.info.run_id] = run
-    run.root = make_root(run.plugin.entry.fn, run.args, run.state)
-    if run.plugin.kind != "divide-and-conquer":
-        # The root of an iterative or SPMD run is its scheduler: it runs here, never stolen
-        # (its tasks are pushed; on a loaded machine a thief took the root before the
-        # compute side started it, and scheduled the run from there).
-        run.state.pushed = True
-    log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
-    # Changed: a draining peer that just inherited the run hands it on (recovery/drain.py).
-    return [
-        *announce(state, m.RunAnnounce(run.info, RUNNING)),
-        QueueRoot(run.root),
-        StealUpdate(),
-        Changed(),
-    ]
-
-
-def start_next(state: PeerState, now: float) -> Effects:
-    """A slot is free: start the next run waiting in this master's queue."""
-    if state.runs.queue:
-        return start(state, state.runs.queue.popleft(), now)
-    return []
-
-
-def announce(state: PeerState, announce: m.RunAnnounce) -> Effects:
-    """Spread news of a run this peer masters: log it, gossip it, and tell every member at
-    once (it is small). A run that starts with an orphan table (resumed from checkpoints, or
-    respawned by a new master) sends the table along: a member that steals before gossip
-    brings the tuples would compute again what is kept. Same link, so the run is known
-    first."""
-    from satind.core.model.orphans import Orphans
-
-    fx: Effects = []
-    if announce.state == RUNNING:
-        fx.append(Log("run", announce))
-    elif announce.state in FINAL:
-        fx.append(Log("end", announce))
-    fx.append(Spread(announce))
-    run = state.runs.active.get(announce.info.run_id)
-    table = (
-        Orphans.tuples_of(run.state, announce.info.run_id)
-        if run is not None and announce.state == RUNNING
-        else []
-    )
-    chunk = state.cfg.ft.tuples_per_message
-    for name in state.others():
-        fx.append(Send(name, m.Gossip(m.Broadcasts([], [announce], table[:chunk]))))
-        for at in range(chunk, len(table), chunk):
-            fx.append(Send(name, m.Gossip(m.Broadcasts([], [], table[at : at + chunk]))))
-    return fx
 
 
 def finish(

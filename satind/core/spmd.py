@@ -37,6 +37,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from satind.core import kinds
 from satind.core.effects import Changed, Effects, Later, Send, ToCompute
 from satind.core.model.spmd import (
     MAX_GHOST_TAGS,
@@ -48,6 +49,7 @@ from satind.core.model.spmd import (
     Key,
     Placement,
     Spmd,
+    is_entity_job,
 )
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
@@ -709,3 +711,21 @@ def forget_run(state: PeerState, run_id: str) -> None:
     for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved):
         for key in [k for k in table if k[0] == run_id]:
             del table[key]
+
+
+kinds.register(
+    kinds.KindRules(
+        "spmd",
+        owns=is_entity_job,
+        lost=lambda state, job, thief, why: lost_job(state, job),
+        taken_back=lost_job,
+        drop_unstarted=drop_waiting,
+        member_gone=member_gone,
+        idle_thief=on_idle_thief,
+        draining=drain_requests,
+        holds_work=holds_entities,
+        forget_run=forget_run,
+        # Ghosts that came before the run was known here.
+        forget_unknown=forget_run,
+    )
+)

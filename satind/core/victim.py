@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import name_of
+from satind.core import kinds
 from satind.core.aborts import cancelled_here
 from satind.core.effects import Checkpoint, Effects, EncodeArgs, HandOut, Link, Reply, ToCompute
 from satind.engine.frames import Wakeup
@@ -56,11 +57,10 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
             fx += fetch_orphan(state, job, holder, now)  # kept elsewhere: fetch, do not give
             job = None
     if job is None:
-        if msg.cpu >= 0 and state.spmd.held:
-            # Nothing to give, but an entity of ours may run better at the thief (IOS).
-            from satind.core.spmd import on_idle_thief
-
-            fx += on_idle_thief(state, link.remote_name, msg.cpu, now)
+        # Nothing to give, but an SPMD entity of ours may run better at the thief (IOS).
+        for kind in kinds.each():
+            if kind.idle_thief is not None:
+                fx += kind.idle_thief(state, link.remote_name, msg.cpu, now)
         return [*fx, Reply(link, m.StealReply(msg.req, None, _table(state, msg)))]
     if isinstance(job.args, Encoded):
         # Stolen on, as it came (with the shared objects it came with).

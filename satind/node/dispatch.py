@@ -20,7 +20,7 @@ from satind.node import adapt, control, logs, plugins, status, tracing
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
-from satind.recovery import orphans
+from satind.recovery import drain
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def _shared_digest(peer: Host, link: Link, msg: m.SharedDigest) -> Effects:
 
 
 def _hand_over(peer: Host, link: Link, msg: m.HandOver) -> Effects:
-    return orphans.on_hand_over(peer.state, msg, peer.now())
+    return drain.on_hand_over(peer.state, msg, peer.now())
 
 
 def _run_share(peer: Host, link: Link, msg: m.RunShare) -> Effects:

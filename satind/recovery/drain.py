@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Collection
+import random
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import satind.stats as stats
+from satind.core import kinds
 from satind.core.effects import Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
+from satind.core.lifecycle import register
 from satind.core.runs import RUNNING
 from satind.engine.frames import Orphaned
 from satind.engine.jobs import Job
 from satind.net import messages as m
-from satind.recovery.election import successor, take_over
-from satind.recovery.orphans import hand_over, send_results
+from satind.recovery.election import successor, take_over, take_over_handed, take_over_queued
+from satind.recovery.orphans import keep_orphan
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -64,9 +67,11 @@ def start(
         return []
     log.info("draining: %s", reason)
     state.draining = True
-    from satind.core.spmd import drain_requests
-
-    return [StealUpdate(), *drain_requests(state, now)]
+    fx: Effects = [StealUpdate()]
+    for kind in kinds.each():
+        if kind.draining is not None:
+            fx += kind.draining(state, now)  # SPMD entities ask their masters to move them
+    return fx
 
 
 def drained(state: PeerState) -> bool:
@@ -80,7 +85,7 @@ def drained(state: PeerState) -> bool:
         and not any(key[0] not in handed for key in state.custody.given)
         and not state.queue.jobs
         # Entities of SPMD runs move away first (core/spmd.py asks their masters).
-        and not state.spmd.held
+        and not any(k.holds_work(state) for k in kinds.each() if k.holds_work is not None)
         # A run handed over counts until its heir announced the new epoch: leaving before,
         # the members would elect a master of their own for it as well.
         and not state.runs.mastered_by(state.name)
@@ -172,3 +177,77 @@ def root_dropped(state: PeerState, job: Job, now: float) -> Effects:
     run.handed = {r.path for r in results}
     log.info("run %s: handed over to %s with %d result(s)", run_id, to, len(results))
     return send_results(state, to, results, runs=[run.info])
+
+
+# -- results and runs handed over (§3.3) -------------------------------------------------------
+
+
+def hand_over(state: PeerState) -> Effects:
+    """Leaving gracefully: give the results we keep to a peer that stays (§3.3). Those of a
+    run this peer handed over as its master go to that run's new master, less the ones it
+    already has."""
+    others = state.others()
+    if not (state.orphans.kept and others and state.cfg.ft.orphans):
+        return []
+    # A peer that stays, if there is one: one that drains too would have to hand them on.
+    staying = [
+        mem.name
+        for mem in state.table.alive()
+        if mem.name in others and not mem.draining and mem.name not in state.leaving
+    ]
+    anyone = random.Random(state.name).choice(staying or others)
+    to: dict[str, list[m.JobResult]] = {}
+    for (run_id, path), result in state.orphans.kept.items():
+        run = state.runs.active.get(run_id)
+        dest = anyone
+        if run is not None and run.handed_to is not None:
+            if path in run.handed:
+                continue
+            if run.handed_to in others:
+                dest = run.handed_to
+        to.setdefault(dest, []).append(result)
+    fx: Effects = []
+    for dest, results in to.items():
+        log.info("handing %d result(s) over to %s", len(results), dest)
+        fx += send_results(state, dest, results)
+    return fx
+
+
+def send_results(
+    state: PeerState,
+    to: str,
+    results: Sequence[m.JobResult],
+    runs: Sequence[m.RunInfo] = (),
+    queued: Sequence[m.RunInfo] = (),
+) -> Effects:
+    """``HandOver`` messages to ``to``, well inside the frame and item caps; runs handed over
+    ride on the last one, so that the heir has every result before it takes them over."""
+    budget = state.cfg.net.max_frame_bytes // 2
+    fx: Effects = []
+    batch: list[m.JobResult] = []
+    size = 0
+    for result in results:
+        weight = len(result.value or b"") + len(result.path) + 64
+        if batch and (size + weight > budget or len(batch) >= state.cfg.ft.tuples_per_message):
+            fx.append(Send(to, m.HandOver(batch)))
+            batch, size = [], 0
+        batch.append(result)
+        size += weight
+    fx.append(Send(to, m.HandOver(batch, list(runs), list(queued))))
+    return fx
+
+
+def on_hand_over(state: PeerState, msg: m.HandOver, now: float) -> Effects:
+    """A leaving peer's results: kept here and announced under this peer's name. Runs a
+    draining master handed over are taken over once the results are filed (drain.py)."""
+    fx: Effects = []
+    for info in msg.runs:
+        if info.run_id not in state.runs.active:
+            fx += register(state, info)[1]  # the results below need the run known here
+    for result in msg.results:
+        fx += keep_orphan(state, result)
+    for info in msg.runs:
+        fx += take_over_handed(state, info, now)
+    for info in msg.queued:
+        fx += take_over_queued(state, info, now)
+    return fx

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import satind.plugin as plugins
 from satind.core.effects import Effects, ToCompute
 from satind.core.runs import PeerRun
+from satind.core.start import queue_or_start, start
 from satind.engine.frames import Orphaned
 from satind.engine.jobs import RunState
 from satind.net import messages as m
@@ -102,8 +103,6 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     """A run its lost master had queued (not started): this peer masters it under the next
     epoch, and starts it when a slot is free, as its own submissions. The submitter follows
     it through the other members (client.follow_result)."""
-    from satind.core.master import queue_or_start
-
     state.runs.queued_elsewhere.pop(info.run_id, None)
     try:
         plugin = state.plugin_named(info.plugin)
@@ -145,8 +144,6 @@ def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
 
 def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effects:
     """Become the run's master under the next epoch and respawn its root."""
-    from satind.core.master import start
-
     why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
         log.error("run %s: %s, but this peer cannot run it: %s", run.info.run_id, why, run.refused)

@@ -18,10 +18,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from satind.core import iterative, spmd
+from satind.core import kinds
 from satind.core.effects import Changed, Effects, ToCompute
 from satind.core.model.orphans import Orphans
-from satind.core.model.spmd import is_entity_job
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
 from satind.recovery.orphans import keep_orphan
@@ -42,7 +41,9 @@ def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
     after = change.after
     if after.state.gone:
         fx += restart_jobs_of(state, after.name, after.state.label)
-        fx += spmd.member_gone(state, after.name)
+        for kind in kinds.each():
+            if kind.member_gone is not None:
+                fx += kind.member_gone(state, after.name)
         fx += elect(state, now)
     return fx
 
@@ -53,15 +54,10 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
     for job in state.custody.take_back_all(thief):
         if job.run.aborted:
             continue
-        if is_entity_job(job):
-            fx += spmd.lost_job(state, job)  # an SPMD run rolls back (core/spmd.py)
-            continue
-        if job.run.pushed:
-            # A task of an iterative run: placed again by the scheduler, unless another copy
-            # still runs (core/iterative.py).
-            if iterative.requeue(state, job, thief):
-                state.steal.jobs_restarted += 1
-                log.info("placing %s%s again: %s is %s", job.run.run_id, job.path.hex(), thief, why)
+        kind = kinds.of_job(job)
+        if kind is not None and kind.lost is not None:
+            # An SPMD run rolls back; an iterative run's task is placed again (core/kinds.py).
+            fx += kind.lost(state, job, thief, why)
             continue
         state.steal.jobs_restarted += 1
         job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the compute side reads it
@@ -71,8 +67,8 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
         # Jobs we took from it have no parent to return to: abort their unfinished frames and
         # keep what they finished (§3.2; abort.py).
         for job in state.custody.orphaned_by(thief):
-            if is_entity_job(job) and spmd.drop_waiting(state, job):
-                continue  # a step of a lost master's run that never started: gone
+            if kinds.dropped_unstarted(state, job):
+                continue  # e.g. a step of a lost master's SPMD run that never started
             fx.append(ToCompute(Orphaned(job)))
         # Results we sent it may never have been applied: keep them as orphans.
         for result in state.custody.sent_to(thief):

@@ -321,7 +321,7 @@ def test_a_draining_peer_that_inherits_a_run_hands_it_on() -> None:
     _with_plugins(state, "c/0")
     known_run(state)  # mastered by a/0, which drains
     drain.start(state, "asked")
-    fx = orphans.on_hand_over(state, m.HandOver([], [info()], []), 1.0)
+    fx = drain.on_hand_over(state, m.HandOver([], [info()], []), 1.0)
     assert Changed() in fx
     run = state.runs.active["r1"]
     assert run.info.master == "b/0" and run.root is not None
@@ -345,12 +345,12 @@ def test_the_heir_files_the_results_then_takes_the_run_over() -> None:
     state = make_state("b/0", ("a/0", "c/0"))
     run = known_run(state)  # mastered by a/0, which drains
     kept = m.JobResult("r1", b"\x02", codec.encode_value(8), None)
-    fx = orphans.on_hand_over(state, m.HandOver([kept], [info()], []), 1.0)
+    fx = drain.on_hand_over(state, m.HandOver([kept], [info()], []), 1.0)
     assert run.info.master == "b/0" and run.info.epoch == 1
     assert run.state.orphans == {b"\x02": "b/0"}  # filed before the root was respawned
     assert run.root is not None and QueueRoot(run.root) in fx
     # A hand-over of a run that moved on meanwhile (an election got there first) is ignored.
-    again = orphans.on_hand_over(state, m.HandOver([], [info()], []), 2.0)
+    again = drain.on_hand_over(state, m.HandOver([], [info()], []), 2.0)
     assert not [f for f in again if isinstance(f, QueueRoot)] and run.info.epoch == 1
 
 
