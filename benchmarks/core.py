@@ -210,12 +210,12 @@ def idle_peer_rss_mb() -> float:
 
 def orphan_entry_bytes(entries: int = 100_000) -> float:
     """Bytes per orphan-table entry as a peer holds them: tuples decoded off the wire (their
-    own path bytes and holder strings) filed in a run's table (recovery/orphans.py)."""
+    own path bytes and holder strings) filed in a run's table (core/orphans.py)."""
     import tracemalloc
 
+    from satind.core.orphans import Orphans
     from satind.net import codec
     from satind.net import messages as m
-    from satind.recovery.orphans import Orphans
 
     def tuple_(i: int) -> m.OrphanTuple:
         path = bytes([1, 2, i % 100, i // 100 % 100, i // 10000])

@@ -107,7 +107,7 @@ class Spawnable(Generic[R]):
         run = cur.run
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
         if run.orphans is not None and w.adopt(job):
-            return job  # an orphan's kept result stands in for it (recovery/orphans.py)
+            return job  # an orphan's kept result stands in for it (core/orphans.py)
         w.jobs.append(job)
         return job
 

@@ -23,7 +23,7 @@ A drain waits until ``confirm_periods`` periods in a row called for one (``confi
 stretch of a divide-and-conquer run, when the work runs out, is inefficient for a period or so,
 and moving work then only costs. Each change is at most ``max_change`` peers, and never leaves
 fewer than ``min_peers`` working. The coordinator never drains its own peer (the run's master)
-or its cluster: a drained master hands its run over (recovery/drain.py), but a coordinator that
+or its cluster: a drained master hands its run over (core/drain.py), but a coordinator that
 removes itself would lose its samples; an operator can still drain it by hand. These two rules,
 the formulas for how many, and the cluster threshold are this implementation's choices: the
 paper gives the direction ("the higher the efficiency, the more processors are requested") and

@@ -118,7 +118,7 @@ def custody_tick(state: PeerState, now: float) -> Effects:
     """Every ``steal.custody_check_s``: ask the thieves of jobs given long ago and not
     returned; a thief that is gone meanwhile gets its jobs taken back (restart)."""
     from satind.core import sharing
-    from satind.recovery.restart import restart_jobs_of
+    from satind.core.restart import restart_jobs_of
 
     fx: Effects = sharing.tick(state, now)
     every = state.cfg.steal.custody_check_s

@@ -2,7 +2,7 @@
 
 Runs are announced by gossip (``RunAnnounce``: the descriptor and a state). A peer registers a
 run when it first hears of it (or steals one of its jobs), follows it to a new epoch when a
-new master respawns it (recovery/election.py), and drops it when it hears that it ended:
+new master respawns it (core/election.py), and drops it when it hears that it ended:
 its frames still waiting here unwind (``RunState.aborted``), its custody and kept results go.
 A master that hears its run ended under another master — it was paused or cut off long
 enough to be taken for dead — drops its stale epoch and sends its submitter the new master's
@@ -172,7 +172,7 @@ def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
     fx: Effects = []
     before = state.table.get(old.info.master)
     if before is not None and before.alive and before.draining and state.cfg.ft.orphans:
-        # A draining master handed the run over (recovery/drain.py): the jobs we took from
+        # A draining master handed the run over (core/drain.py): the jobs we took from
         # its old root subtree are orphans now, as if it were gone. Aborted at once, what
         # they finished is kept and announced while the new epoch is young.
         fx += [

@@ -259,7 +259,7 @@ def resume(
 ) -> Effects:
     """Become the master of a checkpointed run under the next epoch: the checkpointed
     results become this peer's orphans, found at spawn and used; then the root is respawned."""
-    from satind.recovery.orphans import keep_orphan
+    from satind.core.orphans import keep_orphan
 
     runs = state.runs
     try:

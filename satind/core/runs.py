@@ -4,7 +4,7 @@ Every peer keeps a ``PeerRun`` for each run it takes part in (learnt from gossip
 stolen job, or its own submission) with the run's compute-side state (``RunState``: its
 counters, its orphan table, whether it is over here). A run has a master and an **epoch**:
 when a master is lost, an elected peer respawns the root under the next epoch
-(recovery/election.py), and a higher epoch — at the same epoch, the smaller master name —
+(core/election.py), and a higher epoch — at the same epoch, the smaller master name —
 supersedes (``supersedes``). Runs that ended are remembered by their last announcement, so
 that late news of them is ignored and ``satind result`` knows whom to ask.
 
@@ -57,7 +57,7 @@ class PeerRun:
     args: Any = ()
     # Counters of members that drained and left while the run went on (their share).
     departed: dict[str, float] = field(default_factory=dict)
-    # A draining master hands the run over (recovery/drain.py): its root subtree is being
+    # A draining master hands the run over (core/drain.py): its root subtree is being
     # cut; then to whom it went, and the paths of the results it sent along.
     cutting: bool = False
     handed_to: str | None = None
@@ -92,10 +92,10 @@ class RunTable:
         # Runs this peer masters that wait for a slot (run.max_concurrent).
         self.queue: deque[PeerRun] = deque()
         # Runs other masters queue (from their "queued" announcements, arguments included):
-        # if such a master is lost, the elected peer starts them (recovery/election.py).
+        # if such a master is lost, the elected peer starts them (core/election.py).
         self.queued_elsewhere: dict[str, m.RunInfo] = {}
         # Runs whose master is gone in this peer's view, and since when (the election's
-        # second chance waits ft.takeover_grace_s: recovery/election.py).
+        # second chance waits ft.takeover_grace_s: core/election.py).
         self.orphaned_since: dict[str, float] = {}
         self.finished: OrderedDict[str, Finished] = OrderedDict()
         # Runs that ended, as their last announcement (final state, epoch, master): later

@@ -596,7 +596,7 @@ def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Eff
     msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
     if to == state.name:
         return on_state(state, state.name, msg, now)
-    # A draining peer may leave once its last entity is gone (recovery/drain.py).
+    # A draining peer may leave once its last entity is gone (core/drain.py).
     return [Send(to, msg), *([Changed()] if state.draining else [])]
 
 

@@ -1,5 +1,5 @@
 """Starting a run this peer masters (the rules that call it: core/master.py for a submission or
-a resume, core/lifecycle.py when a slot frees, recovery/election.py when a run is taken over).
+a resume, core/lifecycle.py when a slot frees, core/election.py when a run is taken over).
 
 A run starts by being announced (gossip and a direct message to every member, with its orphan
 table when it has one) and by queueing its root on the compute side; a master already running
@@ -50,7 +50,7 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         # compute side started it, and scheduled the run from there).
         run.state.pushed = True
     log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
-    # Changed: a draining peer that just inherited the run hands it on (recovery/drain.py).
+    # Changed: a draining peer that just inherited the run hands it on (core/drain.py).
     return [
         *announce(state, m.RunAnnounce(run.info, RUNNING)),
         QueueRoot(run.root),

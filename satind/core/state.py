@@ -18,6 +18,7 @@ import satind.plugin as plugin_mod
 import satind.stats as stats
 from satind.adaptivity.measure import Utilization
 from satind.config import Config
+from satind.core.model.checkpoint import CheckpointCounters
 from satind.core.model.custody import Custody
 from satind.core.model.iterative import Scheduling
 from satind.core.model.orphans import Orphans
@@ -29,7 +30,6 @@ from satind.engine.stealing import Candidates, StealCounters, candidates
 from satind.engine.workqueue import WorkQueue
 from satind.membership.view import Member, MemberTable
 from satind.net.transport import TrafficCounters
-from satind.recovery.checkpoint import CheckpointCounters
 
 
 def new_run_id() -> str:
@@ -68,7 +68,7 @@ class PeerState:
     # Idle and wide-area waiting time, for self-adaptivity (adaptivity/measure.py).
     utilization: Utilization = field(default_factory=Utilization)
     # Whether this peer's member view is whole (a state sync answered it, or it is the first
-    # member): elections wait for it (recovery/election.py).
+    # member): elections wait for it (core/election.py).
     settled: bool = False
     # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
     needs_orphans: bool = True

@@ -82,9 +82,9 @@ def result_message(job: Job) -> m.JobResult:
 def job_finished(state: PeerState, job: Job) -> Effects:
     """A job without a local parent finished: a root (its run ends: the master gathers the
     statistics first), or a stolen job (its result goes back to the victim)."""
-    from satind.recovery.orphans import keep_orphan
+    from satind.core.orphans import keep_orphan
 
-    # A draining peer may have waited for this one (recovery/drain.py).
+    # A draining peer may have waited for this one (core/drain.py).
     fx: Effects = [Changed()] if state.draining else []
     if aborts.dropped(state, job):
         return fx  # its victim aborted it before the cut reached it: nobody wants it

@@ -3,7 +3,7 @@
 A steal request takes the oldest job of this peer's queue — the one highest in the tree, so
 the most work per message — or, when the thief waits in a sync of one run, the oldest job of
 that run. A job whose result some peer keeps (an orphan tuple came in while it waited) is not
-given away but fetched (recovery/orphans.py). The job's arguments are encoded only now
+given away but fetched (core/orphans.py). The job's arguments are encoded only now
 (serialization on demand); large ones off the network side. The reply goes on the request's
 connection; once it is out, the job is in custody (custody.py) until its result is back.
 """
@@ -37,7 +37,7 @@ SMALL_ARGS = 2_000
 
 def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: float) -> Effects:
     """A thief asks for work: hand out a job, or say there is none."""
-    from satind.recovery.orphans import fetch_orphan
+    from satind.core.orphans import fetch_orphan
 
     fx: Effects = []
     queue = state.queue

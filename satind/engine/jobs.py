@@ -159,7 +159,7 @@ class RunState:
         # Set (by the trio thread) when the run is over: its frames still waiting here are
         # abandoned and its queued jobs dropped (see worker.RunAborted).
         self.aborted = False
-        # path -> holder of a kept result (recovery/orphans.py); None while there is none, so
+        # path -> holder of a kept result (core/orphans.py); None while there is none, so
         # that a spawn pays one attribute read in the common case.
         self.orphans: dict[bytes, str] | None = None
         # Paths of jobs this peer restarted after a loss; a leaf below one of them is work done

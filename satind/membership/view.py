@@ -261,7 +261,7 @@ class MemberTable:
         """A replaced instance is dead: the change, if we knew it alive. One we did not know
         (``news`` of it came after its replacement) is kept as a tombstone: runs it mastered
         are then known to have lost their master (a master never heard of is not taken for
-        dead: recovery/election.py)."""
+        dead: core/election.py)."""
         old = self._members.get(name)
         if old is None and news is not None:
             dead = replace(news, state=State.DEAD)

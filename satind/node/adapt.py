@@ -7,7 +7,7 @@ elected as a run's master is, and when that master is lost or drained, the run's
 coordinates from its next period on. With ``[adapt] enabled`` each period it samples every
 member, decides (adaptivity/coordinator.py) and acts:
 
-- drain a peer, or every peer of a cluster: a ``Drain`` to each (recovery/drain.py: it
+- drain a peer, or every peer of a cluster: a ``Drain`` to each (core/drain.py: it
   finishes or hands over its work and leaves);
 - more peers: first standby peers (``satind start --standby``: members that take no work until
   admitted) get a ``Reclaim(False)``, as ``satind release`` would send; for the rest it runs

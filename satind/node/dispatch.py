@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from satind.core import aborts, custody, iterative, master, sharing, spmd, victim
+from satind.core import aborts, custody, drain, iterative, master, sharing, spmd, victim
 from satind.core.effects import Effects
 from satind.engine.errors import error_info
 from satind.net import messages as m
@@ -20,7 +20,6 @@ from satind.node import adapt, control, logs, plugins, status, tracing
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
-from satind.recovery import drain
 
 log = logging.getLogger(__name__)
 

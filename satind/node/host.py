@@ -29,9 +29,9 @@ from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Link
+from satind.node.checkpoint import Checkpointer, LogStore
 from satind.node.compute import ComputeDriver
 from satind.node.thief import Thief
-from satind.recovery.checkpoint import Checkpointer, LogStore
 from satind.trace import Traces
 
 

@@ -24,7 +24,17 @@ import trio
 
 import satind.plugin as plugins
 from satind.config import Config
-from satind.core import custody, lifecycle, sharing, thief, victim
+from satind.core import (
+    custody,
+    drain,
+    election,
+    lifecycle,
+    orphans,
+    restart,
+    sharing,
+    thief,
+    victim,
+)
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -54,6 +64,7 @@ from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.node import control
 from satind.node.adapt import Coordinator
+from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.hooks import ComputeHooks
@@ -63,8 +74,6 @@ from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
-from satind.recovery import drain, election, orphans, restart
-from satind.recovery.checkpoint import Checkpointer
 from satind.trace import Traces
 
 if TYPE_CHECKING:
@@ -310,7 +319,7 @@ class Peer:
         self.changed()
 
     def drain(self, reason: str, leaving: Sequence[str] = ()) -> None:
-        """Stop taking work, finish what is here, then leave (recovery/drain.py).
+        """Stop taking work, finish what is here, then leave (core/drain.py).
         ``leaving``: the members drained with this one (none of them inherits a run)."""
         was_draining = self.state.draining
         self.apply(drain.start(self.state, reason, self.now(), leaving))

@@ -17,9 +17,10 @@ a crash may leave a torn record at the end, and a disk may flip bits. The reader
 record's length and checksum, skips what is damaged by searching for the next MAGIC, reports
 what it skipped, and keeps everything else: a damaged log costs only the records it lost.
 
-Writes happen off the trio thread (``trio.to_thread``) in batches; each batch is flushed and,
-with ``fsync`` on (the default), fsynced before the next: a record counts as checkpointed once
-its batch's fsync returned. Compaction drops results below a result of an ancestor (the
+This module is the format only (no trio, no thread): the peer's writer, its stores and the
+policies live in ``node/checkpoint.py``. Writes happen off the trio thread in batches; each
+batch is flushed and, with ``fsync`` on (the default), fsynced before the next: a record
+counts as checkpointed once its batch's fsync returned. Compaction drops results below a result of an ancestor (the
 ancestor stands in for the whole subtree). Once a run's end is logged, the peer prunes its
 log: the run's records are dropped by writing the log anew beside the old one and renaming it
 over (a crash leaves one of the two whole), so a long-lived peer's log holds only runs that
@@ -32,14 +33,10 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-import trio
-
-from satind.config import CheckpointConfig
 from satind.core.runs import FINAL
 from satind.net import codec
 from satind.net import messages as m
@@ -222,83 +219,6 @@ def prune_file(path: Path, fsync: bool = True) -> int:
     return len(data) - len(pruned)
 
 
-@dataclass
-class CheckpointCounters:
-    """What a peer's checkpointer wrote (the peer's statistics read them)."""
-
-    enabled: bool = False
-    policy: str = ""
-    bytes_written: int = 0
-    records_written: int = 0
-
-    def as_dict(self) -> dict[str, float]:
-        return {"checkpoint_bytes": self.bytes_written, "checkpoint_records": self.records_written}
-
-
-class LogStore(Protocol):
-    """Where a peer's log goes and where a resume reads every peer's log from."""
-
-    where: str
-
-    async def append(self, peer: str, records: list[bytes]) -> int:
-        """Append records to ``peer``'s log; returns bytes written. Raises OSError."""
-        ...
-
-    async def load(self) -> LogContents: ...
-
-    async def prune(self, peer: str) -> int:
-        """Drop the records of ended runs from ``peer``'s log; returns bytes dropped."""
-        ...
-
-
-class FileStore:
-    """Log files in a directory (a local disk or a shared mount); file work runs off the
-    trio thread so that a slow disk never stalls the peer."""
-
-    def __init__(self, directory: Path, fsync: bool = True) -> None:
-        self.directory = directory
-        self.fsync = fsync
-        self.where = str(directory)
-
-    async def append(self, peer: str, records: list[bytes]) -> int:
-        path = log_path(self.directory, peer)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return await trio.to_thread.run_sync(append, path, records, self.fsync)
-
-    async def load(self) -> LogContents:
-        return await trio.to_thread.run_sync(load_directory, self.directory)
-
-    async def prune(self, peer: str) -> int:
-        return await trio.to_thread.run_sync(prune_file, log_path(self.directory, peer), self.fsync)
-
-
-class MemoryStore:
-    """Logs in memory, shared by every peer given the same store: the simulator's checkpoint
-    mount. Appends are synchronous, so a simulation stays deterministic under the mock
-    clock (a thread would let virtual time jump while it runs)."""
-
-    def __init__(self, where: str = "memory") -> None:
-        self.where = where
-        self.logs: dict[str, bytearray] = {}
-
-    async def append(self, peer: str, records: list[bytes]) -> int:
-        data = b"".join(records)
-        self.logs.setdefault(peer, bytearray()).extend(data)
-        await trio.lowlevel.checkpoint()
-        return len(data)
-
-    async def load(self) -> LogContents:
-        await trio.lowlevel.checkpoint()
-        return load_blobs((name, bytes(self.logs[name])) for name in sorted(self.logs))
-
-    async def prune(self, peer: str) -> int:
-        await trio.lowlevel.checkpoint()
-        data = bytes(self.logs.get(peer, b""))
-        pruned = prune_log(data)
-        self.logs[peer] = bytearray(pruned)
-        return len(data) - len(pruned)
-
-
 def compact(results: dict[bytes, m.JobResult]) -> dict[bytes, m.JobResult]:
     """Drop the results that lie below another result's path: the ancestor's result stands
     in for its whole subtree, so they would never be looked up."""
@@ -317,132 +237,8 @@ def _below_kept(path: bytes, kept: dict[bytes, m.JobResult]) -> bool:
     return any(path[:cut] in kept for cut in range(len(path)))
 
 
-class Checkpointer:
-    """A peer's side: the records to append, and the loop that appends them off the trio
-    thread every ``interval_s`` (and at every theft from this peer with policy "tic")."""
-
-    def __init__(
-        self,
-        cfg: CheckpointConfig,
-        peer: str,
-        store: LogStore | None = None,
-        counters: CheckpointCounters | None = None,
-    ) -> None:
-        self.cfg = cfg
-        self.peer = peer
-        # No store given: the configured directory, if any (empty: checkpoints are off).
-        if store is None and cfg.dir:
-            store = FileStore(Path(cfg.dir), cfg.fsync)
-        self.store = store
-        # What it wrote, where the peer's statistics read it.
-        self.counters = counters if counters is not None else CheckpointCounters()
-        self.counters.enabled = store is not None
-        self.counters.policy = cfg.policy if store is not None else ""
-        # Policy "tic": asks the compute side for a snapshot of its open frames' finished
-        # children (set by the peer); they come back through result() and snapshot_taken().
-        self.request_snapshot: Callable[[], None] | None = None
-        self._taken = trio.Event()
-        self.pending: list[bytes] = []
-        self._runs: set[str] = set()
-        self._now = trio.Event()
-        self.bytes_pruned = 0
-        self.failures = 0
-        self.last_at: float | None = None
-        # One flush at a time (the loop, a suspend): appends must not interleave with a prune
-        # that rewrites the log.
-        self._writing = trio.Lock()
-        # A run's end was logged since the last prune: the next flush drops its records.
-        self._ended_since_prune = False
-
-    @property
-    def enabled(self) -> bool:
-        return self.store is not None
-
-    def run(self, announce: m.RunAnnounce) -> None:
-        """Log a run's descriptor once (a resume needs its plugin and arguments)."""
-        if self.enabled and announce.info.run_id not in self._runs:
-            self._runs.add(announce.info.run_id)
-            self.pending.append(frame(announce))
-
-    def ended(self, announce: m.RunAnnounce) -> None:
-        """Log that a run is over (done or failed): a directory's unfinished runs are those
-        without this record."""
-        if self.enabled and announce.info.run_id in self._runs:
-            self.pending.append(frame(announce))
-            self._ended_since_prune = True
-
-    def result(self, result: m.JobResult) -> None:
-        if self.enabled and result.error is None and result.value is not None:
-            self.pending.append(frame(result))
-
-    def theft(self) -> None:
-        """A job was stolen from this peer: with policy "tic", a forced checkpoint."""
-        if self.cfg.policy == "tic":
-            self._now.set()
-
-    def snapshot_taken(self) -> None:
-        """The compute side reported the results its snapshot logs (policy "tic")."""
-        self._taken.set()
-
-    def flush_soon(self) -> None:
-        """Checkpoint now rather than at the next interval (a run is being suspended)."""
-        self._now.set()
-
-    async def loop(self) -> None:
-        while True:
-            with trio.move_on_after(self.cfg.interval_s):
-                await self._now.wait()
-            self._now = trio.Event()
-            if self.cfg.policy == "tic" and self.request_snapshot is not None:
-                # KAAPI's checkpoint of the process's part of the graph: what its open frames
-                # have finished. A long leaf delays the compute side's answer: past the wait,
-                # the snapshot's records go with the next batch.
-                self._taken = trio.Event()
-                self.request_snapshot()
-                with trio.move_on_after(self.cfg.snapshot_wait_s):
-                    await self._taken.wait()
-            await self.flush()
-
-    async def flush(self) -> None:
-        async with self._writing:
-            await self._append()
-            if self._ended_since_prune and not self.pending and self.store is not None:
-                # The end is on the disk: the run's records are dead weight now. A log only
-                # grows with the runs that are not over.
-                self._ended_since_prune = False
-                try:
-                    self.bytes_pruned += await self.store.prune(self.peer)
-                except OSError as exc:
-                    log.error("pruning the checkpoint log in %s failed: %s", self.store.where, exc)
-
-    async def _append(self) -> None:
-        if not self.pending or self.store is None:
-            return
-        batch, self.pending = self.pending, []
-        try:
-            written = await self.store.append(self.peer, batch)
-        except OSError as exc:
-            # A full or missing disk must not stop the computation: keep the records for the
-            # next try and say so.
-            self.failures += 1
-            self.pending[:0] = batch
-            log.error("checkpoint to %s failed: %s", self.store.where, exc)
-            return
-        self.counters.bytes_written += written
-        self.counters.records_written += len(batch)
-        self.last_at = trio.current_time()
-
-    @property
-    def bytes_written(self) -> int:
-        return self.counters.bytes_written
-
-
 __all__ = [
-    "Checkpointer",
-    "FileStore",
     "LogContents",
-    "LogStore",
-    "MemoryStore",
     "append",
     "compact",
     "frame",

@@ -39,9 +39,9 @@ from satind.net import messages as m
 from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork
 from satind.net.names import peer_name
 from satind.net.transport import Address, Identity
+from satind.node.checkpoint import MemoryStore
 from satind.node.peer import Peer, PeerOptions
 from satind.plugin import Plugin, discover
-from satind.recovery.checkpoint import MemoryStore
 from satind.sim.lockstep import LockstepCompute
 from satind.sim.report import RunOutcome, SimReport, report
 from satind.sim.scenario import Fault, Scenario

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from satind.core import lifecycle
+from satind.core import drain, election, lifecycle, orphans, restart
 from satind.core.effects import (
     Changed,
     Log,
@@ -25,7 +25,6 @@ from satind.membership.view import Change, State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
-from satind.recovery import drain, election, orphans, restart
 from tests.core.support import FIB, declare, info, job_of, known_run, make_state
 
 

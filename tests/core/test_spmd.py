@@ -256,7 +256,7 @@ def test_a_step_of_a_lost_entity_fails_at_once() -> None:
 
 
 def test_a_draining_holder_asks_for_each_entity_to_go_and_stays_until_they_went() -> None:
-    from satind.recovery import drain
+    from satind.core import drain
 
     state = _holder_with(2)
     fx = drain.start(state, "test", 1.0)

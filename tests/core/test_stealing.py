@@ -173,8 +173,8 @@ def test_a_result_for_a_job_without_local_parent_travels_on() -> None:
 
 
 def test_a_result_from_a_thief_declared_dead_is_ignored() -> None:
+    from satind.core import restart
     from satind.membership.view import State
-    from satind.recovery import restart
     from tests.core.support import declare
 
     state = make_state()

@@ -1,5 +1,5 @@
 """A draining master hands its runs over instead of staying until they end (issue 13, point
-2; recovery/drain.py): with real daemons, the master of a long run and of a queued one is
+2; core/drain.py): with real daemons, the master of a long run and of a queued one is
 drained mid-run; it leaves while the runs go on under its heir, and both submitters, which
 waited on it, get the exact results."""
 

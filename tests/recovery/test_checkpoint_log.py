@@ -14,6 +14,7 @@ from satind.config import CheckpointConfig
 from satind.engine.jobs import path_from_indices
 from satind.net import codec
 from satind.net import messages as m
+from satind.node import checkpoint as writer
 from satind.recovery import checkpoint as cp
 
 INFO = m.RunInfo("r1", "fib", "hash", ["30"], codec.encode_value((30,)), "n/0", 2, 0)
@@ -105,7 +106,7 @@ def test_compaction_keeps_no_result_below_another() -> None:
     assert set(kept) == {parent.path, beside.path, root_child.path}
 
 
-class _FlakyStore(cp.MemoryStore):
+class _FlakyStore(writer.MemoryStore):
     """A store whose first append fails, as a full or unmounted disk would."""
 
     def __init__(self) -> None:
@@ -121,7 +122,7 @@ class _FlakyStore(cp.MemoryStore):
 
 async def test_a_failed_write_keeps_the_records_for_the_next_checkpoint() -> None:
     store = _FlakyStore()
-    checkpointer = cp.Checkpointer(CheckpointConfig(dir="shared"), "node/0", store)
+    checkpointer = writer.Checkpointer(CheckpointConfig(dir="shared"), "node/0", store)
     checkpointer.run(m.RunAnnounce(INFO, "running"))
     checkpointer.result(_result([1, 2], 12))
     await checkpointer.flush()
@@ -137,9 +138,9 @@ async def test_a_failed_write_keeps_the_records_for_the_next_checkpoint() -> Non
 
 
 async def test_files_and_the_memory_store_hold_the_same_log(tmp_path: Path) -> None:
-    stores: list[cp.LogStore] = [cp.FileStore(tmp_path, fsync=False), cp.MemoryStore()]
+    stores: list[writer.LogStore] = [writer.FileStore(tmp_path, fsync=False), writer.MemoryStore()]
     for store in stores:
-        checkpointer = cp.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
+        checkpointer = writer.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
         checkpointer.run(m.RunAnnounce(INFO, "running"))
         for result in _results(10):
             checkpointer.result(result)
@@ -150,9 +151,9 @@ async def test_files_and_the_memory_store_hold_the_same_log(tmp_path: Path) -> N
 
 async def test_a_log_drops_the_records_of_a_run_once_its_end_is_logged(tmp_path: Path) -> None:
     other = m.RunInfo("r2", "fib", "hash", ["20"], codec.encode_value((20,)), "n/0", 2, 0)
-    stores: list[cp.LogStore] = [cp.FileStore(tmp_path, fsync=False), cp.MemoryStore()]
+    stores: list[writer.LogStore] = [writer.FileStore(tmp_path, fsync=False), writer.MemoryStore()]
     for store in stores:
-        checkpointer = cp.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
+        checkpointer = writer.Checkpointer(CheckpointConfig(dir=str(tmp_path)), "node/0", store)
         checkpointer.run(m.RunAnnounce(INFO, "running"))
         checkpointer.run(m.RunAnnounce(other, "running"))
         for result in _results(10):

@@ -19,7 +19,7 @@ class Given:
     thief: str
     # When we last heard of it (given, or the thief said it still runs it).
     heard: float
-    # Linked to an orphan's kept result rather than stolen (recovery/orphans.py).
+    # Linked to an orphan's kept result rather than stolen (core/orphans.py).
     adopted: bool = False
 
 
@@ -135,7 +135,7 @@ class Custody:
 
     def orphaned_by(self, victim: str, run_id: str | None = None) -> list[Job]:
         """``victim`` is gone (or, with ``run_id``, handed that run over as its master: see
-        recovery/drain.py): the jobs we took from it and still run are orphans. They are
+        core/drain.py): the jobs we took from it and still run are orphans. They are
         forgotten here (asked about, they are "unknown"), and returned to be aborted."""
         keys = [
             key

@@ -1,4 +1,4 @@
-"""Orphan records (the rules: recovery/orphans.py): the results this peer keeps for others, the
+"""Orphan records (the rules: core/orphans.py): the results this peer keeps for others, the
 recovery counters, and how a tuple is filed in a run's table, which the compute thread reads at
 every spawn (RunState.orphans)."""
 

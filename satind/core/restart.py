@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from satind.core import kinds
 from satind.core.effects import Changed, Effects, ToCompute
 from satind.core.model.orphans import Orphans
+from satind.core.orphans import keep_orphan
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
-from satind.recovery.orphans import keep_orphan
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -35,7 +35,7 @@ def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
     """Membership news: a member that is gone — dead, left, or replaced by a newer instance
     of its slot (membership/view.py) — loses what it took; a run it mastered gets a new
     master."""
-    from satind.recovery.election import elect
+    from satind.core.election import elect
 
     fx: Effects = [Changed()]
     after = change.after

@@ -5,7 +5,7 @@ The rule is deterministic over the membership view: the alive member with the sm
 no longer alive, under the next **epoch**, and respawns the root. Views converge, so the
 members agree; if they differ for a moment and two take over, the higher epoch — then the
 smaller master name — wins (``runs.supersedes``), and the loser follows the winner. A
-draining master hands its runs over to the same choice of peer itself (recovery/drain.py,
+draining master hands its runs over to the same choice of peer itself (core/drain.py,
 ``take_over_handed``). The run's arguments travel with its descriptor, so any peer that
 knows the run can respawn it; the same run state goes on, so whatever the old epoch finished
 — here, or kept as orphans anywhere — is reused by the new one (orphans.py).
@@ -129,7 +129,7 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
 
 
 def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
-    """A draining master handed this run over (recovery/drain.py): take it over as the
+    """A draining master handed this run over (core/drain.py): take it over as the
     election would, unless it moved on meanwhile (another peer took it over, or it ended)."""
     run = state.runs.active.get(info.run_id)
     if run is None or run.info.epoch != info.epoch or run.info.master != info.master:

@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING
 import satind.stats as stats
 from satind.core import kinds
 from satind.core.effects import Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
+from satind.core.election import successor, take_over, take_over_handed, take_over_queued
 from satind.core.lifecycle import register
+from satind.core.orphans import keep_orphan
 from satind.core.runs import RUNNING
 from satind.engine.frames import Orphaned
 from satind.engine.jobs import Job
 from satind.net import messages as m
-from satind.recovery.election import successor, take_over, take_over_handed, take_over_queued
-from satind.recovery.orphans import keep_orphan
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
