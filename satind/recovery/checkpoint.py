@@ -20,11 +20,11 @@ what it skipped, and keeps everything else: a damaged log costs only the records
 This module is the format only (no trio, no thread): the peer's writer, its stores and the
 policies live in ``node/checkpoint.py``. Writes happen off the trio thread in batches; each
 batch is flushed and, with ``fsync`` on (the default), fsynced before the next: a record
-counts as checkpointed once its batch's fsync returned. Compaction drops results below a result of an ancestor (the
-ancestor stands in for the whole subtree). Once a run's end is logged, the peer prunes its
-log: the run's records are dropped by writing the log anew beside the old one and renaming it
-over (a crash leaves one of the two whole), so a long-lived peer's log holds only runs that
-are not over.
+counts as checkpointed once its batch's fsync returned. Compaction drops results below a
+result of an ancestor (the ancestor stands in for the whole subtree). Once a run's end is
+logged, the peer prunes its log: the run's records are dropped by writing the log anew beside
+the old one and renaming it over (a crash leaves one of the two whole), so a long-lived peer's
+log holds only runs that are not over.
 """
 
 from __future__ import annotations
