@@ -1,6 +1,7 @@
 """What the compute side knows of a shared object's replica (satin-grid-programming-model
 §4.2): its replication fields, the classes a peer may rebuild a replica of, rebuilding one
-from another peer's state, and applying another peer's global call to it.
+from another peer's state, and applying another peer's global call to it. The table of this
+peer's replicas is ``engine/replica_table.py``.
 
 The plugin author's face — ``SharedObject``, ``@global_method``, references in job
 arguments — is ``satind/shared.py``, which registers its classes here. The compute side

@@ -71,17 +71,14 @@ from satind.engine.frames import (
     too_many,
 )
 from satind.engine.jobs import UNSET, Job, is_placed
-from satind.engine.replicas import Replica, apply_global, class_name, rebuild
-from satind.engine.replication import UpdateLog, answer, digest
+from satind.engine.replica_table import ReplicaTable
+from satind.engine.replicas import Replica
 from satind.engine.speculation import drop_children, is_aborted
 from satind.engine.unwind import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
 from satind.engine.workqueue import WorkQueue
-from satind.net.codec import DecodeError, Encoded, EncodeError, decode_value, encode_value
-from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
-from satind.net.records import ReplicaDigest
+from satind.net.codec import DecodeError, Encoded, EncodeError, encode_value
 
 if TYPE_CHECKING:
-    from satind.net.records import SharedUpdate
     from satind.trace import Traces
 
 # The worker of the compute side running now, else None. A module global, not a
@@ -176,15 +173,11 @@ class Worker:
         # syncs does not run the others inside it).
         self.ready: dict[Job, list[Job]] = {}
         self.in_inlet = False
-        # Shared objects (satind/shared.py): this peer's replicas by id (the network side
-        # reads which ones exist), global calls of other peers that arrived ahead of an
-        # earlier one of the same sender, and stolen jobs whose guard is false, waiting for
-        # updates or a fetched replica. ``peer_name`` numbers this peer's own calls.
-        self.shared: dict[str, Replica] = {}
-        self.shared_pending: dict[tuple[str, str], dict[int, SharedUpdate]] = {}
-        # Recent global calls applied here, to answer other peers' digests (the network side
-        # sets its size from shared.log_bytes).
-        self.shared_log = UpdateLog()
+        # Shared objects (satind/shared.py): this peer's replicas and what keeps them in step
+        # (engine/replica_table.py); ``shared`` is its replicas by id (the network side reads
+        # which ones exist).
+        self.replicas = ReplicaTable(hooks, max_frame, value_depth)
+        self.shared: dict[str, Replica] = self.replicas.objects
         # Results of children other peers ran that came before the global calls their thief
         # had applied (``ChildResult.needs``): each is applied to its parent once our
         # replicas have seen those calls, so that a frame reads, after its sync, every call
@@ -206,7 +199,6 @@ class Worker:
         # Reclaimed by the machine's owner: suspended at the next safe point (``reclaim``).
         self.reclaimed = False
         self.parked: list[Job] = []
-        self.peer_name = ""
         # Jobs without a local parent that failed in engine code deep in the stack, to be
         # reported from a shallower point (sync_frame).
         self.failed: list[Job] = []
@@ -575,7 +567,7 @@ class Worker:
         elif isinstance(event, ChildResult):
             if is_aborted(event.job):
                 return  # a child its parent aborted (or a duplicate of one finished before)
-            if event.needs and event.job.parent is not None and not self._seen(event.needs):
+            if event.needs and event.job.parent is not None and not self.replicas.seen(event.needs):
                 self.held.append(event)  # the calls its subtree made are not all here yet
                 self.hooks.result_waiting(event.job, event.sender)
                 return
@@ -591,20 +583,22 @@ class Worker:
         elif isinstance(event, Cancel):
             self._cancel(event.job)
         elif isinstance(event, UpdatesArrived):
-            self._apply_updates(event.updates)
+            self.replicas.apply_updates(event.updates)
+            self._recheck_parked()
         elif isinstance(event, ReplicaArrived):
-            self._install_replica(event)
+            self.replicas.install(event)
+            self._recheck_parked()
         elif isinstance(event, ReplicaWanted):
-            self._give_replica(event)
+            self.replicas.give(event)
         elif isinstance(event, DigestWanted):
-            self.shared_log.keep(self.shared)
-            self.hooks.shared_send(event.peer, SharedDigest(digest(self.shared)))
+            self.replicas.send_digest(event.peer)
         elif isinstance(event, DigestArrived):
-            self._answer_digest(event)
+            self.replicas.answer_digest(event)
         elif isinstance(event, ForgetRun):
-            self._forget_replicas(event.run_id)
+            self.replicas.forget_run(event.run_id)
         elif isinstance(event, Wakeup):
-            self.shared_log.keep(self.shared)  # posted, among others, when a run ends here
+            # Posted, among others, when a run ends here.
+            self.replicas.log.keep(self.replicas.objects)
             if self.held:
                 self._recheck_held()  # results held for a run that ended go
         elif isinstance(event, Snapshot):
@@ -739,17 +733,14 @@ class Worker:
         if pending > self.pending_limit:
             raise too_many(self.pending_limit)
 
-    # -- shared objects (satind/shared.py) ---------------------------------------------------
+    # -- shared objects (satind/shared.py; the table is engine/replica_table.py) -------------
 
     def share(self, obj: Replica) -> None:
         """A shared object made in the running job: its reproducible id, and our replica."""
         cur = self.current
         count = getattr(cur, "nshared", 0)
         cur.nshared = count + 1
-        shared_id = f"{cur.run.run_id}:{cur.path.hex()}:{count}"
-        obj._shared_id = shared_id
-        obj._shared_inc = cur.run.epoch
-        self.shared[shared_id] = obj
+        self.replicas.share(obj, cur.run.run_id, cur.path, count, cur.run.epoch)
 
     def shared_call(self, obj: Replica, method: str, args: tuple[Any, ...]) -> None:
         """A global call just applied here: number it and ship it.
@@ -757,110 +748,7 @@ class Worker:
         Raises:
             EncodeError: its arguments cannot travel.
         """
-        assert obj._shared_id is not None
-        from satind.net.records import SharedUpdate
-
-        data = encode_value(args, self.max_frame)
-        seq = obj._shared_seen.get(self.peer_name, 0) + 1
-        obj._shared_seen[self.peer_name] = seq
-        update = SharedUpdate(obj._shared_id, self.peer_name, seq, method, data, obj._shared_inc)
-        self.shared_log.add(update)
-        self.hooks.shared_update(update)
-
-    def _apply_updates(self, updates: list[SharedUpdate]) -> None:
-        for update in updates:
-            obj = self.shared.get(update.shared_id)
-            if obj is None or update.sender == self.peer_name:
-                continue  # no replica here (fetched with its state when needed), or ours
-            if update.incarnation != obj._shared_inc:
-                continue  # a call on another incarnation (an epoch's): a fetch settles it
-            key = (update.shared_id, update.sender)
-            self.shared_pending.setdefault(key, {})[update.seq] = update
-            self._apply_pending(obj, key)
-        self._recheck_parked()
-
-    def _forget_replicas(self, run_id: str) -> None:
-        """A run ended here: its replicas, calls held for them and logged calls go."""
-        prefix = f"{run_id}:"
-        for shared_id in [sid for sid in self.shared if sid.startswith(prefix)]:
-            del self.shared[shared_id]
-        for key in [k for k in self.shared_pending if k[0].startswith(prefix)]:
-            del self.shared_pending[key]
-        self.shared_log.keep(self.shared)
-
-    def _apply_pending(self, obj: Replica, key: tuple[str, str]) -> None:
-        """Apply the calls of one sender held for ``obj`` that come next, in order; drop
-        those it has seen."""
-        pending = self.shared_pending[key]
-        seen = obj._shared_seen
-        sender = key[1]
-        while (nxt := pending.pop(seen.get(sender, 0) + 1, None)) is not None:
-            try:
-                args = decode_value(nxt.args, self.value_depth)
-                apply_global(obj, nxt.method, tuple(args))
-            except Exception as exc:  # a bad update costs that update only
-                _log_bad_update(key[0], nxt.method, exc)
-            seen[sender] = nxt.seq
-            self.shared_log.add(nxt)
-        for old in [s for s in pending if s <= seen.get(sender, 0)]:
-            del pending[old]  # duplicates
-        if not pending:
-            del self.shared_pending[key]
-
-    def _install_replica(self, event: ReplicaArrived) -> None:
-        mine = self.shared.get(event.shared_id)
-        if mine is not None and not _supersedes(event, mine):
-            self._recheck_parked()
-            return
-        try:
-            state = decode_value(event.state, self.value_depth)
-            if mine is None:
-                self.shared[event.shared_id] = rebuild(
-                    event.cls, event.shared_id, state, event.seen, event.incarnation
-                )
-            else:
-                # In place: jobs here hold references to this very object (a parked job's
-                # guard reads it).
-                mine.restore_shared(state)
-                replaced = mine._shared_inc != event.incarnation
-                if replaced:
-                    self.shared_log.drop(event.shared_id)  # calls on the old state
-                mine._shared_seen = dict(event.seen)
-                mine._shared_inc = event.incarnation
-                for key in [k for k in self.shared_pending if k[0] == event.shared_id]:
-                    if replaced:
-                        del self.shared_pending[key]  # calls held for the replaced state
-                    else:
-                        self._apply_pending(mine, key)  # calls the replica does not have
-        except Exception as exc:
-            _log_bad_update(event.shared_id, "<replica>", exc)
-        self._recheck_parked()
-
-    def _give_replica(self, event: ReplicaWanted) -> None:
-        obj = self.shared.get(event.shared_id)
-        state = None
-        cls = ""
-        seen: dict[str, int] = {}
-        inc = 0
-        if obj is not None:
-            try:
-                state = encode_value(obj.shared_state(), self.max_frame)
-            except EncodeError as exc:
-                _log_bad_update(event.shared_id, "<replica>", exc)
-            cls, seen, inc = class_name(type(obj)), dict(obj._shared_seen), obj._shared_inc
-        reply = ReplicaReply(event.shared_id, cls, state, seen, inc)
-        self.hooks.shared_send(event.thief, reply)
-
-    def _answer_digest(self, event: DigestArrived) -> None:
-        """Anti-entropy (engine/replication.py): send ``event.peer`` the calls and replicas it
-        lacks, and our digest if it is ahead of us."""
-        out = answer(self.shared, self.shared_log, event.digests, event.peer, self.max_frame // 4)
-        if out.updates:
-            self.hooks.shared_send(event.peer, SharedUpdates(out.updates))
-        for shared_id in out.replicas:
-            self._give_replica(ReplicaWanted(shared_id, event.peer))
-        if out.behind and not event.reply:
-            self.hooks.shared_send(event.peer, SharedDigest(digest(self.shared), reply=True))
+        self.replicas.call_made(obj, method, args)
 
     def _guard_ok(self, job: Job) -> bool:
         try:
@@ -869,40 +757,13 @@ class Worker:
             job.exc = self._failed(job, exc)
             return False
 
-    def _needs(self, run_id: str) -> list[ReplicaDigest]:
-        """What this peer has applied to the run's shared objects (a finished stolen job's
-        ``needs``): its own calls, and every call of its subtree, whose results waited here
-        for them (``held``)."""
-        prefix = f"{run_id}:"
-        return [
-            ReplicaDigest(sid, obj._shared_inc, dict(obj._shared_seen))
-            for sid, obj in self.shared.items()
-            if obj._shared_seen and sid.startswith(prefix)
-        ]
-
-    def _seen(self, needs: list[ReplicaDigest]) -> bool:
-        """Whether our replicas have applied every call ``needs`` lists. A replica we do not
-        have (no frame here can read it) or of another incarnation (a new master's epoch
-        made the object again: the old one's calls are never applied to it) waits for
-        nothing."""
-        for need in needs:
-            obj = self.shared.get(need.shared_id)
-            if obj is None or obj._shared_inc != need.incarnation:
-                continue
-            seen = obj._shared_seen
-            for sender, count in need.seen.items():
-                # Our own calls are applied when they are made.
-                if count > seen.get(sender, 0) and sender != self.peer_name:
-                    return False
-        return True
-
     def _recheck_held(self) -> None:
         """Replicas changed: held results whose calls are all here now are applied."""
         for held in list(self.held):
             if held.job.run.aborted or is_aborted(held.job):
                 self.held.remove(held)  # nobody waits for it any more
                 self.hooks.result_waiting(held.job, held.sender, False)
-            elif held.needs is None or self._seen(held.needs):
+            elif held.needs is None or self.replicas.seen(held.needs):
                 self.held.remove(held)
                 self.hooks.result_waiting(held.job, held.sender, False)
                 self._child_result(held)
@@ -958,7 +819,7 @@ class Worker:
         """A job without a local parent finished: encode its value and hand it over (a stolen
         job's with the calls its result must not overtake, ``needs``)."""
         if self.shared and getattr(job, "origin", None) is not None and not hasattr(job, "needs"):
-            job.needs = self._needs(job.run.run_id)
+            job.needs = self.replicas.needs(job.run.run_id)
         if job.error is None and type(job.value) is not Encoded:
             try:
                 job.value = Encoded(encode_value(job.value, self.max_frame))
@@ -972,31 +833,9 @@ class Worker:
 
     def _keep_orphan(self, job: Job) -> None:
         if self.shared and not hasattr(job, "needs"):
-            job.needs = self._needs(job.run.run_id)
+            job.needs = self.replicas.needs(job.run.run_id)
         if (data := self._encoded(job)) is not None:
             self.hooks.orphan_result(job, data)
-
-
-def _supersedes(event: ReplicaArrived, mine: Replica) -> bool:
-    """Whether a fetched replica may replace ours: it is of a newer incarnation, or of ours and
-    has seen every call ours has, and more. Never one that lacks a call ours has seen: the
-    install would undo it — this peer's own calls among them, whose numbers it would then give
-    out again (and receivers drop a number they have seen). What ours lacks then comes by
-    updates and digests instead."""
-    if event.incarnation != mine._shared_inc:
-        return event.incarnation > mine._shared_inc
-    theirs, ours = event.seen, mine._shared_seen
-    return all(theirs.get(p, 0) >= n for p, n in ours.items()) and any(
-        n > ours.get(p, 0) for p, n in theirs.items()
-    )
-
-
-def _log_bad_update(shared_id: str, method: str, exc: Exception) -> None:
-    import logging
-
-    logging.getLogger(__name__).warning(
-        "shared object %s: cannot apply %s: %s: %s", shared_id, method, type(exc).__name__, exc
-    )
 
 
 def tune_process(cfg: EngineConfig) -> None:

@@ -179,7 +179,7 @@ class Peer:
         self.worker.barriers = self.state.iterative.barriers
         self.worker.entities = self.state.spmd.held
         self.worker.entity_tasks = self.state.spmd.tasks
-        self.worker.peer_name = self.state.name
+        self.worker.replicas.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
         if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":

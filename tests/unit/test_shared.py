@@ -57,7 +57,7 @@ class SharingHooks(Hooks):
 @pytest.fixture
 def worker() -> Iterator[Worker]:
     w = Worker(EngineConfig(), SharingHooks())
-    w.peer_name = "me"
+    w.replicas.peer_name = "me"
     worker_mod.CURRENT = w
     try:
         yield w
@@ -161,7 +161,7 @@ def test_a_run_that_ends_drops_its_replicas_on_the_compute_thread_only(worker: W
     assert fx == [ToCompute(ForgetRun("r1"))] and "r1::0" in worker.shared
     worker.post(ForgetRun("r1"))
     worker.drain()
-    assert worker.shared == {} and worker.shared_pending == {}
+    assert worker.shared == {} and worker.replicas.pending == {}
 
 
 def test_a_replica_is_given_and_installed_in_place(worker: Worker) -> None:
@@ -296,10 +296,10 @@ def test_a_digest_too_far_behind_or_of_an_older_incarnation_gets_the_replica(
     worker: Worker,
 ) -> None:
     counter = _replica(worker)
-    worker.shared_log = UpdateLog(max_bytes=100)  # room for one call
+    worker.replicas.log = UpdateLog(max_bytes=100)  # room for one call
     worker.post(UpdatesArrived([_update(1, 10), _update(2, 20)]))
     worker.drain()
-    assert list(worker.shared_log.calls["r1::0"]) == [("p2", 2)]
+    assert list(worker.replicas.log.calls["r1::0"]) == [("p2", 2)]
     worker.post(_digest({}))  # lacks p2's 1, which the log no longer has
     worker.post(_digest({}, incarnation=-1))
     worker.drain()
