@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from satind.core import kinds
 from satind.core.effects import Changed, Effects, Later, Send, ToCompute
 from satind.core.model.spmd import (
-    MAX_GHOST_TAGS,
     PLACE,
     STEP,
     Departed,
@@ -48,10 +47,20 @@ from satind.core.model.spmd import (
     Held,
     Key,
     Placement,
-    Spmd,
     is_entity_job,
 )
-from satind.engine.frames import ChildResult, JobArrived
+from satind.core.spmd.ghosts import arrive as arrive
+from satind.core.spmd.ghosts import deliver, drop_waiting, prune, try_start
+from satind.core.spmd.ghosts import on_ghost as on_ghost
+from satind.core.spmd.ghosts import on_ghost_request as on_ghost_request
+from satind.core.spmd.ghosts import on_push as on_push
+from satind.core.spmd.placement import alive, forget_run, holds_entities, least_loaded, usable
+from satind.core.spmd.placement import offer as offer
+from satind.core.spmd.placement import placement as placement
+from satind.core.spmd.placement import profile as profile
+from satind.core.spmd.rollback import lost_job as lost_job
+from satind.core.spmd.rollback import member_gone as member_gone
+from satind.engine.frames import ChildResult
 from satind.engine.jobs import Job
 from satind.net import codec
 from satind.net import messages as m
@@ -61,20 +70,6 @@ if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 log = logging.getLogger(__name__)
-
-
-def offer(state: PeerState) -> float:
-    """What one more entity would get here (a share of a CPU): the resource profile a steal
-    request carries. While this peer steps entities, its speed is what their steps measured
-    (CPU seconds per wall second: load, GIL and all), the same measure a holder weighs its
-    own entities with — so that the two sides of Γ agree and an entity that moved does not
-    move back at once. Without entities, the CPU share the profiler predicts."""
-    held = [h for h in state.spmd.held.values() if h.wall_s > 0]
-    if held:
-        speed = min(sum(h.cpu_s for h in held) / sum(h.wall_s for h in held), 1.0)
-    else:
-        speed = state.spmd.cpu_share
-    return -1.0 if speed < 0 else speed / (len(state.spmd.held) + 1)
 
 
 # -- the master: placing entity jobs --------------------------------------------------------
@@ -97,11 +92,11 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
         place.wanted.clear()
         for e in range(count):
             holder = place.locator.get(e)
-            if holder is None or not _usable(state, holder, run_id):
+            if holder is None or not usable(state, holder, run_id):
                 place.locator.pop(e, None)
-                place.locator[e] = _least_loaded(state, run_id, place, exclude="")
+                place.locator[e] = least_loaded(state, run_id, place, exclude="")
     holder = place.locator.get(entity)
-    if entity in place.lost or holder is None or not _alive(state, holder):
+    if entity in place.lost or holder is None or not alive(state, holder):
         return [ToCompute(ChildResult(job, None, EntityLost(f"entity {entity} was lost")))]
     if entity in place.moving:
         place.held_back[entity] = job
@@ -146,41 +141,6 @@ def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
     return [Send(holder, m.TaskPush(spec, task))]
 
 
-def _alive(state: PeerState, name: str) -> bool:
-    if name == state.name:
-        return True
-    mem = state.table.get(name)
-    return mem is not None and mem.alive
-
-
-def _usable(state: PeerState, name: str, run_id: str) -> bool:
-    """A member that may take the run's entities: alive, not draining, not reclaimed, with
-    the run's plugin (the same code)."""
-    if name == state.name:
-        return not state.draining and not state.reclaimed
-    mem = state.table.get(name)
-    run = state.runs.active.get(run_id)
-    return (
-        mem is not None
-        and mem.alive
-        and not mem.draining
-        and not mem.reclaimed
-        and (run is None or mem.plugins.get(run.info.plugin) == run.info.code_hash)
-    )
-
-
-def _least_loaded(state: PeerState, run_id: str, place: Placement, exclude: str) -> str:
-    """The usable member holding the fewest of this run's entities (ties: by name)."""
-    names = sorted(
-        n for n in {state.name, *state.others()} if n != exclude and _usable(state, n, run_id)
-    ) or [state.name]
-    counts = {n: 0 for n in names}
-    for holder in (*place.locator.values(), *place.moving.values()):
-        if holder in counts:
-            counts[holder] += 1
-    return min(names, key=lambda n: (counts[n], n))
-
-
 def finished(state: PeerState, run_id: str, path: bytes, now: float) -> Effects:
     """The result of an entity job came (custody applies it): its step is over, so a move
     asked for can happen now."""
@@ -203,8 +163,8 @@ def _maybe_move(
     to = place.wanted.pop(entity)
     holder = place.locator.get(entity, "")
     if not to:
-        to = _least_loaded(state, run_id, place, exclude=holder)
-    if to == holder or not _usable(state, to, run_id) or not _alive(state, holder):
+        to = least_loaded(state, run_id, place, exclude=holder)
+    if to == holder or not usable(state, to, run_id) or not alive(state, holder):
         return []
     place.moving[entity] = to
     log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
@@ -239,7 +199,7 @@ def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now
         # An entity of an older generation (placed elsewhere since, or by a predecessor):
         # the holder drops it (EntityMove nowhere), or a draining holder would wait forever.
         return [Send(holder, m.EntityMove(msg.run_id, msg.entity, ""))]
-    if msg.entity in place.moving or (msg.to and not _usable(state, msg.to, msg.run_id)):
+    if msg.entity in place.moving or (msg.to and not usable(state, msg.to, msg.run_id)):
         return []
     if msg.to and not state.cfg.spmd.migrate:
         return []
@@ -273,185 +233,10 @@ def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> E
     return _send(state, place, job, now)
 
 
-def profile(state: PeerState, run_id: str, iteration: int, profiles: list[list[float]]) -> None:
-    """Hook from the root: an iteration ended, with each entity's profile."""
-    place = state.spmd.runs.get(run_id)
-    if place is not None:
-        place.iteration = iteration
-        place.profile = profiles
-        if iteration % max(state.cfg.spmd.checkpoint_every, 1) == 0:
-            # A line per checkpoint: the operator's (and benchmarks/spmd_reconfig.py's) view.
-            log.info("run %s: iteration %d, entities %s", run_id, iteration, placement(state))
-
-
-def placement(state: PeerState) -> dict[str, int]:
-    """Entities per member over this master's runs (for the status)."""
-    out: dict[str, int] = {}
-    for place in state.spmd.runs.values():
-        for holder in place.locator.values():
-            out[holder] = out.get(holder, 0) + 1
-    return out
-
-
 # -- the master: crashes --------------------------------------------------------------------
 
 
-def lost_job(state: PeerState, job: Job) -> Effects:
-    """An entity job whose holder died (custody gave it back): it fails."""
-    place = state.spmd.runs.get(job.run.run_id)
-    entity = job.args[2]
-    if place is not None and place.jobs.get(entity) is job:
-        del place.jobs[entity]
-        place.by_path.pop(job.path, None)
-        place.lost.add(entity)
-    return [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
-
-
-def member_gone(state: PeerState, name: str) -> Effects:
-    """A member died: its entities are lost; every unfinished entity job of those runs fails
-    (they may wait for ghosts that will never come), and the root rolls back."""
-    fx: Effects = []
-    for run_id, place in state.spmd.runs.items():
-        lost = {e for e, h in place.locator.items() if h == name}
-        lost |= {e for e, h in place.moving.items() if h == name}
-        if not lost:
-            continue
-        log.info("%s lost entities %s of %s", name, sorted(lost), run_id)
-        state.spmd.counters.rollbacks += 1
-        place.lost |= lost
-        for entity in lost:
-            place.moving.pop(entity, None)
-        place.wanted.clear()
-        for entity, job in list(place.jobs.items()):
-            holder = place.locator.get(entity, "")
-            if holder == state.name:
-                if not drop_waiting(state, job):
-                    continue  # running here: it has its ghosts and ends by itself
-            else:
-                key = (run_id, job.path)
-                if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
-                    continue  # already given back (its holder is the dead one)
-                place.by_path.pop(job.path, None)
-                if _alive(state, holder):
-                    fx.append(Send(holder, m.Abort(key[0], key[1])))
-            del place.jobs[entity]
-            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
-        for entity, job in list(place.held_back.items()):
-            del place.held_back[entity]
-            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
-    return fx
-
-
 # -- the holder --------------------------------------------------------------------------------
-
-
-def on_push(state: PeerState, master: str, msg: m.TaskPush) -> Effects:
-    """An entity job pushed to us by its master."""
-    from satind.core.thief import accept_stolen
-
-    assert msg.entity is not None
-    job, fx = accept_stolen(state, msg.job, master)
-    if job is None:
-        return fx
-    job.run.pushed = True
-    return fx + arrive(state, job, msg.entity)
-
-
-def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
-    """An entity job here: a step waits for its ghosts; the others run at once."""
-    key = (job.run.run_id, task.entity)
-    state.spmd.tasks[key] = task
-    if task.phase != STEP:
-        if task.phase == PLACE:
-            state.spmd.moved.pop(key, None)
-        return [ToCompute(JobArrived(job))]
-    state.spmd.waiting[key] = (job, task)
-    fx = _try_start(state, key)
-    if key in state.spmd.waiting:
-        fx.append(Later(state.cfg.spmd.ghost_wait_s, _ask_again(state, key, job)))
-    return fx
-
-
-def _ask_again(state: PeerState, key: Key, job: Job) -> Callable[[float], Effects]:
-    """While the step ``job`` waits, every ``spmd.ghost_wait_s``: ask the holders of the
-    neighbours whose ghosts have not come (a ghost sent to a holder the entity had left may
-    have been lost with it)."""
-
-    def again(now: float) -> Effects:
-        waiting = state.spmd.waiting.get(key)
-        if waiting is None or waiting[0] is not job:
-            return []  # started, dropped or replaced: the loop ends
-        task = waiting[1]
-        box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
-        fx: Effects = []
-        for neighbour, holder in zip(task.neighbours, task.holders, strict=False):
-            if neighbour not in box and holder:
-                ask = m.GhostRequest(
-                    key[0], key[1], neighbour, task.gen, task.iteration, state.name
-                )
-                fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
-        return [*fx, Later(state.cfg.spmd.ghost_wait_s, again)]
-
-    return again
-
-
-def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
-    """A neighbour's step waits for our entity's ghost: send it again if we still have it,
-    or pass the request on to where the entity went."""
-    spmd = state.spmd
-    key = (msg.run_id, msg.sender)
-    held = spmd.held.get(key)
-    moved = spmd.moved.get(key) if held is None else None
-    if held is not None:
-        sent = held.sent
-    elif moved is not None:
-        sent = moved.sent  # it left, but may have sent that one from here
-    else:
-        return []
-    data = sent.get((msg.gen, msg.iteration), {}).get(msg.entity)
-    if data is None:
-        if moved is not None and moved.to != state.name:
-            return [Send(moved.to, msg)]  # made after it left, at its new holder
-        return []  # not made yet: it comes when the step that makes it ends
-    ghost = m.Ghost(msg.run_id, msg.entity, m.GhostData(msg.sender, msg.gen, msg.iteration, data))
-    if msg.requester == state.name:
-        return on_ghost(state, ghost)
-    return [Send(msg.requester, ghost)]
-
-
-def _try_start(state: PeerState, key: Key) -> Effects:
-    spmd = state.spmd
-    waiting = spmd.waiting.get(key)
-    held = spmd.held.get(key)
-    if waiting is None or held is None:
-        return []
-    job, task = waiting
-    if (held.gen, held.iteration) != (task.gen, task.iteration):
-        return []
-    box = spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
-    if any(n not in box for n in task.neighbours):
-        return []
-    del spmd.waiting[key]
-    held.ready = box
-    _prune(spmd, key, (task.gen, task.iteration + 1))
-    return [ToCompute(JobArrived(job))]
-
-
-def _prune(spmd: Spmd, key: Key, keep_from: tuple[int, int]) -> None:
-    """Drop ghosts older than ``keep_from`` (consumed, or of an older generation)."""
-    box = spmd.inbox.get(key)
-    if box:
-        for tag in [t for t in box if t < keep_from]:
-            del box[tag]
-
-
-def drop_waiting(state: PeerState, job: Job) -> bool:
-    """An aborted entity job that has not started: gone. True if it was one."""
-    for key, (j, _) in list(state.spmd.waiting.items()):
-        if j is job:
-            del state.spmd.waiting[key]
-            return True
-    return False
 
 
 def entity_done(
@@ -477,7 +262,7 @@ def entity_done(
     if held is None or held.gen != gen:
         held = Held(gen, iteration, value)
         spmd.held[key] = held
-        _prune(spmd, key, (gen, iteration))
+        prune(spmd, key, (gen, iteration))
     else:
         if held.stepped_at is not None and iteration == held.iteration + 1:
             held.period_s = _mean(held.period_s, now - held.stepped_at)
@@ -504,7 +289,7 @@ def entity_done(
         del held.sent[tag]
     spmd.counters.ghosts_sent += len(ghosts)
     spmd.counters.ghost_bytes += sent
-    fx += _try_start(state, key)
+    fx += try_start(state, key)
     run = state.runs.active.get(run_id)
     master = run.info.master if run is not None else ""
     if master == state.name:
@@ -521,40 +306,6 @@ def _mean(old: float, new: float) -> float:
     """An exponential mean over the last few iterations: it follows a change of load within
     a few iterations and smooths the noise of single ones."""
     return new if old <= 0 else 0.7 * old + 0.3 * new
-
-
-def deliver(state: PeerState, run_id: str, entity: int, ghost: m.GhostData, holder: str) -> Effects:
-    if holder and holder != state.name:
-        return [Send(holder, m.Ghost(run_id, entity, ghost))]
-    return on_ghost(state, m.Ghost(run_id, entity, ghost))
-
-
-def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
-    """A neighbour's data for one of our entities (or one that left: forwarded)."""
-    spmd = state.spmd
-    key = (msg.run_id, msg.entity)
-    g = msg.ghost
-    held = spmd.held.get(key)
-    moved = spmd.moved.get(key)
-    if held is None and moved is not None and g.gen <= moved.gen:
-        return [Send(moved.to, msg)]  # the entity left (a newer generation may come back)
-    if held is not None and (g.gen, g.iteration) < (held.gen, held.iteration):
-        return []  # of an older generation, or consumed
-    if msg.run_id not in state.runs.active and (
-        msg.run_id in state.runs.ended or msg.run_id in state.runs.finished
-    ):
-        return []  # the run is over here
-    # A run not known here yet is kept: the neighbour's holder can be faster than the
-    # master's announcement and push on another connection, and a ghost dropped then is
-    # asked for again only a second later (``_ask_again``), or never answered once the
-    # neighbour moved on. An end announcement forgets it (``forget_run``).
-    box = spmd.inbox.setdefault(key, {})
-    if (g.gen, g.iteration) not in box and len(box) >= MAX_GHOST_TAGS:
-        # A holder needs the ghosts of one or two iterations; more is a peer gone wrong.
-        log.warning("dropping a ghost for entity %d of %s: too many ahead", g.sender, msg.run_id)
-        return []
-    box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
-    return _try_start(state, key)
 
 
 def on_move(state: PeerState, sender: str, msg: m.EntityMove, now: float) -> Effects:
@@ -626,12 +377,8 @@ def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> E
     box = spmd.inbox.setdefault(key, {})
     for g in msg.ghosts:
         box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
-    _prune(spmd, key, (msg.gen, msg.iteration))
+    prune(spmd, key, (msg.gen, msg.iteration))
     return _to_master(state, run.info.master, m.EntityMoved(msg.run_id, msg.entity), now)
-
-
-def holds_entities(state: PeerState) -> bool:
-    return bool(state.spmd.held)
 
 
 def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effects:
@@ -702,15 +449,6 @@ def drain_requests(state: PeerState, now: float) -> Effects:
         if run is not None:
             fx += _leave_request(state, key, run.info.master, now)
     return fx
-
-
-def forget_run(state: PeerState, run_id: str) -> None:
-    """A run is over here."""
-    spmd = state.spmd
-    spmd.runs.pop(run_id, None)
-    for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved):
-        for key in [k for k in table if k[0] == run_id]:
-            del table[key]
 
 
 kinds.register(

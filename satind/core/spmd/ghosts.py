@@ -1,0 +1,169 @@
+"""A holder's entity jobs and their ghosts (the story: core/spmd/__init__.py): an entity job
+pushed here waits until the ghosts of its iteration are in, then goes to the compute side; a
+ghost goes straight to the neighbour's holder, and a lost one is asked for again."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.model.spmd import (
+    MAX_GHOST_TAGS,
+    PLACE,
+    STEP,
+    Key,
+    Spmd,
+)
+from satind.engine.frames import JobArrived
+from satind.engine.jobs import Job
+from satind.net import messages as m
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+def on_push(state: PeerState, master: str, msg: m.TaskPush) -> Effects:
+    """An entity job pushed to us by its master."""
+    from satind.core.thief import accept_stolen
+
+    assert msg.entity is not None
+    job, fx = accept_stolen(state, msg.job, master)
+    if job is None:
+        return fx
+    job.run.pushed = True
+    return fx + arrive(state, job, msg.entity)
+
+
+def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
+    """An entity job here: a step waits for its ghosts; the others run at once."""
+    key = (job.run.run_id, task.entity)
+    state.spmd.tasks[key] = task
+    if task.phase != STEP:
+        if task.phase == PLACE:
+            state.spmd.moved.pop(key, None)
+        return [ToCompute(JobArrived(job))]
+    state.spmd.waiting[key] = (job, task)
+    fx = try_start(state, key)
+    if key in state.spmd.waiting:
+        fx.append(Later(state.cfg.spmd.ghost_wait_s, _ask_again(state, key, job)))
+    return fx
+
+
+def _ask_again(state: PeerState, key: Key, job: Job) -> Callable[[float], Effects]:
+    """While the step ``job`` waits, every ``spmd.ghost_wait_s``: ask the holders of the
+    neighbours whose ghosts have not come (a ghost sent to a holder the entity had left may
+    have been lost with it)."""
+
+    def again(now: float) -> Effects:
+        waiting = state.spmd.waiting.get(key)
+        if waiting is None or waiting[0] is not job:
+            return []  # started, dropped or replaced: the loop ends
+        task = waiting[1]
+        box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
+        fx: Effects = []
+        for neighbour, holder in zip(task.neighbours, task.holders, strict=False):
+            if neighbour not in box and holder:
+                ask = m.GhostRequest(
+                    key[0], key[1], neighbour, task.gen, task.iteration, state.name
+                )
+                fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
+        return [*fx, Later(state.cfg.spmd.ghost_wait_s, again)]
+
+    return again
+
+
+def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
+    """A neighbour's step waits for our entity's ghost: send it again if we still have it,
+    or pass the request on to where the entity went."""
+    spmd = state.spmd
+    key = (msg.run_id, msg.sender)
+    held = spmd.held.get(key)
+    moved = spmd.moved.get(key) if held is None else None
+    if held is not None:
+        sent = held.sent
+    elif moved is not None:
+        sent = moved.sent  # it left, but may have sent that one from here
+    else:
+        return []
+    data = sent.get((msg.gen, msg.iteration), {}).get(msg.entity)
+    if data is None:
+        if moved is not None and moved.to != state.name:
+            return [Send(moved.to, msg)]  # made after it left, at its new holder
+        return []  # not made yet: it comes when the step that makes it ends
+    ghost = m.Ghost(msg.run_id, msg.entity, m.GhostData(msg.sender, msg.gen, msg.iteration, data))
+    if msg.requester == state.name:
+        return on_ghost(state, ghost)
+    return [Send(msg.requester, ghost)]
+
+
+def try_start(state: PeerState, key: Key) -> Effects:
+    spmd = state.spmd
+    waiting = spmd.waiting.get(key)
+    held = spmd.held.get(key)
+    if waiting is None or held is None:
+        return []
+    job, task = waiting
+    if (held.gen, held.iteration) != (task.gen, task.iteration):
+        return []
+    box = spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
+    if any(n not in box for n in task.neighbours):
+        return []
+    del spmd.waiting[key]
+    held.ready = box
+    prune(spmd, key, (task.gen, task.iteration + 1))
+    return [ToCompute(JobArrived(job))]
+
+
+def prune(spmd: Spmd, key: Key, keep_from: tuple[int, int]) -> None:
+    """Drop ghosts older than ``keep_from`` (consumed, or of an older generation)."""
+    box = spmd.inbox.get(key)
+    if box:
+        for tag in [t for t in box if t < keep_from]:
+            del box[tag]
+
+
+def drop_waiting(state: PeerState, job: Job) -> bool:
+    """An aborted entity job that has not started: gone. True if it was one."""
+    for key, (j, _) in list(state.spmd.waiting.items()):
+        if j is job:
+            del state.spmd.waiting[key]
+            return True
+    return False
+
+
+def deliver(state: PeerState, run_id: str, entity: int, ghost: m.GhostData, holder: str) -> Effects:
+    if holder and holder != state.name:
+        return [Send(holder, m.Ghost(run_id, entity, ghost))]
+    return on_ghost(state, m.Ghost(run_id, entity, ghost))
+
+
+def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
+    """A neighbour's data for one of our entities (or one that left: forwarded)."""
+    spmd = state.spmd
+    key = (msg.run_id, msg.entity)
+    g = msg.ghost
+    held = spmd.held.get(key)
+    moved = spmd.moved.get(key)
+    if held is None and moved is not None and g.gen <= moved.gen:
+        return [Send(moved.to, msg)]  # the entity left (a newer generation may come back)
+    if held is not None and (g.gen, g.iteration) < (held.gen, held.iteration):
+        return []  # of an older generation, or consumed
+    if msg.run_id not in state.runs.active and (
+        msg.run_id in state.runs.ended or msg.run_id in state.runs.finished
+    ):
+        return []  # the run is over here
+    # A run not known here yet is kept: the neighbour's holder can be faster than the
+    # master's announcement and push on another connection, and a ghost dropped then is
+    # asked for again only a second later (``_ask_again``), or never answered once the
+    # neighbour moved on. An end announcement forgets it (``forget_run``).
+    box = spmd.inbox.setdefault(key, {})
+    if (g.gen, g.iteration) not in box and len(box) >= MAX_GHOST_TAGS:
+        # A holder needs the ghosts of one or two iterations; more is a peer gone wrong.
+        log.warning("dropping a ghost for entity %d of %s: too many ahead", g.sender, msg.run_id)
+        return []
+    box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
+    return try_start(state, key)

@@ -1,0 +1,76 @@
+"""What a holder's crash does to an SPMD run (the story: core/spmd/__init__.py): the entity
+jobs of its runs fail with EntityLost and the root rolls the whole run back to its last
+checkpoint in a new generation."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from satind.core.effects import Effects, Send, ToCompute
+from satind.core.model.spmd import (
+    EntityLost,
+)
+from satind.core.spmd.ghosts import arrive as arrive
+from satind.core.spmd.ghosts import drop_waiting
+from satind.core.spmd.ghosts import on_ghost as on_ghost
+from satind.core.spmd.ghosts import on_ghost_request as on_ghost_request
+from satind.core.spmd.ghosts import on_push as on_push
+from satind.core.spmd.placement import alive
+from satind.core.spmd.placement import offer as offer
+from satind.core.spmd.placement import placement as placement
+from satind.core.spmd.placement import profile as profile
+from satind.engine.frames import ChildResult
+from satind.engine.jobs import Job
+from satind.net import messages as m
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
+
+log = logging.getLogger(__name__)
+
+
+def lost_job(state: PeerState, job: Job) -> Effects:
+    """An entity job whose holder died (custody gave it back): it fails."""
+    place = state.spmd.runs.get(job.run.run_id)
+    entity = job.args[2]
+    if place is not None and place.jobs.get(entity) is job:
+        del place.jobs[entity]
+        place.by_path.pop(job.path, None)
+        place.lost.add(entity)
+    return [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
+
+
+def member_gone(state: PeerState, name: str) -> Effects:
+    """A member died: its entities are lost; every unfinished entity job of those runs fails
+    (they may wait for ghosts that will never come), and the root rolls back."""
+    fx: Effects = []
+    for run_id, place in state.spmd.runs.items():
+        lost = {e for e, h in place.locator.items() if h == name}
+        lost |= {e for e, h in place.moving.items() if h == name}
+        if not lost:
+            continue
+        log.info("%s lost entities %s of %s", name, sorted(lost), run_id)
+        state.spmd.counters.rollbacks += 1
+        place.lost |= lost
+        for entity in lost:
+            place.moving.pop(entity, None)
+        place.wanted.clear()
+        for entity, job in list(place.jobs.items()):
+            holder = place.locator.get(entity, "")
+            if holder == state.name:
+                if not drop_waiting(state, job):
+                    continue  # running here: it has its ghosts and ends by itself
+            else:
+                key = (run_id, job.path)
+                if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
+                    continue  # already given back (its holder is the dead one)
+                place.by_path.pop(job.path, None)
+                if alive(state, holder):
+                    fx.append(Send(holder, m.Abort(key[0], key[1])))
+            del place.jobs[entity]
+            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
+        for entity, job in list(place.held_back.items()):
+            del place.held_back[entity]
+            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
+    return fx
