@@ -33,24 +33,9 @@ from satind.core import (
     restart,
     sharing,
     thief,
-    victim,
 )
 from satind.core.effects import (
-    Changed,
-    Checkpoint,
     Effects,
-    EncodeArgs,
-    HandOut,
-    Later,
-    Log,
-    QueueRoot,
-    Reply,
-    Send,
-    Spread,
-    StealUpdate,
-    Task,
-    ToCompute,
-    WakeWaiters,
 )
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
@@ -67,11 +52,13 @@ from satind.node.adapt import Coordinator
 from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
+from satind.node.effects import apply_effects
 from satind.node.hooks import ComputeHooks
 from satind.node.host import PeerOptions
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
+from satind.node.tasks import Tasks
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
 from satind.trace import Traces
@@ -141,6 +128,7 @@ class Peer:
         if options.run_ids is not None:
             self.state.run_ids = options.run_ids
         self.requests = Requests()
+        self.tasks = Tasks(cfg.net.max_requests_in_flight)
         self.checkpointer = Checkpointer(
             cfg.checkpoint, options.name, options.checkpoint_store, self.state.checkpoint
         )
@@ -154,7 +142,7 @@ class Peer:
                 cfg.net,
                 self._on_message,
                 resolve=self._resolve,
-                busy=lambda conn: id(conn) in self._in_flight,
+                busy=self.tasks.busy,
                 credentials=options.credentials,
                 emulation=cfg.emulation,
             )
@@ -190,11 +178,8 @@ class Peer:
         self.stopped = trio.Event()
         self.joined = trio.Event()
         self._changed = trio.Event()
-        self._nursery: trio.Nursery | None = None
         # What jobs print, per run (node/logs.py; captured on peer processes only).
         self.logs = RunLogs(cfg.run, options.name)
-        # Requests answered from tasks, in flight per connection (net.max_requests_in_flight).
-        self._in_flight: dict[int, int] = {}
         # Submissions being parsed, per client certificate (run.parses_per_client).
         self.parses = ClientSlots(cfg.run.parses_per_client)
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
@@ -242,7 +227,7 @@ class Peer:
         """
         try:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
+                self.tasks.nursery = nursery
                 address = await nursery.start(self.transport.run, self.options.listen)
                 assert address is not None
                 me = self.table.me
@@ -357,117 +342,20 @@ class Peer:
     # -- tasks --------------------------------------------------------------------------------
 
     def spawn_task(self, fn: Any, *args: Any) -> None:
-        """Run ``fn(*args)`` in the peer's nursery. An exception in it is logged and costs
-        that task only: a task must never take the peer down."""
-        assert self._nursery is not None
-        self._nursery.start_soon(self._guarded, fn, args, None)
+        """Run ``fn(*args)`` in the peer's nursery (node/tasks.py)."""
+        self.tasks.spawn(fn, *args)
 
     def spawn_answer(self, link: Link, req: int, fn: Any, *args: Any) -> None:
-        """As ``spawn_task``, for a task that answers request ``req``: if it fails, the asker
-        gets an ErrorReply at once instead of waiting for its timeout."""
-        assert self._nursery is not None
-        key = id(link)
-        if self._in_flight.get(key, 0) >= self.cfg.net.max_requests_in_flight:
-            why = (
-                f"more than {self.cfg.net.max_requests_in_flight} requests in flight on this "
-                "connection (net.max_requests_in_flight): wait for answers before asking more"
-            )
-            link.post(m.ErrorReply(req, m.ErrorInfo("TooManyRequests", why)))
-            return
-        self._in_flight[key] = self._in_flight.get(key, 0) + 1
-        self._nursery.start_soon(self._answering, key, fn, args, (link, req))
-
-    async def _answering(
-        self, key: int, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int]
-    ) -> None:
-        try:
-            await self._guarded(fn, args, asker)
-        finally:
-            left = self._in_flight.pop(key) - 1
-            if left:
-                self._in_flight[key] = left
-
-    async def _guarded(
-        self, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int] | None
-    ) -> None:
-        from satind.engine.errors import error_info
-
-        try:
-            await fn(*args)
-        except Exception as exc:
-            log.error("%s failed", getattr(fn, "__qualname__", fn), exc_info=exc)
-            if asker is not None:
-                link, req = asker
-                link.post(m.ErrorReply(req, error_info(exc)))
+        """As ``spawn_task``, for a task that answers request ``req`` (node/tasks.py)."""
+        self.tasks.answer(link, req, fn, *args)
 
     # -- effects ------------------------------------------------------------------------------
 
     def apply(self, effects: Effects) -> None:
-        """Carry out what the core decided, in order."""
-        for fx in effects:
-            if isinstance(fx, Send):
-                self.transport.post(fx.dest, fx.msg)
-            elif isinstance(fx, Reply):
-                fx.link.post(fx.msg)
-            elif isinstance(fx, ToCompute):
-                self.compute.post(fx.event)
-            elif isinstance(fx, HandOut):
-                if not fx.link.post(fx.reply):
-                    self.apply(victim.not_handed_out(self.state, fx.reply, fx.job))
-            elif isinstance(fx, Spread):
-                if isinstance(fx.item, m.RunAnnounce):
-                    self.swim.dissemination.add_run(fx.item)
-                else:
-                    self.swim.dissemination.add_tuple(fx.item)
-            elif isinstance(fx, Log):
-                self._log(fx)
-            elif isinstance(fx, Checkpoint):
-                if fx.why == "theft":
-                    self.checkpointer.theft()
-                else:
-                    self.checkpointer.flush_soon()
-            elif isinstance(fx, QueueRoot):
-                self.compute.queue_root(fx.job)
-            elif isinstance(fx, Task):
-                self._task(fx)
-            elif isinstance(fx, EncodeArgs):
-                self.spawn_answer(fx.link, fx.request.req, control.encode_and_hand_out, self, fx)
-            elif isinstance(fx, WakeWaiters):
-                for event in self.result_waiters.pop(fx.run_id, []):
-                    event.set()
-            elif isinstance(fx, StealUpdate):
-                self.thief.update()
-            elif isinstance(fx, Changed):
-                self.changed()
-            elif isinstance(fx, Later):
-                self.spawn_task(self._later, fx)
+        """Carry out what the core decided, in order (node/effects.py)."""
+        apply_effects(self, effects)
         if effects:
             self._recovery.check(self)
-
-    async def _later(self, fx: Later) -> None:
-        await trio.sleep(fx.delay)
-        self.apply(fx.then(self.now()))
-
-    def _log(self, fx: Log) -> None:
-        record = fx.record
-        if fx.kind == "result":
-            assert isinstance(record, m.JobResult)
-            self.checkpointer.result(record)
-        elif fx.kind == "run":
-            assert isinstance(record, m.RunAnnounce)
-            self.checkpointer.run(record)
-        else:
-            assert isinstance(record, m.RunAnnounce)
-            self.checkpointer.ended(record)
-            self.logs.wake.set()  # the run's last lines go to its master now
-
-    def _task(self, fx: Task) -> None:
-        if fx.kind == "finish_run":
-            self.spawn_task(control.finish_run, self, fx.run_id)
-        elif fx.kind == "forward_result":
-            self.spawn_task(control.forward_result, self, fx.run_id, fx.dest)
-        else:
-            self.spawn_task(control.check_run, self, fx.run_id)
 
     # -- membership (the SWIM service's host) --------------------------------------------------
 

@@ -1,0 +1,106 @@
+"""Carrying out the core's effects (core/effects.py), in the order the core returned them:
+messages to send, events for the compute side, gossip to spread, records for the checkpoint
+log, tasks to start, waiters to wake, timers. This is the one place where a decision of the
+core meets the world; a handler never sends or sleeps itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import trio
+
+from satind.core import victim
+from satind.core.effects import (
+    Changed,
+    Checkpoint,
+    Effects,
+    EncodeArgs,
+    HandOut,
+    Later,
+    Log,
+    QueueRoot,
+    Reply,
+    Send,
+    Spread,
+    StealUpdate,
+    Task,
+    ToCompute,
+    WakeWaiters,
+)
+from satind.net import messages as m
+from satind.node import control
+from satind.node.logs import LogsHost
+
+
+class EffectsHost(LogsHost, Protocol):
+    """A peer as the effects see it: its parts, and its run logs (woken when a run ends)."""
+
+
+def apply_effects(peer: EffectsHost, effects: Effects) -> None:
+    """Carry out what the core decided, in order."""
+    for fx in effects:
+        if isinstance(fx, Send):
+            peer.post(fx.dest, fx.msg)
+        elif isinstance(fx, Reply):
+            fx.link.post(fx.msg)
+        elif isinstance(fx, ToCompute):
+            peer.compute.post(fx.event)
+        elif isinstance(fx, HandOut):
+            if not fx.link.post(fx.reply):
+                peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job))
+        elif isinstance(fx, Spread):
+            if isinstance(fx.item, m.RunAnnounce):
+                peer.swim.dissemination.add_run(fx.item)
+            else:
+                peer.swim.dissemination.add_tuple(fx.item)
+        elif isinstance(fx, Log):
+            _log(peer, fx)
+        elif isinstance(fx, Checkpoint):
+            if fx.why == "theft":
+                peer.checkpointer.theft()
+            else:
+                peer.checkpointer.flush_soon()
+        elif isinstance(fx, QueueRoot):
+            peer.compute.queue_root(fx.job)
+        elif isinstance(fx, Task):
+            _task(peer, fx)
+        elif isinstance(fx, EncodeArgs):
+            peer.spawn_answer(fx.link, fx.request.req, control.encode_and_hand_out, peer, fx)
+        elif isinstance(fx, WakeWaiters):
+            for event in peer.result_waiters.pop(fx.run_id, []):
+                event.set()
+        elif isinstance(fx, StealUpdate):
+            peer.thief.update()
+        elif isinstance(fx, Changed):
+            peer.changed()
+        elif isinstance(fx, Later):
+            peer.spawn_task(_later, peer, fx)
+
+
+async def _later(peer: EffectsHost, fx: Later) -> None:
+    await trio.sleep(fx.delay)
+    peer.apply(fx.then(peer.now()))
+
+
+def _log(peer: EffectsHost, fx: Log) -> None:
+    record = fx.record
+    if fx.kind == "result":
+        assert isinstance(record, m.JobResult)
+        peer.checkpointer.result(record)
+    elif fx.kind == "run":
+        assert isinstance(record, m.RunAnnounce)
+        peer.checkpointer.run(record)
+    else:
+        assert isinstance(record, m.RunAnnounce)
+        peer.checkpointer.ended(record)
+        peer.logs.wake.set()  # the run's last lines go to its master now
+
+
+def _task(peer: EffectsHost, fx: Task) -> None:
+    if fx.kind == "finish_run":
+        peer.spawn_task(control.finish_run, peer, fx.run_id)
+    elif fx.kind == "forward_result":
+        peer.spawn_task(control.forward_result, peer, fx.run_id, fx.dest)
+    else:
+        peer.spawn_task(control.check_run, peer, fx.run_id)
