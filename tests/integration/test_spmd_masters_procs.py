@@ -197,7 +197,7 @@ def _exact(run: Run) -> dict[str, Any]:
     return out
 
 
-_STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ \w+ satind\.core\.master: run "
+_STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ \w+ satind\.core\.(?:master|start): run "
 
 
 def _span(run: Run) -> tuple[datetime, datetime]:
