@@ -7,7 +7,7 @@ messages_base.py (the base class, a connection's Hello and Bye, ErrorReply), mes
 (membership), messages_control.py (clients: runs and the cluster) and messages_kinds.py
 (shared objects, iterative and SPMD runs). Code imports them all from here (``from satind.net
 import messages as m``), and codec.py resolves every field type in this module's namespace:
-a message or record missing from the re-exports below cannot be encoded.
+a message or record missing from the re-exports below stops codec.py at import.
 
 Type codes are part of the protocol: append new ones, never renumber or reuse. A change that an
 old peer cannot read bumps PROTOCOL_VERSION, which the handshake compares. Field types are
