@@ -9,7 +9,10 @@ connection — only that one — on anything malformed.
 
 A connection starts with a Hello in each direction inside ``connect_timeout_s``: the protocol
 versions must match, and the Hello names the remote party and its cluster (with TLS, the name
-is checked against the certificate).
+is checked against the certificate). The handshake and the closing of a stream are
+handshake.py's; a live connection, its outbox and the loops that move its frames are
+connection.py's. This module keeps the connections: it dials, accepts within the caps and
+budgets below, keeps one connection per remote party and forgets each when it ends.
 
 Whatever a remote party sends costs at most its own connection (DESIGN "Wire and security"):
 
@@ -34,17 +37,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
 import satind.heap as heap
 from satind.config import EmulationConfig, NetConfig
-from satind.net import codec, tls
+from satind.net import codec, handshake, tls
 from satind.net import messages as m
+from satind.net.connection import CONNECTION_BYTES, MessageHandler
+from satind.net.connection import Connection as Connection
 from satind.net.framing import Address as Address
 from satind.net.framing import ByteBudget, FrameReader
 from satind.net.framing import Identity as Identity
@@ -52,96 +55,10 @@ from satind.net.framing import Link as Link
 from satind.net.framing import TrafficCounters as TrafficCounters
 from satind.net.framing import handle_frame as handle_frame
 from satind.net.framing import parse_address as parse_address
+from satind.net.handshake import HandshakeError as HandshakeError
 from satind.net.names import answers_to
-from satind.net.outbox import Outbox
 
 log = logging.getLogger(__name__)
-
-
-# bytes. What a connection costs the peer besides its frames and queue (its TLS state and
-# buffers, its tasks): about 22 KB measured (benchmarks/hostile.py, churn). Counted as let go
-# of when it closes (net.trim_after_bytes).
-CONNECTION_BYTES = 24 * 1024
-
-
-class Connection:
-    """One live link to a remote party, with an outbox drained by its writer task."""
-
-    def __init__(
-        self,
-        transport: TcpTransport,
-        remote: Identity | None,
-        outbound: bool,
-        within: ByteBudget,
-    ) -> None:
-        self.transport = transport
-        self.remote = remote
-        self.outbound = outbound
-        # What is queued or being written, within the budget of the remote's kind (members,
-        # or its client's share). Frames are joined unless wide-area emulation times each.
-        self.outbox = Outbox(
-            ByteBudget(transport.cfg.max_outbox_bytes, "net.max_outbox_bytes", within),
-            join=not (transport.emulation.latency_ms > 0 or transport.emulation.bandwidth_mbps > 0),
-        )
-        self.wakeup = trio.Event()
-        self.closed = False
-        self.cancel_scope = trio.CancelScope()
-        self.last_received = trio.current_time()  # when its last frame came
-
-    @property
-    def remote_name(self) -> str:
-        return self.remote.name if self.remote else "?"
-
-    def post(self, msg: m.Message) -> bool:
-        """Queue a message; it is sent in order after everything queued before it. False when
-        it was dropped: the connection is closed, the message is larger than the frame cap
-        (the other side would refuse it), or the reader is too far behind (the connection is
-        closed then)."""
-        transport = self.transport
-        if self.closed:
-            transport.counters.send_failures += 1
-            return False
-        data = codec.frame(codec.encode_message(msg))
-        cfg = transport.cfg
-        if len(data) - 4 > cfg.max_frame_bytes:
-            transport.counters.send_failures += 1
-            log.error(
-                "not sending %s of %d bytes to %s: over net.max_frame_bytes (%d)",
-                type(msg).__name__,
-                len(data) - 4,
-                self.remote_name,
-                cfg.max_frame_bytes,
-            )
-            return False
-        outbox = self.outbox
-        held = outbox.budget.used
-        full = outbox.add(data, trio.current_time())
-        if full is not None:
-            transport.counters.outbox_overflows += 1
-            transport.counters.send_failures += 1
-            log.warning(
-                "closing connection to %s: %d bytes wait to be written to it, and %d more "
-                "would go over %s (%d bytes, %d used)",
-                self.remote_name,
-                held,
-                len(data),
-                full.setting,
-                full.limit,
-                full.used,
-            )
-            self.close()
-            return False
-        self.wakeup.set()
-        return True
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._drop_outbox()
-        self.cancel_scope.cancel()
-
-    def _drop_outbox(self) -> None:
-        self.outbox.clear()
 
 
 @dataclass
@@ -153,13 +70,6 @@ class _ClientShare:
     queued: ByteBudget
     # Its live connections, each with its reader.
     conns: dict[Connection, FrameReader] = field(default_factory=dict)
-
-
-MessageHandler = Callable[[Connection, m.Message], None]
-
-
-class HandshakeError(Exception):
-    pass
 
 
 @dataclass
@@ -202,48 +112,6 @@ class TcpTransport:
         if self.credentials is not None:
             self._server_ctx = self.credentials.server_context()
             self._client_ctx = self.credentials.client_context()
-
-    async def _secure(self, tcp: trio.SocketStream, server_side: bool) -> trio.abc.Stream:
-        """Wrap a fresh TCP stream in TLS 1.3 and finish the TLS handshake (no-op without TLS).
-
-        Raises:
-            HandshakeError: the other side has no valid certificate from our CA.
-        """
-        ctx = self._server_ctx if server_side else self._client_ctx
-        if ctx is None:
-            return tcp
-        stream = trio.SSLStream(tcp, ctx, server_side=server_side, server_hostname=None)
-        done = False
-        try:
-            await stream.do_handshake()
-            done = True
-            return stream
-        except (trio.BrokenResourceError, ssl.SSLError) as exc:
-            # Raised below, outside this block: raising here would chain the SSL error, whose
-            # traceback holds this frame and the stream, into a cycle.
-            why = f"TLS handshake failed: {exc.__cause__ or exc}"
-        finally:
-            if not done:  # failed or cancelled: this stream goes, free its TLS state now
-                _forget_tls(stream)
-        raise HandshakeError(why)
-
-    def _check_certificate(self, stream: trio.abc.Stream, hello: m.Hello) -> None:
-        """The Hello's name and role must be those the verified certificate grants."""
-        if not isinstance(stream, trio.SSLStream):
-            return
-        try:
-            cert_name, cert_role = tls.certificate_identity(stream.getpeercert())
-        except ValueError as exc:
-            why = f"bad peer certificate: {exc}"  # raised outside the block (see _secure)
-        else:
-            why = ""
-        if why:
-            raise HandshakeError(why)
-        if not tls.name_allowed(hello.sender, hello.role, cert_name, cert_role):
-            raise HandshakeError(
-                f"{hello.sender!r} ({hello.role}) presented the certificate of "
-                f"{cert_name!r} ({cert_role or 'no role'})"
-            )
 
     async def run(
         self,
@@ -353,9 +221,11 @@ class TcpTransport:
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 tcp = await trio.open_tcp_stream(address.host, address.port)
-                stream = await self._secure(tcp, server_side=False)
+                stream = await handshake.secure(tcp, self._client_ctx, server_side=False)
                 reader = FrameReader(stream, self.cfg)
-                conn.remote = await self._handshake(stream, reader)
+                conn.remote = await handshake.exchange_hellos(
+                    stream, reader, self.identity, self.cfg
+                )
                 # Only peers listen: whoever we dialled is a member (or a peer, for a client).
                 reader.budget = self._peers_in
                 if (ready is None or expect) and not answers_to(conn.remote.name, dest):
@@ -390,7 +260,7 @@ class TcpTransport:
                 _peer_of(tcp),
                 self._accepted_open,
             )
-            await self._close_stream(tcp)
+            await handshake.close_stream(tcp, self.cfg.close_timeout_s)
             return
         self._accepted_open += 1
         try:
@@ -400,16 +270,16 @@ class TcpTransport:
             if not self._clients and not self._handshakes:
                 # The last client gone: whatever the clients let go of goes back to the
                 # system, however little, so that the peer's RSS returns to where it was.
-                self._release(0, settle=True)
+                self.release(0, settle=True)
 
     async def _serve_accepted(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
         self._handshakes += 1
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
-                stream = await self._secure(tcp, server_side=True)
+                stream = await handshake.secure(tcp, self._server_ctx, server_side=True)
                 reader = FrameReader(stream, self.cfg)
-                remote = await self._handshake(stream, reader)
+                remote = await handshake.exchange_hellos(stream, reader, self.identity, self.cfg)
         except (
             trio.TooSlowError,
             HandshakeError,
@@ -419,8 +289,8 @@ class TcpTransport:
         ) as exc:
             log.warning("rejected connection from %s: %s", _peer_of(tcp), str(exc))
             self.counters.bad_frames += 1
-            await self._close_stream(stream)
-            self._release(CONNECTION_BYTES)
+            await handshake.close_stream(stream, self.cfg.close_timeout_s)
+            self.release(CONNECTION_BYTES)
             return
         finally:
             self._handshakes -= 1
@@ -447,8 +317,8 @@ class TcpTransport:
                 )
                 with trio.move_on_after(self.cfg.close_timeout_s), contextlib.suppress(Exception):
                     await stream.send_all(codec.frame(codec.encode_message(bye)))
-                await self._close_stream(stream)
-                self._release(CONNECTION_BYTES)
+                await handshake.close_stream(stream, self.cfg.close_timeout_s)
+                self.release(CONNECTION_BYTES)
                 return
             # Its own idle connections (a script that left them open, a shared certificate)
             # must not lock a client out: the one idle longest makes room.
@@ -502,33 +372,13 @@ class TcpTransport:
             self._conns[conn.remote.name] = conn
         await self._pump(stream, reader, conn)
 
-    async def _handshake(self, stream: trio.abc.Stream, reader: FrameReader) -> Identity:
-        me = self.identity
-        hello = m.Hello(m.PROTOCOL_VERSION, me.name, me.cluster, me.role)
-        await stream.send_all(codec.frame(codec.encode_message(hello)))
-        body = await reader.read(codec.HELLO_MAX_BYTES)
-        if body is None:
-            raise HandshakeError("closed during the handshake")
-        msg = codec.decode_message(body, self.cfg.max_message_depth, self.cfg.max_items)
-        if not isinstance(msg, m.Hello):
-            raise HandshakeError(f"expected Hello, got {type(msg).__name__}")
-        if msg.version != m.PROTOCOL_VERSION:
-            raise HandshakeError(
-                f"{codec.describe(msg.sender)} speaks protocol {msg.version}, this peer "
-                f"{m.PROTOCOL_VERSION}"
-            )
-        if msg.role not in ("peer", "client"):
-            raise HandshakeError(f"unknown role {codec.describe(msg.role)}")
-        self._check_certificate(stream, msg)
-        return Identity(msg.sender, msg.cluster, msg.role)
-
     async def _pump(self, stream: trio.abc.Stream, reader: FrameReader, conn: Connection) -> None:
         """Run a connection's writer and reader until either ends; then forget it."""
         try:
             with conn.cancel_scope:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write_loop, stream, conn)
-                    await self._read_loop(reader, conn)
+                    nursery.start_soon(conn.write_loop, stream)
+                    await conn.read_loop(reader)
                     nursery.cancel_scope.cancel()
         finally:
             conn.closed = True
@@ -536,11 +386,11 @@ class TcpTransport:
             if self._conns.get(conn.remote_name) is conn:
                 del self._conns[conn.remote_name]
             with trio.CancelScope(shield=True):
-                await self._close_stream(stream)
+                await handshake.close_stream(stream, self.cfg.close_timeout_s)
             self.on_closed(conn)
-            self._release(CONNECTION_BYTES + max(conn.outbox.peak, reader.peak))
+            self.release(CONNECTION_BYTES + max(conn.outbox.peak, reader.peak))
 
-    def _release(self, size: int, settle: bool = False) -> None:
+    def release(self, size: int, settle: bool = False) -> None:
         """``size`` bytes were just let go of (a closed connection's, a large frame's): once
         net.trim_after_bytes have been (with ``settle``: any), hand the heap's free memory
         back to the system (satind/heap.py). Freed in small pieces among pieces still in
@@ -553,83 +403,9 @@ class TcpTransport:
             self._released = 0
             heap.trim()
 
-    async def _close_stream(self, stream: trio.abc.Stream) -> None:
-        """Close a stream within ``close_timeout_s`` and free its TLS state now.
-
-        trio's SSLStream refers to itself through its handshake latch (``_Once`` holding the
-        bound ``_do_handshake``), so it, its OpenSSL object and buffers (about 20 KB) are
-        freed by the cyclic collector only — and a peer process runs that seldom
-        (engine.gc_young_threshold): thousands of closed connections stayed in memory.
-        Dropping the latch once the stream is closed breaks the cycle.
-        """
-        with trio.move_on_after(self.cfg.close_timeout_s):
-            await trio.aclose_forcefully(stream)
-        if isinstance(stream, trio.SSLStream):
-            _forget_tls(stream)
-
-    async def _write_loop(self, stream: trio.abc.Stream, conn: Connection) -> None:
-        counters = self.counters
-        # Counted here, once the handshake has told us the remote's cluster.
-        assert conn.remote is not None
-        wide = conn.remote.role == "peer" and conn.remote.cluster != self.identity.cluster
-        emulate = wide and (self.emulation.latency_ms > 0 or self.emulation.bandwidth_mbps > 0)
-        latency = self.emulation.latency_ms / 1000
-        rate = self.emulation.bandwidth_mbps * 1e6
-        try:
-            while True:
-                await conn.wakeup.wait()
-                conn.wakeup = trio.Event()
-                while conn.outbox:
-                    item = conn.outbox.take()
-                    if emulate:
-                        # Wide-area emulation: each frame leaves `latency` after it was
-                        # posted, and the connection is paced to the bandwidth.
-                        await trio.sleep_until(item.posted + latency)
-                    if wide:
-                        counters.messages_wide += item.frames
-                        counters.bytes_wide += len(item.data)
-                    else:
-                        counters.messages_local += item.frames
-                        counters.bytes_local += len(item.data)
-                    await stream.send_all(item.data)
-                    conn.outbox.written(item)
-                    if emulate and rate > 0:
-                        await trio.sleep(len(item.data) / rate)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("write to %s failed: %s", conn.remote_name, str(exc))
-            conn.cancel_scope.cancel()
-
-    async def _read_loop(self, reader: FrameReader, conn: Connection) -> None:
-        counters = self.counters
-        try:
-            while True:
-                body = await reader.read()
-                if body is None:
-                    return
-                size = len(body)
-                conn.last_received = trio.current_time()
-                counters.messages_received += 1
-                counters.bytes_received += size + 4
-                handled = handle_frame(body, conn, self.on_message, self.cfg, counters)
-                del body  # before trimming: the frame's bytes are what may be handed back
-                if size >= self.cfg.trim_after_bytes:
-                    self._release(size)
-                if not handled:
-                    return
-        except codec.DecodeError as exc:  # from the reader: a frame over a cap, or too slow
-            counters.bad_frames += 1
-            log.warning("closing connection from %s: %s", conn.remote_name, str(exc))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("connection to %s lost: %s", conn.remote_name, str(exc))
-
     def close_all(self) -> None:
         for conn in list(self._conns.values()):
             conn.close()
-
-
-def _forget_tls(stream: trio.SSLStream[Any]) -> None:
-    """Break the cycle through a finished SSLStream's handshake latch (see _close_stream)."""
-    vars(stream).pop("_handshook", None)
 
 
 def _peer_of(stream: trio.SocketStream) -> str:

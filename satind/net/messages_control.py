@@ -1,0 +1,320 @@
+"""What clients ask of the peers of a daemon, and the orders peers relay to each other on
+their behalf: submitting a run and following it (progress, result, output, trace), suspending,
+resuming or cancelling it; the cluster's status and plugins, draining, stopping and reclaiming
+its peers. A run's result is kept by other members than its master (ResultCopy), so that a
+client can still fetch it when the master is gone.
+
+Type codes are part of the protocol (messages.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from satind.net.messages_base import Message
+from satind.net.records import (
+    ErrorInfo,
+    MemberPlugins,
+    PeerStatus,
+    RunInfo,
+    RunStatus,
+    TraceEvent,
+)
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submit(Message):
+    """A client asks a peer to run a plugin; that peer becomes the run's master."""
+
+    TYPE: ClassVar[int] = 30
+    req: int
+    plugin: str
+    argv: list[str]
+    code_hash: str = ""
+    # False: the master does not run the plugin's check on the result.
+    check: bool = True
+    # The content of input files the arguments name, by argument (satind/files.py): the
+    # client sends those the master asked for (``Submitted.needs``).
+    inputs: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Submitted(Message):
+    """The run id, or why the submission was refused (``usage`` for bad arguments).
+    ``contacts``: addresses ("HOST:PORT") of other members, through which a waiting client
+    follows the run if this peer is lost."""
+
+    TYPE: ClassVar[int] = 31
+    req: int
+    run_id: str
+    error: ErrorInfo | None = None
+    contacts: list[str] = field(default_factory=list)
+    # Refused for want of these input files (error type "InputNeeded"): a client that has
+    # them submits again with their content in ``Submit.inputs``.
+    needs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunResult(Message):
+    """The outcome of a run, sent to its submitter."""
+
+    TYPE: ClassVar[int] = 32
+    run_id: str
+    value: bytes | None
+    error: ErrorInfo | None
+    elapsed_s: float
+    peers: int
+    stats: dict[str, int | float] = field(default_factory=dict)
+    # Made on the master by the plugin's own code (core/master.judge): the CBOR of what its
+    # ``report`` made of the value (None: no report hook, show the value), and the verdict
+    # of its ``check``: "ok", "skipped" (the submitter said not to), "not checked: why" (the
+    # plugin has no check, or its check cannot verify this result) or "failed: ...".
+    report: bytes | None = None
+    check: str = "skipped"
+    # Seconds after the root's end, before the result went out: the members' statistics and
+    # the plugin's check (not in ``elapsed_s``, which ends when the root does).
+    finish_s: float = 0.0
+    # The output files the plugin's report made (satind/files.py), by the argument naming
+    # each, for the submitter to write; or, when the master's operator set an output
+    # directory, where the master wrote them ("PEER:PATH").
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProgressRequest(Message):
+    TYPE: ClassVar[int] = 33
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ProgressReply(Message):
+    """Fraction of the run's tree finished (0..1) and cluster-wide counters so far."""
+
+    TYPE: ClassVar[int] = 34
+    req: int
+    run_id: str
+    progress: float
+    counters: dict[str, int | float]
+
+
+@dataclass(frozen=True)
+class ResultRequest(Message):
+    """A run's result; with ``wait``, the reply comes when the run ends. ``here``: only what
+    the asked peer holds (a peer looking for a copy among the members), never relayed."""
+
+    TYPE: ClassVar[int] = 62
+    req: int
+    run_id: str
+    wait: bool
+    here: bool = False
+
+
+@dataclass(frozen=True)
+class ResultReply(Message):
+    """``result`` is None and ``error`` says why when the result is not (or no longer) here."""
+
+    TYPE: ClassVar[int] = 63
+    req: int
+    result: RunResult | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ResultCopy(Message):
+    """A finished run's result, sent by its master to ``run.result_copies`` other members to
+    keep: the result outlives its master. ``state``: done, failed or cancelled."""
+
+    TYPE: ClassVar[int] = 74
+    info: RunInfo
+    state: str
+    result: RunResult
+
+
+@dataclass(frozen=True)
+class ResumeRequest(Message):
+    """Resume a run from the checkpoint logs the answering peer can read: it becomes the
+    run's master; the answer is ``Submitted`` (the same run id, or why not)."""
+
+    TYPE: ClassVar[int] = 69
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class SuspendRequest(Message):
+    """Suspend a run (its master checkpoints and stops it; relayed to the master by any
+    peer). The answer is a ControlReply."""
+
+    TYPE: ClassVar[int] = 70
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class CancelRequest(Message):
+    """Cancel a run: its master drops it everywhere (queued, running and stolen jobs, custody,
+    orphans; nothing restarted, kept or logged) and tells the submitter. Relayed to the master
+    by any peer. The answer is a ControlReply."""
+
+    TYPE: ClassVar[int] = 73
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class LogsRequest(Message):
+    """A run's output from line number ``start`` on (relayed to the master by any peer)."""
+
+    TYPE: ClassVar[int] = 76
+    req: int
+    run_id: str
+    start: int
+
+
+@dataclass(frozen=True)
+class LogsReply(Message):
+    """``next``: the number to ask from next time; ``over``: the run is no longer live."""
+
+    TYPE: ClassVar[int] = 77
+    req: int
+    lines: list[str]
+    next: int
+    over: bool
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class TraceRequest(Message):
+    """One peer's trace of a run: ``peer`` "" or the answering peer's name, its own (with
+    "", also the names of the other members, to ask in turn); another name, relayed to that
+    member. One peer per reply keeps every reply within the frame caps."""
+
+    TYPE: ClassVar[int] = 78
+    req: int
+    run_id: str
+    peer: str = ""
+
+
+@dataclass(frozen=True)
+class TraceReply(Message):
+    """``dropped``: older events the peer's ring no longer holds (trace.max_events)."""
+
+    TYPE: ClassVar[int] = 79
+    req: int
+    run_id: str
+    peer: str
+    events: list[TraceEvent]
+    dropped: int = 0
+    members: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+# -- the cluster ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusRequest(Message):
+    """``deep``: the answering peer asks every member (else it answers for itself only)."""
+
+    TYPE: ClassVar[int] = 60
+    req: int
+    deep: bool
+
+
+@dataclass(frozen=True)
+class StatusReply(Message):
+    TYPE: ClassVar[int] = 61
+    req: int
+    peers: list[PeerStatus]
+    runs: list[RunStatus]
+
+
+@dataclass(frozen=True)
+class PluginsRequest(Message):
+    """What plugins a peer has (``everyone``: it asks every member too); ``reload``: rescan
+    the plugin paths first (``satind plugins reload``)."""
+
+    TYPE: ClassVar[int] = 90
+    req: int
+    everyone: bool
+    reload: bool = False
+
+
+@dataclass(frozen=True)
+class PluginsReply(Message):
+    TYPE: ClassVar[int] = 91
+    req: int
+    members: list[MemberPlugins]
+
+
+@dataclass(frozen=True)
+class DrainRequest(Message):
+    """Drain the named peers, or every peer of ``cluster``."""
+
+    TYPE: ClassVar[int] = 64
+    req: int
+    peers: list[str]
+    cluster: str = ""
+
+
+@dataclass(frozen=True)
+class StopRequest(Message):
+    """Stop the answering peer's machine (``every``: all members); ``drain``: each peer
+    finishes its work and hands its results over before it leaves."""
+
+    TYPE: ClassVar[int] = 65
+    req: int
+    every: bool
+    drain: bool = False
+
+
+@dataclass(frozen=True)
+class ReclaimRequest(Message):
+    """Client to any peer: the named peers' machines are reclaimed by their owner
+    (``reclaim`` True: they suspend their work and take none) or released (False)."""
+
+    TYPE: ClassVar[int] = 100
+    req: int
+    peers: list[str]
+    reclaim: bool
+
+
+@dataclass(frozen=True)
+class ControlReply(Message):
+    TYPE: ClassVar[int] = 66
+    req: int
+    ok: bool
+    message: str
+    affected: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Drain(Message):
+    """Peer to peer: stop taking work, finish it, leave. ``leaving``: every peer drained by
+    the same request (a machine's, a cluster's), none of which may inherit a run."""
+
+    TYPE: ClassVar[int] = 67
+    reason: str
+    leaving: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Shutdown(Message):
+    """Stop the receiving peer: leave gracefully and exit."""
+
+    TYPE: ClassVar[int] = 40
+    reason: str
+
+
+@dataclass(frozen=True)
+class Reclaim(Message):
+    """Peer to peer: you are reclaimed (or released), as a client asked."""
+
+    TYPE: ClassVar[int] = 101
+    reclaim: bool
+    reason: str

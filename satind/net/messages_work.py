@@ -1,0 +1,184 @@
+"""The messages among peers about the work of a run: stealing a job and returning its
+result, custody queries, aborts, what a run's master asks the members (their counters and
+measurements, their jobs' output), and what a leaving peer hands over.
+
+Type codes are part of the protocol (messages.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from satind.net.messages_base import Message
+from satind.net.records import (
+    ErrorInfo,
+    JobSpec,
+    OrphanTuple,
+    ReplicaDigest,
+    RunAnnounce,
+    RunInfo,
+)
+
+# -- work stealing -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StealRequest(Message):
+    """``orphans``: a joiner asks for the victim's orphan table with its steal (§3.5).
+    ``run``: only a job of this run will do (the thief waits in a sync of that run); empty:
+    any job."""
+
+    TYPE: ClassVar[int] = 10
+    req: int
+    wide: bool
+    orphans: bool = False
+    run: str = ""
+    # The share of a CPU one more entity of an SPMD run would get at the thief (its resource
+    # profile, core/spmd.py); -1: not measured.
+    cpu: float = -1.0
+
+
+@dataclass(frozen=True)
+class StealReply(Message):
+    """The oldest job of the victim's queue, or None when it had none."""
+
+    TYPE: ClassVar[int] = 11
+    req: int
+    job: JobSpec | None
+    orphans: list[OrphanTuple] | None = None
+
+
+@dataclass(frozen=True)
+class JobResult(Message):
+    """A thief returns the result of a job it stole: a value or an error."""
+
+    TYPE: ClassVar[int] = 12
+    run_id: str
+    path: bytes
+    value: bytes | None
+    error: ErrorInfo | None
+    # What the thief had applied to the run's shared objects when the job finished (its own
+    # global calls and those its subtree's results waited for): the receiver applies the
+    # result to its parent only once its replicas have seen as much (core/sharing.py,
+    # "results wait for their calls").
+    needs: list[ReplicaDigest] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobQuery(Message):
+    """A victim asks a thief about a job it gave it and has not heard of (custody.py)."""
+
+    TYPE: ClassVar[int] = 13
+    run_id: str
+    path: bytes
+
+
+@dataclass(frozen=True)
+class JobState(Message):
+    """The thief's answer: "running", "unknown" (it never got the job) or "over" (the run
+    ended; ``end`` is its last announcement). A finished job is answered with its JobResult
+    instead."""
+
+    TYPE: ClassVar[int] = 14
+    run_id: str
+    path: bytes
+    state: str
+    end: RunAnnounce | None = None
+
+
+@dataclass(frozen=True)
+class Abort(Message):
+    """Victim to thief: the job we gave you (``run_id``, ``path``) is aborted (its spawner
+    called ``satind.abort()``, or an inlet of its spawner raised). Drop it and its subtree,
+    send no result, and forward the abort to whoever stole from that subtree
+    (satin-grid-programming-model §4.3; core/aborts.py). Best effort: a lost Abort costs the
+    work of the job, never its correctness (the victim ignores the late result)."""
+
+    TYPE: ClassVar[int] = 92
+    run_id: str
+    path: bytes
+
+
+# -- a run's counters and output, for its master -------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStatsRequest(Message):
+    TYPE: ClassVar[int] = 22
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class RunStatsReply(Message):
+    """One peer's counters for a run (names of the run JSON ``stats``)."""
+
+    TYPE: ClassVar[int] = 23
+    req: int
+    run_id: str
+    counters: dict[str, int | float]
+
+
+@dataclass(frozen=True)
+class LoadRequest(Message):
+    """A run's master (its coordinator, node/adapt.py) asks a peer what it measured."""
+
+    TYPE: ClassVar[int] = 108
+    req: int
+    run_id: str
+
+
+@dataclass(frozen=True)
+class LoadReply(Message):
+    """A peer's counters for self-adaptivity (adaptivity/measure.py), all growing: seconds
+    idle and waiting on wide-area steals, CPU seconds of the process, and the CPU seconds
+    the reference benchmark took just now. ``standby``: started with ``--standby`` and not
+    admitted yet. ``progress``: its share of the asking run's progress."""
+
+    TYPE: ClassVar[int] = 109
+    req: int
+    cluster: str
+    idle_s: float
+    wide_wait_s: float
+    cpu_s: float
+    bench_cpu_s: float
+    standby: bool
+    # This peer's share of the run's progress (the ``progress`` counter: tree finished).
+    progress: float
+
+
+@dataclass(frozen=True)
+class RunShare(Message):
+    """A peer that drains and leaves sends the master of each run it took part in its share
+    of the run's counters (the master cannot ask it when the run ends)."""
+
+    TYPE: ClassVar[int] = 72
+    run_id: str
+    counters: dict[str, int | float]
+
+
+@dataclass(frozen=True)
+class RunLog(Message):
+    """Lines that jobs of a run wrote on ``peer`` (print, logging), for the run's master."""
+
+    TYPE: ClassVar[int] = 75
+    run_id: str
+    peer: str
+    lines: list[str]
+
+
+# -- a leaving peer's work -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HandOver(Message):
+    """A leaving peer's finished results, given to a peer that keeps them and announces them
+    under its own name (fault tolerance §3.3); and, from a draining master, the runs it
+    masters, which the receiver takes over under the next epoch once it has filed the results
+    (``runs``: started, their root respawned; ``queued``: not started yet)."""
+
+    TYPE: ClassVar[int] = 68
+    results: list[JobResult]
+    runs: list[RunInfo] = field(default_factory=list)
+    queued: list[RunInfo] = field(default_factory=list)
