@@ -20,6 +20,7 @@ from satind import vetting
 from satind.config import DEFAULT, PluginsConfig
 from satind.net.transport import Address
 from satind.ops import launcher
+from satind.plugin import loading as plugin_loading
 from tests.integration.procs import alive, children_of, kill_all
 
 FAST = PluginsConfig(import_timeout_s=1.0)
@@ -115,7 +116,7 @@ def test_load_imports_only_what_came_through_and_reuses_verdicts(
     def no_vetting(*args: Any) -> dict[vetting.Unit, str]:
         raise AssertionError("vetted again")
 
-    monkeypatch.setattr(plugins, "vet", no_vetting)
+    monkeypatch.setattr(plugin_loading, "vet", no_vetting)
     same = plugins.load([tmp_path], FAST, found.verdicts)
     assert same.plugins.keys() == found.plugins.keys()
     assert same.verdicts == found.verdicts and same.failures == found.failures

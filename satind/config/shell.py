@@ -1,0 +1,141 @@
+"""Settings of the processes around the peers: plugin loading, `satind run`'s launcher,
+`satind start`'s daemon, clients and the metrics endpoint.
+
+A section of satind's configuration (satind/config/__init__.py says how the sections are
+grouped): each field's default is the only place that default lives, with its unit and why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+OnSigterm = Literal["leave", "drain"]
+
+
+@dataclass(frozen=True)
+class PluginsConfig:
+    """Loading plugin modules (``--plugin-path`` files and entry points; satind/vetting.py)."""
+
+    # seconds. A plugin module is imported first in a short-lived process of its own: one
+    # whose import has not ended within this long (a loop, a hung download) is not loaded,
+    # and the process is killed. Each such module costs this much once per load (start,
+    # reload, a peer restart), so it must stay well below launcher.start_timeout_s. Importing
+    # satind and numpy takes about a second on a slow machine; a plugin that needs more at
+    # import should compute lazily, on its first job.
+    import_timeout_s: float = 10.0
+    # seconds. The vetting process itself (an interpreter and satind's own modules, under a
+    # second on an idle machine) must be ready to import within this. Apart from
+    # import_timeout_s: a loaded machine is slow to start processes, and a plugin must not
+    # be refused for that.
+    vetter_start_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class LauncherConfig:
+    """`satind run`: local peers started as child processes."""
+
+    # seconds. A peer that has not reported its port within this is a start-up failure.
+    start_timeout_s: float = 30.0
+    # seconds. After asking peers to stop, wait this long before SIGKILL.
+    stop_grace_s: float = 5.0
+    # seconds. Closing a peer's control pipe (the stop signal; ops/launcher.py) gives up
+    # after this long. The name is from when that pipe was the peer's stdin.
+    stdin_close_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """`satind start`: this machine's peers."""
+
+    # The machine's name: its node certificate's name and the prefix of its peers' names
+    # (NAME/0, NAME/1, ...). Empty: the host name.
+    name: str = ""
+    # Where peer i listens: port + i on host. 7420 is unassigned at IANA.
+    host: str = "127.0.0.1"
+    port: int = 7420
+    # "HOST:PORT" of any peer of the system to join through; empty for the first machine.
+    seeds: list[str] = field(default_factory=list)
+    cluster: str = "c0"
+    # count. Peers on this machine; 0 means one per core.
+    peers: int = 0
+    # Directory with ca.pem and NAME.pem/NAME.key (see `satind keys`).
+    keys: str = ""
+    plugin_paths: list[str] = field(default_factory=list)
+    # Restart a peer process that exits unexpectedly (not one that was stopped or drained).
+    restart: bool = True
+    # seconds. Wait before restarting a crashed peer (doubles on repeated crashes, up to 60 s).
+    restart_delay_s: float = 1.0
+    # seconds. The longest wait before restarting a peer that keeps crashing.
+    restart_max_delay_s: float = 60.0
+    # seconds. A peer that ran this long before it crashed was working, not crash-looping:
+    # its next restart waits restart_delay_s again. The back-off is for a peer that dies as it
+    # starts (a bad plugin, no memory); one killed now and then must come back at once, or
+    # its runs wait (the delays of a doubling back-off that never reset reached a minute).
+    restart_stable_s: float = 5.0
+    # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
+    # first, then leave).
+    on_sigterm: OnSigterm = "leave"
+    # This machine's peers join as standby: members that take no work until a coordinator
+    # ([adapt] enabled on the run's master) or an operator (`satind release`) admits them.
+    standby: bool = False
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Defaults for client commands (overridden by --to/--keys, then SATIND_TO/SATIND_KEYS)."""
+
+    to: str = "127.0.0.1:7420"
+    keys: str = ""
+    # The client certificate's name in the keys directory (`satind keys init` makes "client").
+    name: str = "client"
+    # seconds. How long a client command waits for an answer (not for a run: --wait waits).
+    timeout_s: float = 30.0
+    # seconds. `satind suspend` waits this long: the master relays it, and every peer
+    # flushes its checkpoint log first.
+    suspend_timeout_s: float = 60.0
+    # seconds. `satind resume` waits this long for the answer: the peer loads every log of
+    # the checkpoint directory first, which takes a while for a big one.
+    resume_timeout_s: float = 300.0
+    # seconds. `satind status --watch` asks for the status this often.
+    watch_interval_s: float = 0.5
+    # count. Addresses of other members a peer gives a client with a run it accepted: if
+    # that peer is lost, a waiting client (`submit --wait`, `satind run`) asks them instead.
+    contacts: int = 8
+    # seconds. How long a client that lost its peer keeps looking for the run when no
+    # contact knows it (a daemon restarting the peer, a member still joining); a contact that
+    # knows the run holds the wait for as long as the run takes.
+    follow_s: float = 120.0
+    # seconds. First and largest pause between rounds of asking the contacts (doubling).
+    follow_retry_min_s: float = 0.25
+    follow_retry_max_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """A Prometheus text endpoint per peer (node/metrics.py): `GET /metrics`."""
+
+    # Serve it. Off by default: an open port is the operator's choice, not ours.
+    enabled: bool = False
+    # The address it binds. Loopback by default: the counters tell who runs what, and the
+    # endpoint has no TLS; a scraper on another machine needs this set (or a local proxy).
+    host: str = "127.0.0.1"
+    # Peer i of a machine serves on port + i, as peers listen on daemon.port + i; 0 gives
+    # each peer any free port (for tests; the daemon logs the addresses). 9420 mirrors
+    # 7420 in the range Prometheus exporters use.
+    port: int = 9420
+    # bytes. A request head (request line and headers) longer than this closes the
+    # connection unanswered; a scraper sends a few hundred.
+    max_request_bytes: int = 8192
+    # seconds. The request must arrive within this, and the answer be taken within this:
+    # a client that stalls costs a task and a socket for this long at most.
+    timeout_s: float = 5.0
+    # count. Connections served at once; past it, new ones are closed at once. A Prometheus
+    # server scrapes with one; a few spare serve a curl beside it.
+    max_connections: int = 8
+
+
+def default_peer_count() -> int:
+    """One peer per core: a peer has one compute thread, and the GIL serialises more."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)

@@ -1,0 +1,186 @@
+"""The Plugin descriptor, the run kinds and the errors of a plugin's own code.
+
+A plugin is an application: a spawnable entry function plus what satind needs to run it by
+name — argument parsing with a usage message, the maximum branching factor (progress is
+estimated from job ids with it), an optional independent check of the result, and an
+optional report that turns the raw result into what the user sees. What is here is all the
+core needs of a plugin; finding and importing plugin modules is in the modules beside it.
+
+The errors keep ``satind.plugin`` as their ``__module__``: an exception travels between peers,
+and into users' messages, as ``module.qualname`` (satind/engine/errors.py), and these names
+stay what they were when the errors lived in one module ``satind/plugin.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from satind.api import Spawnable
+
+
+class UsageError(ValueError):
+    """Bad plugin arguments. The message says what was wrong; satind adds the usage line."""
+
+    __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
+
+
+class CheckFailed(AssertionError):
+    """A plugin's independent check rejected a result."""
+
+    __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
+
+
+class NotChecked(Exception):
+    """Raised by a plugin's check that cannot verify this result independently (too large to
+    compute again, no certificate to check): the run then says "not checked: <message>"
+    instead of "ok". Say why, and up to what size the check does verify."""
+
+    __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
+
+
+class PluginFailed(RuntimeError):
+    """A plugin's own code raised outside a job: its ``parse`` with something other than a
+    usage error, or its ``max_branching``. A bug in the plugin; the message says where."""
+
+    __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
+
+
+# The run kinds a plugin's root can start (``Plugin.kind``).
+RunKind = Literal["divide-and-conquer", "iterative", "spmd"]
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """Describes an application that satind can run by name.
+
+    Args:
+        name: what users type after ``satind run``.
+        entry: the spawnable function the run's root job calls.
+        usage: the argument synopsis, e.g. ``"fib N [THRESHOLD]"``.
+        parse: turns the command-line arguments into the entry's arguments; raises
+            ``UsageError`` with a message saying what is wrong. Reads an input file the
+            arguments name with ``satind.input_file`` (never ``open``: it runs on a peer).
+        max_branching: the most children one job spawns, or a function of the entry's
+            arguments giving it. A job's share of its parent's work is 1/max_branching, which
+            is how progress is estimated from job ids; None when not known (job ids are level
+            stamps either way; progress then assumes 2).
+        check: optional independent check of a result, ``check(entry_args, result)``; raises
+            (``CheckFailed`` or any exception) when the result is wrong, ``NotChecked`` when
+            it cannot verify this result (the run then says "not checked", never "ok").
+        report: optional, turns the raw result into the JSON-able value users see,
+            ``report(argv, result)``; makes the output files the arguments name with
+            ``satind.output_file`` (never by writing them: it runs on the run's master, and
+            the files go to the submitter). Default: the raw result.
+        description: one line for ``satind plugins``.
+    """
+
+    name: str
+    entry: Spawnable[Any]
+    usage: str
+    parse: Callable[[Sequence[str]], tuple[Any, ...]]
+    max_branching: int | Callable[[tuple[Any, ...]], int] | None = None
+    check: Callable[[tuple[Any, ...], Any], None] | None = None
+    report: Callable[[Sequence[str], Any], Any] | None = None
+    description: str = ""
+    # Filled by discovery: where the plugin came from and the sha256 of its module's source.
+    source: str = field(default="", compare=False)
+    code_hash: str = field(default="", compare=False)
+    # The module that defines the plugin when its entry lives elsewhere (an iterative
+    # application's entry is satind.iterative.drive): discovery finds it there only.
+    module: str = field(default="", compare=False)
+    # What kind of run its root starts: a divide-and-conquer tree (any @spawnable entry), or
+    # one of satind's drivers, which schedules an iterative or SPMD run from the master
+    # (``driven``). The core reads this, so it never imports the drivers' modules.
+    kind: RunKind = "divide-and-conquer"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.entry, Spawnable):
+            raise TypeError(
+                f"plugin {self.name!r}: entry must be a @spawnable function, got {self.entry!r}"
+            )
+        if isinstance(self.max_branching, int) and self.max_branching < 1:
+            raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
+
+    def branching(self, args: tuple[Any, ...]) -> int:
+        """The maximum branching factor of a run with these entry arguments (2 if unknown).
+
+        Raises:
+            PluginFailed: the plugin's ``max_branching`` raised or gave no number.
+        """
+        value = self.max_branching
+        try:
+            if callable(value):
+                value = value(args)
+            # Bounded: the branching factor travels in a 64-bit protocol field.
+            return max(1, min(int(value or 2), 2**31))
+        except Exception as exc:
+            raise PluginFailed(
+                f"plugin {self.name}: its max_branching raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def parse_args(self, argv: Sequence[str]) -> tuple[Any, ...]:
+        """Parse arguments, turning a failure into a UsageError that carries the usage line.
+
+        Raises:
+            UsageError: the arguments are not valid for this plugin (``parse`` raised a
+                UsageError, ValueError, TypeError or IndexError: what bad input does).
+            PluginFailed: ``parse`` raised anything else (a bug in the plugin).
+        """
+        try:
+            return tuple(self.parse(list(argv)))
+        except UsageError as exc:
+            raise UsageError(f"{self.name}: {exc}\nusage: satind run {self.usage}") from None
+        except (ValueError, TypeError, IndexError) as exc:
+            raise UsageError(
+                f"{self.name}: bad arguments {list(argv)!r} ({exc})\nusage: satind run {self.usage}"
+            ) from None
+        except Exception as exc:
+            raise PluginFailed(
+                f"plugin {self.name}: its argument parser raised {type(exc).__name__}: {exc} "
+                f"(arguments {list(argv)!r})"
+            ) from exc
+
+    def make_report(self, argv: Sequence[str], result: Any) -> Any:
+        return result if self.report is None else self.report(argv, result)
+
+
+class UnknownPlugin(LookupError):
+    __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
+
+    def __init__(self, name: str, available: Iterable[str], message: str = "") -> None:
+        self.name = name
+        self.available = sorted(available)
+        super().__init__(
+            message
+            or f"unknown plugin {name!r}; available: {', '.join(self.available) or '(none)'}"
+        )
+
+
+def driven(
+    name: str,
+    entry: Any,
+    usage: str,
+    parse: Callable[[Sequence[str]], Any],
+    check: Callable[[Any, Any], None] | None,
+    report: Callable[[Sequence[str], Any], Any] | None,
+    description: str,
+    module: str,
+    kind: RunKind,
+) -> Plugin:
+    """A plugin whose root is one of satind's drivers (iterative and SPMD runs): the root gets
+    (plugin name, the application's arguments), and ``check`` the application's arguments.
+    ``module``: the module that defines it (discovery takes a plugin from there only)."""
+    return Plugin(
+        name=name,
+        entry=entry,
+        usage=usage,
+        parse=lambda argv: (name, parse(argv)),
+        max_branching=None,
+        check=(lambda args, result: check(args[1], result)) if check is not None else None,
+        report=report,
+        description=description,
+        module=module,
+        kind=kind,
+    )
