@@ -100,7 +100,7 @@ class NetConfig:
 @dataclass(frozen=True)
 class MembershipConfig:
     """SWIM failure detection with the Lifeguard refinements, and gossip (after memberlist's
-    DefaultLANConfig; the formulas are in membership/swim.py)."""
+    DefaultLANConfig; the formulas are in membership/rules.py)."""
 
     # seconds. One member probed per interval, round robin. Detection time grows with it,
     # probe traffic falls with it.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from satind.sim.simulator import deterministic_trio
+from satind.sim.determinism import deterministic_trio
 
 
 @pytest.fixture(autouse=True)

@@ -10,15 +10,9 @@ import pytest
 
 from satind.volatile.heuristics import NAMES, Candidate, canonical, plan
 from satind.volatile.model import DOWN, RECLAIMED, UP, Chain, Estimator
-from satind.volatile.study import (
-    Instance,
-    Params,
-    Platform,
-    Traces,
-    run_instance,
-    simulate,
-    summarize,
-)
+from satind.volatile.platform import Params, Platform, Traces
+from satind.volatile.slots import simulate
+from satind.volatile.study import Instance, run_instance, summarize
 
 # A worker often reclaimed, rarely down.
 FLAKY = Chain(((0.6, 0.39, 0.01), (0.1, 0.89, 0.01), (0.05, 0.05, 0.9)))
