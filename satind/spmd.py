@@ -3,7 +3,7 @@ each with registered state, that step once per iteration and exchange data with 
 neighbours in between. A plugin describes one with ``spmd_plugin``; satind places the entities
 on members, carries the neighbours' data straight from holder to holder, and moves entities at
 iteration boundaries when another member would run them better, or when their holder drains
-or dies (core/spmd.py). See docs/spmd.md and docs/plugins.md.
+or dies (core/spmd/). See docs/spmd.md and docs/plugins.md.
 
 The answer must not depend on where entities ran: ``step`` must be a function of the entity's
 state, its ghosts and the iteration alone — then a run that migrated entities gives the same
@@ -106,7 +106,7 @@ def entity_job(
     count: int,
     restore: bytes | None,
 ) -> Any:
-    """One entity job, on the entity's holder (core/spmd.py routes it there). Place: make
+    """One entity job, on the entity's holder (core/spmd/ routes it there). Place: make
     (or restore) the entity and send its ghosts; step: one iteration; collect: its state.
     A step returns its profile [CPU s, wall s, ghost bytes] and, at a checkpoint, its
     encoded state."""

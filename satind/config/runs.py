@@ -60,7 +60,7 @@ class IterativeConfig:
 
 @dataclass(frozen=True)
 class SpmdConfig:
-    """Reconfigurable iterative SPMD runs (satind/spmd.py, core/spmd.py;
+    """Reconfigurable iterative SPMD runs (satind/spmd.py, core/spmd/;
     mpi-ios-reconfigurable-iterative-apps, docs/spmd.md)."""
 
     # Migrate entities when the gain pays (IOS); off: they stay where they were placed (the

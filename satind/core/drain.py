@@ -84,7 +84,7 @@ def drained(state: PeerState) -> bool:
         and state.worker_frames == 0
         and not any(key[0] not in handed for key in state.custody.given)
         and not state.queue.jobs
-        # Entities of SPMD runs move away first (core/spmd.py asks their masters).
+        # Entities of SPMD runs move away first (core/spmd/ asks their masters).
         and not any(k.holds_work(state) for k in kinds.each() if k.holds_work is not None)
         # A run handed over counts until its heir announced the new epoch: leaving before,
         # the members would elect a master of their own for it as well.

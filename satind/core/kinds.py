@@ -5,7 +5,7 @@ themselves describe: a job stolen, lost with its thief, taken back or aborted is
 re-linked or dropped by custody, restart, orphans and aborts alone. The other two kinds add
 rules of their own — an iterative run's tasks are pushed and placed again by the master's
 scheduler (core/iterative.py, Casanova et al.), an SPMD run's entity jobs are pinned to their
-holders and a lost one rolls the run back (core/spmd.py, mpi-ios) — and register them here
+holders and a lost one rolls the run back (core/spmd/, mpi-ios) — and register them here
 when their module is imported (the node and the simulator import every kind). The generic
 rules look a job's kind up (``of_job``) or ask every kind (``each``) and import none: adding a
 kind adds a module and a registration, not a branch in custody, restart or drain.

@@ -87,7 +87,7 @@ class PeerState:
     sharing: Sharing = field(default_factory=Sharing)
     # Iterative runs (core/iterative.py): a master's scheduler, and every run's last barrier.
     iterative: Scheduling = field(default_factory=Scheduling)
-    # SPMD runs (core/spmd.py): a master's locators, a holder's entities and their ghosts.
+    # SPMD runs (core/spmd/): a master's locators, a holder's entities and their ghosts.
     spmd: Spmd = field(default_factory=Spmd)
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)

@@ -92,7 +92,7 @@ class WorkerHooks(Protocol):
     ) -> None:
         """An SPMD entity was placed or stepped here: its registered state as of the start of
         ``iteration``, the encoded data for each neighbour, and (CPU s, wall s, state bytes)
-        (core/spmd.py keeps it and sends the ghosts)."""
+        (core/spmd/ keeps it and sends the ghosts)."""
 
     def spmd_iteration(self, run_id: str, iteration: int, profiles: list[Any]) -> None:
         """An SPMD run's root passed the end of an iteration (each entity's profile)."""

@@ -168,7 +168,7 @@ class RunState:
         # The plugin's own counters (``satind.count``), by their stats name; None until one.
         self.app: dict[str, int] | None = None
         # An iterative or SPMD run (satind/iterative.py, satind/spmd.py): its tasks and entity
-        # jobs are pushed to chosen members by its master (core/iterative.py, core/spmd.py),
+        # jobs are pushed to chosen members by its master (core/iterative.py, core/spmd/),
         # never stolen; its root stays on its master.
         self.pushed = False
 

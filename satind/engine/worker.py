@@ -186,7 +186,7 @@ class Worker:
         # Iterative runs' last barriers, run -> (epoch, iteration, encoded state): the network
         # side's dict (core/iterative.py), read by a root that starts (satind/iterative.py).
         self.barriers: dict[str, tuple[int, int, bytes]] = {}
-        # SPMD runs' entities held here and the last job of each (core/spmd.py): the
+        # SPMD runs' entities held here and the last job of each (core/spmd/): the
         # network side's dicts, read by entity jobs (satind/spmd.py).
         self.entities: dict[tuple[str, int], Any] = {}
         self.entity_tasks: dict[tuple[str, int], Any] = {}

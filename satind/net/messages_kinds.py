@@ -1,7 +1,7 @@
 """The messages of what goes beyond a divide-and-conquer tree: shared objects (replicas
 kept in step by global calls and anti-entropy, core/sharing.py), iterative runs (tasks pushed
 by the master, barriers, core/iterative.py) and SPMD runs (entities, their ghosts and their
-moves between holders, core/spmd.py).
+moves between holders, core/spmd/).
 
 Type codes are part of the protocol (messages.py).
 """
@@ -70,7 +70,7 @@ class TaskPush(Message):
 
     TYPE: ClassVar[int] = 97
     job: JobSpec
-    # An entity job of an SPMD run (core/spmd.py): it waits at the worker for its ghosts.
+    # An entity job of an SPMD run (core/spmd/): it waits at the worker for its ghosts.
     entity: EntityTask | None = None
 
 
@@ -101,7 +101,7 @@ class Barrier(Message):
 
 @dataclass(frozen=True)
 class Ghost(Message):
-    """Holder to holder: an entity's data for its neighbour ``entity`` (core/spmd.py); sent
+    """Holder to holder: an entity's data for its neighbour ``entity`` (core/spmd/); sent
     peer to peer, never through the master. A peer the entity left forwards it."""
 
     TYPE: ClassVar[int] = 102

@@ -35,7 +35,7 @@ class StealRequest(Message):
     orphans: bool = False
     run: str = ""
     # The share of a CPU one more entity of an SPMD run would get at the thief (its resource
-    # profile, core/spmd.py); -1: not measured.
+    # profile, core/spmd/); -1: not measured.
     cpu: float = -1.0
 
 

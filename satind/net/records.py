@@ -61,7 +61,7 @@ class JobSpec:
 @dataclass(frozen=True)
 class EntityTask:
     """What a holder's core needs to know of a pushed entity job of an SPMD run
-    (core/spmd.py): which entity, which phase (0 place, 1 step, 2 collect), the iteration
+    (core/spmd/): which entity, which phase (0 place, 1 step, 2 collect), the iteration
     and generation (a rollback to a checkpoint starts a new one), the run's length, and
     where the entity's neighbours are (the master's locator when it pushed)."""
 
@@ -185,7 +185,7 @@ class PeerStatus:
     # The fraction of time it is UP as the answering peer's iterative scheduler estimates it
     # (core/iterative.py; -1: not known there).
     availability: float = -1.0
-    # Entities of SPMD runs it holds (core/spmd.py).
+    # Entities of SPMD runs it holds (core/spmd/).
     entities: int = 0
 
 

@@ -2,7 +2,7 @@
 resource has a profiling monitor"): every ``spmd.profile_s`` it reads how busy this peer's
 CPUs were (``/proc/stat``, over the CPUs the process may run on) and how much of that was the
 peer itself, and sets the CPU share a new thread would get here (``PeerState.spmd.cpu_share``),
-which an idle peer's steal requests carry (core/spmd.py).
+which an idle peer's steal requests carry (core/spmd/).
 
 The share is min(1, n / (others + 1)) for n CPUs of which ``others`` are kept busy by other
 processes: a thread gets a whole CPU while one is free, else its fair share. The simulator

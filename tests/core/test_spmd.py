@@ -1,4 +1,4 @@
-"""SPMD runs in the core (core/spmd.py), case by case: where entity jobs go, a step that waits
+"""SPMD runs in the core (core/spmd/), case by case: where entity jobs go, a step that waits
 for its ghosts, ghosts sent peer to peer and forwarded after a move, the migration protocol,
 the gain decision on a thief's steal request, a holder's death (rollback), a drain."""
 

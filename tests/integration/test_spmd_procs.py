@@ -1,5 +1,5 @@
 """Reconfigurable SPMD runs on real peer processes (mpi-ios-reconfigurable-iterative-apps;
-satind/spmd.py, core/spmd.py): heat2d gives the sequential plate bit for bit; on daemons, a
+satind/spmd.py, core/spmd/): heat2d gives the sequential plate bit for bit; on daemons, a
 member that joins mid-run gets entities, a member whose CPU a hog loads loses entities, a
 SIGKILLed member's entities resume from the last checkpoint, a SIGKILLed master's run resumes
 on a new master from the last checkpoint — and the answer stays exact."""

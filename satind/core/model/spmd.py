@@ -1,4 +1,4 @@
-"""An SPMD run's records (the rules: core/spmd.py): a master's placement of each run's entities
+"""An SPMD run's records (the rules: core/spmd/): a master's placement of each run's entities
 (the locator), a holder's entities with their ghosts and profiles, and the counters."""
 
 from __future__ import annotations
