@@ -82,7 +82,7 @@ def families(
 ) -> Iterator[Metric]:
     """The metric families of one peer from its counters (``PeerState.peer_counters`` plus
     its runs' counters, by stats.STATS names) and gauges (``GAUGES`` names), each with
-    ``labels``: a pure function (tests/unit/test_metrics.py)."""
+    ``labels``: a pure function (tests/node/test_metrics.py)."""
     names, values = list(labels), list(labels.values())
     for stat in stats.STATS:
         if stat.name in NOT_PER_PEER:
@@ -151,7 +151,7 @@ def registry_of(peer: Host) -> CollectorRegistry:
 
 def respond(head: bytes) -> tuple[int, str]:
     """What to answer a request head (request line and headers, without the blank line):
-    (status, Accept header). A pure function (tests/unit/test_metrics.py)."""
+    (status, Accept header). A pure function (tests/node/test_metrics.py)."""
     lines = head.split(b"\r\n")
     parts = lines[0].split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/"):

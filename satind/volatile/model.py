@@ -5,7 +5,7 @@ workers by: P₊ (Lemma 1), E(W) (Theorem 2), the steady state π and P_UD (§6.
 
 The paper's derivation of Theorem 2 writes ``z = P_ur P_ru / (P_rr (1 - P_rr))`` on the way;
 redone, the intermediate quantity has P_uu where it has P_rr, and the theorem as stated is the
-right one (tests/unit/test_volatile_model.py checks it against a Monte Carlo simulation).
+right one (tests/volatile/test_volatile.py checks it against a Monte Carlo simulation).
 
 Estimation: a scheduler on real machines does not know the chains. ``Estimator`` counts each
 worker's observed transitions, one per observed slot, and blends them with a prior chain

@@ -1,5 +1,5 @@
 """The compute side on its own: a worker with recording hooks, current for the test
-(tests/unit/test_worker.py, test_speculation.py)."""
+(tests/engine/test_worker.py, test_speculation.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.worker import Worker
-from tests.unit.test_worker import Hooks
+from tests.engine.test_worker import Hooks
 
 
 @pytest.fixture

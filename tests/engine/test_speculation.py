@@ -16,7 +16,7 @@ from satind.engine.errors import error_info, exception_from
 from satind.engine.frames import Cancel, ChildResult, JobArrived, make_root
 from satind.engine.jobs import Job, RunState
 from satind.engine.worker import Worker
-from tests.unit.test_worker import Hooks
+from tests.engine.test_worker import Hooks
 
 
 class Found(Exception):

@@ -34,7 +34,7 @@ from satind.net.codec import DecodeError, Encoded, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
 from satind.net.transport import Address
-from tests.unit.test_worker import Hooks
+from tests.engine.test_worker import Hooks
 
 
 class Counter(SharedObject):
