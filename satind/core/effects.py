@@ -8,10 +8,10 @@ compare them (h11's and Dask's worker state machine's pattern).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from satind.core.model.timers import TimerEvent
 from satind.engine.frames import MailboxEvent
 from satind.engine.jobs import Job
 from satind.net import messages as m
@@ -120,13 +120,14 @@ class StealUpdate:
 
 
 @dataclass(frozen=True, slots=True)
-class Later:
-    """After ``delay`` seconds, apply what ``then(now)`` returns then (a combining interval
-    that ends, a guard that waited long enough: core/sharing.py; a scheduler's slot:
-    core/iterative.py)."""
+class Timer:
+    """After ``delay`` seconds, hand ``event`` back to the core (``core/timers.fire``): a
+    combining interval that ends, a guard that waited long enough (core/sharing.py), a
+    scheduler's slot (core/iterative.py), a move or a step that waits too long
+    (core/spmd/). Data, not a closure: tests compare timers by equality."""
 
     delay: float
-    then: Callable[[float], list[Effect]]
+    event: TimerEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,6 @@ Effect = (
     | WakeWaiters
     | StealUpdate
     | Changed
-    | Later
+    | Timer
 )
 Effects = list[Effect]

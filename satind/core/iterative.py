@@ -31,8 +31,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.effects import Effects, Send, Timer, ToCompute
 from satind.core.model.iterative import Key, WorkerView
+from satind.core.model.timers import SchedulerTick
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job
 from satind.net import codec
@@ -61,16 +62,17 @@ def _tick_soon(state: PeerState) -> Effects:
     if sched.ticking:
         return []
     sched.ticking = True
-    every = state.cfg.iterative.slot_s
+    return [Timer(state.cfg.iterative.slot_s, SchedulerTick())]
 
-    def tick(now: float) -> Effects:
-        if not sched.pending and not sched.placed:
-            sched.ticking = False
-            return []
-        observe(state)
-        return [*schedule(state, now), Later(every, tick)]
 
-    return [Later(every, tick)]
+def tick(state: PeerState, now: float) -> Effects:
+    """Timer ``SchedulerTick``: a time slot of the scheduler, while it has tasks."""
+    sched = state.iterative
+    if not sched.pending and not sched.placed:
+        sched.ticking = False
+        return []
+    observe(state)
+    return [*schedule(state, now), Timer(state.cfg.iterative.slot_s, SchedulerTick())]
 
 
 def observe(state: PeerState) -> None:

@@ -45,8 +45,9 @@ import logging
 import zlib
 from typing import TYPE_CHECKING
 
-from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.effects import Effects, Send, Timer, ToCompute
 from satind.core.model.sharing import Held
+from satind.core.model.timers import AskCalls, DigestRound, FetchReplicas, FlushShared
 from satind.engine.frames import (
     DigestArrived,
     DigestWanted,
@@ -78,7 +79,7 @@ def call_made(state: PeerState, update: m.SharedUpdate) -> Effects:
     if sh.outbox_bytes >= state.cfg.shared.combine_bytes:
         return flush(state)
     if first:
-        return [Later(state.cfg.shared.combine_s, lambda _now: flush(state)), *_digests(state)]
+        return [Timer(state.cfg.shared.combine_s, FlushShared()), *_digests(state)]
     return []
 
 
@@ -115,20 +116,23 @@ def _digests(state: PeerState) -> Effects:
         return []
     sh.digesting = True
     sh.digest_turn = zlib.crc32(state.name.encode())
+    return [Timer(every, DigestRound())]
 
-    def round_(_now: float) -> Effects:
-        if not state.replicas:
-            sh.digesting = False  # started again by the next call, update or replica
-            return []
-        others = sorted(state.others())
-        if not others:
-            return [Later(every, round_)]
-        sh.digest_turn += 1
-        sh.counters.shared_digests += 1
-        target = others[sh.digest_turn % len(others)]
-        return [ToCompute(DigestWanted(target)), Later(every, round_)]
 
-    return [Later(every, round_)]
+def digest_round(state: PeerState) -> Effects:
+    """Timer ``DigestRound``: our digest to the next member, while we hold replicas."""
+    sh = state.sharing
+    every = state.cfg.shared.digest_s
+    if not state.replicas:
+        sh.digesting = False  # started again by the next call, update or replica
+        return []
+    others = sorted(state.others())
+    if not others:
+        return [Timer(every, DigestRound())]
+    sh.digest_turn += 1
+    sh.counters.shared_digests += 1
+    target = others[sh.digest_turn % len(others)]
+    return [ToCompute(DigestWanted(target)), Timer(every, DigestRound())]
 
 
 def on_digest(state: PeerState, peer: str, msg: m.SharedDigest) -> Effects:
@@ -192,21 +196,25 @@ def guard_waiting(state: PeerState, job: Job, waiting: bool = True) -> Effects:
         return []
     sh.parked.add(job)
     sh.counters.guard_waits += 1
+    wait = state.cfg.shared.guard_wait_s
+    return [Timer(wait, FetchReplicas(job, wait))]
+
+
+def fetch_replicas(state: PeerState, job: Job, wait: float) -> Effects:
+    """Timer ``FetchReplicas``: the parked job still waits: fetch its replicas from its
+    victim, and wait again, twice as long."""
+    sh = state.sharing
     cfg = state.cfg.shared
-
-    def fetch(wait: float) -> Effects:
-        if job not in sh.parked:
-            return []
-        if job.origin is None or job.run.aborted or state.is_gone(job.origin):
-            sh.parked.discard(job)
-            return []
-        again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
-        return [
-            *_ask(state, job.origin, set(sh.refs.get(job, []))),
-            Later(again, lambda _now: fetch(again)),
-        ]
-
-    return [Later(cfg.guard_wait_s, lambda _now: fetch(cfg.guard_wait_s))]
+    if job not in sh.parked:
+        return []
+    if job.origin is None or job.run.aborted or state.is_gone(job.origin):
+        sh.parked.discard(job)
+        return []
+    again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
+    return [
+        *_ask(state, job.origin, set(sh.refs.get(job, []))),
+        Timer(again, FetchReplicas(job, again)),
+    ]
 
 
 def result_waiting(state: PeerState, job: Job, sender: str, waiting: bool = True) -> Effects:
@@ -220,21 +228,25 @@ def result_waiting(state: PeerState, job: Job, sender: str, waiting: bool = True
         return []
     sh.waiting.add(job)
     sh.counters.results_waited += 1
+    wait = state.cfg.shared.guard_wait_s
+    return [Timer(wait, AskCalls(job, sender, wait))]
+
+
+def ask_calls(state: PeerState, job: Job, sender: str, wait: float) -> Effects:
+    """Timer ``AskCalls``: the result still waits: ask its sender for what we lack (our
+    digest), and wait again, twice as long; once the sender is gone, apply it as it is."""
+    sh = state.sharing
     cfg = state.cfg.shared
-
-    def ask(wait: float) -> Effects:
-        if job not in sh.waiting:
-            return []
-        if job.run.aborted:
-            sh.waiting.discard(job)
-            return []  # the compute side drops it with its run
-        if not sender or state.is_gone(sender):
-            sh.waiting.discard(job)
-            return [ToCompute(ResultDue(job))]
-        again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
-        return [ToCompute(DigestWanted(sender)), Later(again, lambda _now: ask(again))]
-
-    return [Later(cfg.guard_wait_s, lambda _now: ask(cfg.guard_wait_s))]
+    if job not in sh.waiting:
+        return []
+    if job.run.aborted:
+        sh.waiting.discard(job)
+        return []  # the compute side drops it with its run
+    if not sender or state.is_gone(sender):
+        sh.waiting.discard(job)
+        return [ToCompute(ResultDue(job))]
+    again = min(2 * wait, max(cfg.fetch_retry_s, cfg.guard_wait_s))
+    return [ToCompute(DigestWanted(sender)), Timer(again, AskCalls(job, sender, again))]
 
 
 def tick(state: PeerState, now: float) -> Effects:

@@ -10,14 +10,13 @@ from typing import Protocol
 
 import trio
 
-from satind.core import victim
+from satind.core import timers, victim
 from satind.core.effects import (
     Changed,
     Checkpoint,
     Effects,
     EncodeArgs,
     HandOut,
-    Later,
     Log,
     QueueRoot,
     Reply,
@@ -25,6 +24,7 @@ from satind.core.effects import (
     Spread,
     StealUpdate,
     Task,
+    Timer,
     ToCompute,
     WakeWaiters,
 )
@@ -74,13 +74,13 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             peer.thief.update()
         elif isinstance(fx, Changed):
             peer.changed()
-        elif isinstance(fx, Later):
-            peer.spawn_task(_later, peer, fx)
+        elif isinstance(fx, Timer):
+            peer.spawn_task(_timer, peer, fx)
 
 
-async def _later(peer: EffectsHost, fx: Later) -> None:
+async def _timer(peer: EffectsHost, fx: Timer) -> None:
     await trio.sleep(fx.delay)
-    peer.apply(fx.then(peer.now()))
+    peer.apply(timers.fire(peer.state, fx.event, peer.now()))
 
 
 def _log(peer: EffectsHost, fx: Log) -> None:

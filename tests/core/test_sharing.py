@@ -1,10 +1,11 @@
-"""core/sharing.py as case tables: an event in, the effects out, compared by equality (timers
-are run by calling them with the time they fire at)."""
+"""core/sharing.py as case tables: an event in, the effects out, compared by equality — timers
+included: a timer is data (``Timer(delay, event)``), fired by ``core/timers.fire``."""
 
 from __future__ import annotations
 
-from satind.core import sharing
-from satind.core.effects import Effect, Later, Send, ToCompute
+from satind.core import sharing, timers
+from satind.core.effects import Effect, Send, Timer, ToCompute
+from satind.core.model.timers import AskCalls, DigestRound, FetchReplicas, FlushShared
 from satind.core.state import PeerState
 from satind.engine.frames import (
     DigestWanted,
@@ -25,8 +26,8 @@ def _update(seq: int = 1, args: bytes = b"\x80") -> m.SharedUpdate:
     return m.SharedUpdate("r1:00:0", "a/0", seq, "add", args)
 
 
-def _timers(fx: list[Effect]) -> list[Later]:
-    return [f for f in fx if isinstance(f, Later)]
+def _timers(fx: list[Effect]) -> list[Timer]:
+    return [f for f in fx if isinstance(f, Timer)]
 
 
 def _stolen(state: PeerState) -> Job:
@@ -38,18 +39,17 @@ def _stolen(state: PeerState) -> Job:
 
 def test_a_first_global_call_waits_for_the_combining_interval_then_goes_to_every_member() -> None:
     state = make_state()
-    fx = sharing.call_made(state, _update())
-    combine, digest = _timers(fx)
-    assert (combine.delay, digest.delay) == (
-        state.cfg.shared.combine_s,
-        state.cfg.shared.digest_s,
-    )
+    cfg = state.cfg.shared
+    assert sharing.call_made(state, _update()) == [
+        Timer(cfg.combine_s, FlushShared()),
+        Timer(cfg.digest_s, DigestRound()),
+    ]
     assert sharing.call_made(state, _update(2)) == []  # combined with the first
-    sent = combine.then(combine.delay)
+    sent = timers.fire(state, FlushShared(), cfg.combine_s)
     msg = m.SharedUpdates([_update(), _update(2)])
     assert sent == [Send("b/0", msg), Send("c/0", msg)]
     assert state.sharing.counters.shared_updates_sent == 4  # 2 calls x 2 members
-    assert combine.then(2 * combine.delay) == []  # nothing queued any more
+    assert timers.fire(state, FlushShared(), 2 * cfg.combine_s) == []  # nothing queued
 
 
 def test_calls_past_combine_bytes_go_at_once() -> None:
@@ -118,26 +118,33 @@ def test_a_parked_job_fetches_its_replicas_from_its_victim_doubling_the_wait() -
     job = _stolen(state)
     state.sharing.refs[job] = ["r1:01:0"]
     cfg = state.cfg.shared
-    (first,) = sharing.guard_waiting(state, job)
-    assert isinstance(first, Later) and first.delay == cfg.guard_wait_s
-    ask, again = first.then(first.delay)
-    assert ask == Send("b/0", m.ReplicaRequest("r1:01:0"))
-    assert isinstance(again, Later)
-    assert again.delay == min(2 * cfg.guard_wait_s, max(cfg.fetch_retry_s, cfg.guard_wait_s))
+    wait = cfg.guard_wait_s
+    assert sharing.guard_waiting(state, job) == [Timer(wait, FetchReplicas(job, wait))]
+    again = min(2 * wait, max(cfg.fetch_retry_s, wait))
+    assert timers.fire(state, FetchReplicas(job, wait), wait) == [
+        Send("b/0", m.ReplicaRequest("r1:01:0")),
+        Timer(again, FetchReplicas(job, again)),
+    ]
     assert sharing.guard_waiting(state, job, waiting=False) == []
-    assert again.then(first.delay + again.delay) == []  # it ran meanwhile: no more fetches
+    # It ran meanwhile: no more fetches.
+    assert timers.fire(state, FetchReplicas(job, again), wait + again) == []
 
 
 def test_a_held_result_is_applied_as_it_is_once_its_sender_is_gone() -> None:
     state = make_state()
     job = _stolen(state)
-    (first,) = sharing.result_waiting(state, job, "b/0")
-    assert isinstance(first, Later)
-    ask, again = first.then(first.delay)
-    assert ask == ToCompute(DigestWanted("b/0"))
-    assert isinstance(again, Later)
+    cfg = state.cfg.shared
+    wait = cfg.guard_wait_s
+    assert sharing.result_waiting(state, job, "b/0") == [Timer(wait, AskCalls(job, "b/0", wait))]
+    again = min(2 * wait, max(cfg.fetch_retry_s, wait))
+    assert timers.fire(state, AskCalls(job, "b/0", wait), wait) == [
+        ToCompute(DigestWanted("b/0")),
+        Timer(again, AskCalls(job, "b/0", again)),
+    ]
     declare(state, "b/0", State.DEAD)
-    assert again.then(first.delay + again.delay) == [ToCompute(ResultDue(job))]
+    assert timers.fire(state, AskCalls(job, "b/0", again), wait + again) == [
+        ToCompute(ResultDue(job))
+    ]
     assert job not in state.sharing.waiting
 
 
@@ -154,12 +161,13 @@ def test_replica_requests_and_digests_go_to_the_compute_side() -> None:
 def test_anti_entropy_stops_when_no_replica_is_left_here() -> None:
     state = make_state()
     state.replicas = {"r1:00:0": object()}
-    digest = _timers(sharing.call_made(state, _update()))[1]
-    target, again = digest.then(digest.delay)
+    every = state.cfg.shared.digest_s
+    assert _timers(sharing.call_made(state, _update()))[1] == Timer(every, DigestRound())
+    target, again = timers.fire(state, DigestRound(), every)
     assert target in (ToCompute(DigestWanted("b/0")), ToCompute(DigestWanted("c/0")))
-    assert isinstance(again, Later)
+    assert again == Timer(every, DigestRound())
     state.replicas = {}
-    assert again.then(2 * digest.delay) == []
+    assert timers.fire(state, DigestRound(), 2 * every) == []
     assert not state.sharing.digesting
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from satind.config import Config, SpmdConfig
-from satind.core import spmd
-from satind.core.effects import Effect, Later, Send, ToCompute
+from satind.core import spmd, timers
+from satind.core.effects import Effect, Send, Timer, ToCompute
 from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
+from satind.core.model.timers import GhostsAgain, MoveTimeout
 from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived
 from satind.engine.jobs import Job, RunState
@@ -93,7 +94,7 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
     fx = spmd.arrive(state, job, task)  # no ghosts yet: it waits (and will ask again)
     assert not any(isinstance(e, ToCompute) for e in fx)
-    assert [type(e) for e in fx] == [Later]
+    assert fx == [Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 1, job))]
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
     fx = spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(2, 1, 0, b"g2")))
     assert fx == [ToCompute(JobArrived(job))]
@@ -292,11 +293,11 @@ def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> 
     task = m.EntityTask(2, STEP, 4, 1, 10, [1, 3], ["b/0", "c/0"])
     (later,) = spmd.arrive(waiter, job, task)
     spmd.on_ghost(waiter, m.Ghost("r1", 2, m.GhostData(3, 1, 4, b"from3")))  # 3 is here
-    assert isinstance(later, Later)
-    fx = later.then(1.0)
+    assert later == Timer(waiter.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 2, job))
+    fx = timers.fire(waiter, later.event, 1.0)
     ((dest, ask),) = _sent(fx, m.GhostRequest)
     assert dest == "b/0" and ask == m.GhostRequest("r1", 2, 1, 1, 4, "c/0")
-    assert any(isinstance(e, Later) for e in fx)  # and again, while it waits
+    assert fx[-1] == later  # and again, while it waits
     # b/0 holds entity 1 and still has what it sent at the end of that step.
     holder = _make("b/0", ("a/0", "c/0"))
     known_run(holder)
@@ -309,7 +310,7 @@ def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> 
     assert isinstance(again, m.Ghost)
     # The waiting step starts with it; the loop of asking ends.
     assert spmd.on_ghost(waiter, again) == [ToCompute(JobArrived(job))]
-    assert later.then(2.0) == []
+    assert timers.fire(waiter, later.event, 2.0) == []
 
 
 def test_a_move_refused_by_the_old_holder_leaves_the_entity_there_by_the_new_one_loses_it() -> None:
@@ -339,10 +340,10 @@ def test_a_move_without_an_answer_times_out_into_a_rollback() -> None:
     place = state.spmd.runs["r1"]
     entity = next(e for e, h in place.locator.items() if h == "b/0")
     fx = spmd.on_migrate_request(state, "b/0", m.MigrateRequest("r1", entity, "c/0", 0.5), 1.0)
-    timeout = next(e for e in fx if isinstance(e, Later))
-    assert timeout.delay == state.cfg.spmd.move_timeout_s
+    timeout = Timer(state.cfg.spmd.move_timeout_s, MoveTimeout("r1", entity, "c/0"))
+    assert timeout in fx
     spmd.task_ready(state, _job(run, root, entity, STEP, 0), 1.0)
-    fx = timeout.then(31.0)
+    fx = timers.fire(state, timeout.event, 31.0)
     assert entity in place.lost and entity not in place.moving
     assert isinstance(fx[0], ToCompute) and isinstance(fx[0].event, ChildResult)
 

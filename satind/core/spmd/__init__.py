@@ -34,11 +34,10 @@ pushes each iteration's entity jobs; this module does the rest:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import Changed, Effects, Later, Send, ToCompute
+from satind.core.effects import Changed, Effects, Send, Timer, ToCompute
 from satind.core.model.spmd import (
     PLACE,
     STEP,
@@ -49,8 +48,10 @@ from satind.core.model.spmd import (
     Placement,
     is_entity_job,
 )
+from satind.core.model.timers import MoveTimeout
 from satind.core.spmd.ghosts import arrive as arrive
 from satind.core.spmd.ghosts import deliver, drop_waiting, prune, try_start
+from satind.core.spmd.ghosts import ghosts_again as ghosts_again
 from satind.core.spmd.ghosts import on_ghost as on_ghost
 from satind.core.spmd.ghosts import on_ghost_request as on_ghost_request
 from satind.core.spmd.ghosts import on_push as on_push
@@ -168,26 +169,21 @@ def _maybe_move(
         return []
     place.moving[entity] = to
     log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
-    fx: Effects = [Later(state.cfg.spmd.move_timeout_s, _move_timeout(state, run_id, entity, to))]
+    fx: Effects = [Timer(state.cfg.spmd.move_timeout_s, MoveTimeout(run_id, entity, to))]
     if holder == state.name:
         return fx + ship(state, run_id, entity, to, now)
     return [*fx, Send(holder, m.EntityMove(run_id, entity, to))]
 
 
-def _move_timeout(
-    state: PeerState, run_id: str, entity: int, to: str
-) -> Callable[[float], Effects]:
-    """A move that neither ended nor failed in time (an answer lost with a peer that did not
-    die): the entity counts as lost, and the run rolls back, instead of waiting for ever."""
-
-    def expired(now: float) -> Effects:
-        place = state.spmd.runs.get(run_id)
-        if place is None or place.moving.get(entity) != to:
-            return []
-        refusal = m.EntityMoved(run_id, entity, f"no answer from {to} in time")
-        return on_moved(state, to, refusal, now)
-
-    return expired
+def move_timeout(state: PeerState, event: MoveTimeout, now: float) -> Effects:
+    """Timer ``MoveTimeout``: a move that neither ended nor failed in time (an answer lost
+    with a peer that did not die): the entity counts as lost, and the run rolls back,
+    instead of waiting for ever."""
+    place = state.spmd.runs.get(event.run_id)
+    if place is None or place.moving.get(event.entity) != event.to:
+        return []
+    refusal = m.EntityMoved(event.run_id, event.entity, f"no answer from {event.to} in time")
+    return on_moved(state, event.to, refusal, now)
 
 
 def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now: float) -> Effects:

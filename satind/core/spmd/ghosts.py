@@ -5,10 +5,9 @@ ghost goes straight to the neighbour's holder, and a lost one is asked for again
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from satind.core.effects import Effects, Later, Send, ToCompute
+from satind.core.effects import Effects, Send, Timer, ToCompute
 from satind.core.model.spmd import (
     MAX_GHOST_TAGS,
     PLACE,
@@ -16,6 +15,7 @@ from satind.core.model.spmd import (
     Key,
     Spmd,
 )
+from satind.core.model.timers import GhostsAgain
 from satind.engine.frames import JobArrived
 from satind.engine.jobs import Job
 from satind.net import messages as m
@@ -49,31 +49,25 @@ def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
     state.spmd.waiting[key] = (job, task)
     fx = try_start(state, key)
     if key in state.spmd.waiting:
-        fx.append(Later(state.cfg.spmd.ghost_wait_s, _ask_again(state, key, job)))
+        fx.append(Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(key[0], key[1], job)))
     return fx
 
 
-def _ask_again(state: PeerState, key: Key, job: Job) -> Callable[[float], Effects]:
-    """While the step ``job`` waits, every ``spmd.ghost_wait_s``: ask the holders of the
-    neighbours whose ghosts have not come (a ghost sent to a holder the entity had left may
-    have been lost with it)."""
-
-    def again(now: float) -> Effects:
-        waiting = state.spmd.waiting.get(key)
-        if waiting is None or waiting[0] is not job:
-            return []  # started, dropped or replaced: the loop ends
-        task = waiting[1]
-        box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
-        fx: Effects = []
-        for neighbour, holder in zip(task.neighbours, task.holders, strict=False):
-            if neighbour not in box and holder:
-                ask = m.GhostRequest(
-                    key[0], key[1], neighbour, task.gen, task.iteration, state.name
-                )
-                fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
-        return [*fx, Later(state.cfg.spmd.ghost_wait_s, again)]
-
-    return again
+def ghosts_again(state: PeerState, key: Key, job: Job) -> Effects:
+    """Timer ``GhostsAgain``: while the step ``job`` waits, every ``spmd.ghost_wait_s``, ask
+    the holders of the neighbours whose ghosts have not come (a ghost sent to a holder the
+    entity had left may have been lost with it)."""
+    waiting = state.spmd.waiting.get(key)
+    if waiting is None or waiting[0] is not job:
+        return []  # started, dropped or replaced: the loop ends
+    task = waiting[1]
+    box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
+    fx: Effects = []
+    for neighbour, holder in zip(task.neighbours, task.holders, strict=False):
+        if neighbour not in box and holder:
+            ask = m.GhostRequest(key[0], key[1], neighbour, task.gen, task.iteration, state.name)
+            fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
+    return [*fx, Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(key[0], key[1], job))]
 
 
 def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
