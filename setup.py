@@ -28,6 +28,7 @@ HOT = [
     "satind/engine/jobs.py",
     "satind/engine/frames.py",
     "satind/engine/workqueue.py",
+    "satind/engine/worker_base.py",
     "satind/engine/worker.py",
     "satind/api.py",
 ]

@@ -25,61 +25,41 @@ or a long (de)serialization that would keep it from answering a probe in time.
 This is the only compute side. A real peer drives it on a thread with a blocking mailbox
 (``node/compute.py``); the simulator drives the very same code in lockstep with virtual time
 (``sim/lockstep.py``). The transitions it is made of are in ``frames.py`` and, for orphan
-subtrees, ``engine/unwind.py``.
+subtrees, ``engine/unwind.py``. This module is its hot path — running a job, sync, waiting for
+work, a child's result, inlets; what it holds and everything off that path (the mailbox's
+events, aborts, shared objects' guards, values leaving the compute side, failures) is
+``engine/worker_base.py``, which ``Worker`` extends (both compiled, one class to callers).
 """
 
 from __future__ import annotations
 
 import gc
-import queue
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from satind.config import EngineConfig
-from satind.engine.errors import aborted
 from satind.engine.frames import (
-    Cancel,
     ChildResult,
-    DigestArrived,
-    DigestWanted,
-    ForgetRun,
-    JobArrived,
-    MailboxEvent,
-    Orphaned,
-    ReplicaArrived,
-    ReplicaWanted,
-    ResultDue,
     RunAborted,
-    Snapshot,
-    Stop,
-    UpdatesArrived,
-    Wakeup,
-    WorkerHooks,
     WorkerStopped,
     account,
     adopt,
     apply_result,
     drop_queued_children,
-    finish,
-    idle_frame,
-    linked,
     root_of,
-    snapshot,
-    too_deep,
     too_many,
 )
 from satind.engine.jobs import UNSET, Job, is_placed
-from satind.engine.replica_table import ReplicaTable
-from satind.engine.replicas import Replica
-from satind.engine.speculation import drop_children, is_aborted
-from satind.engine.unwind import SubtreeAborted, abandon, cut_subtree, in_cut, orphaned_result
-from satind.engine.workqueue import WorkQueue
-from satind.net.codec import DecodeError, Encoded, EncodeError, encode_value
+from satind.engine.unwind import SubtreeAborted, abandon, orphaned_result
+from satind.engine.worker_base import GUARDS as GUARDS
+from satind.engine.worker_base import Mailbox as Mailbox
+from satind.engine.worker_base import ThreadMailbox as ThreadMailbox
+from satind.engine.worker_base import WorkerBase
+from satind.net.codec import DecodeError, Encoded
 
 if TYPE_CHECKING:
-    from satind.trace import Traces
+    pass
 
 # The worker of the compute side running now, else None. A module global, not a
 # thread-local: a peer has exactly one compute side, and a global read is the cheapest lookup
@@ -87,157 +67,9 @@ if TYPE_CHECKING:
 # "no satind here": spawns run as plain calls.
 CURRENT: Worker | None = None
 
-# Guards of spawnable functions (``Spawnable.guard``), by the plain function a Job holds.
-GUARDS: dict[Callable[..., Any], Callable[..., bool]] = {}
 
-
-class Mailbox(Protocol):
-    """Where the network side's events wait for the compute side."""
-
-    def put(self, event: MailboxEvent) -> None: ...
-
-    def get_nowait(self) -> MailboxEvent | None: ...
-
-    def get(self, timeout: float) -> MailboxEvent | None:
-        """Block for the next event; None if none came within ``timeout``."""
-        ...
-
-
-class ThreadMailbox:
-    """The real peer's mailbox: a thread-safe queue the compute thread blocks on."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[MailboxEvent] = queue.SimpleQueue()
-
-    def put(self, event: MailboxEvent) -> None:
-        self._queue.put(event)
-
-    def get_nowait(self) -> MailboxEvent | None:
-        if self._queue.empty():
-            return None  # the common case, without raising and catching queue.Empty
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            return None
-
-    def get(self, timeout: float) -> MailboxEvent | None:
-        try:
-            return self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-
-class Worker:
+class Worker(WorkerBase):
     """The compute side of a peer. ``run_forever`` is its body."""
-
-    def __init__(
-        self,
-        cfg: EngineConfig,
-        hooks: WorkerHooks,
-        *,
-        mailbox: Mailbox | None = None,
-        max_frame: int = 64 * 1024 * 1024,
-        value_depth: int = 200,
-    ) -> None:
-        self.cfg = cfg
-        self.hooks = hooks
-        self.queue = WorkQueue()
-        # The queue's deque itself, bound once for the spawn and sync hot paths.
-        self.jobs = self.queue.jobs
-        self.mailbox: Mailbox = mailbox if mailbox is not None else ThreadMailbox()
-        # What values that travel may be (net.max_frame_bytes, net.max_depth).
-        self.max_frame = max_frame
-        self.value_depth = value_depth
-        # Set by the network side after it posts to the mailbox; read at every sync.
-        self.attention = False
-        # The frame of the job running now; outside any job, a sentinel without children.
-        self.idle_frame = idle_frame()
-        self.current: Job = self.idle_frame
-        # Stolen or root jobs on the stack right now (bounded by cfg.max_steal_nesting).
-        self.nesting = 0
-        # Jobs one job may spawn before it syncs (cfg.max_pending_jobs); ``max_pending`` is
-        # what a spawn compares with (see ``cancelling``).
-        self.pending_limit = cfg.max_pending_jobs
-        self.max_pending = self.pending_limit
-        # Roots of subtrees being unwound, their frames aborted at their next sync: orphan
-        # subtrees (Orphaned: True, their finished results are kept) and stolen jobs whose
-        # victim aborted them (Cancel: False, nothing is kept).
-        self.cut: dict[Job, bool] = {}
-        # Cancelled roots still running here. While there are any (or a Cancel is posted),
-        # ``max_pending`` is -1, so that every spawn takes its slow path and checks whether
-        # it must unwind (``spawn_check``): a spawn pays nothing for this the rest of the
-        # time.
-        self.cancelling = 0
-        # Frames with children whose inlet waits to run, in the order they finished
-        # (engine/speculation.py); and whether a handler is running now (a handler that
-        # syncs does not run the others inside it).
-        self.ready: dict[Job, list[Job]] = {}
-        self.in_inlet = False
-        # Shared objects (satind/shared.py): this peer's replicas and what keeps them in step
-        # (engine/replica_table.py); ``shared`` is its replicas by id (the network side reads
-        # which ones exist).
-        self.replicas = ReplicaTable(hooks, max_frame, value_depth)
-        self.shared: dict[str, Replica] = self.replicas.objects
-        # Results of children other peers ran that came before the global calls their thief
-        # had applied (``ChildResult.needs``): each is applied to its parent once our
-        # replicas have seen those calls, so that a frame reads, after its sync, every call
-        # its children's subtrees made (or when the network side says ``ResultDue``).
-        self.held: list[ChildResult] = []
-        # Iterative runs' last barriers, run -> (epoch, iteration, encoded state): the network
-        # side's dict (core/iterative.py), read by a root that starts (satind/iterative.py).
-        self.barriers: dict[str, tuple[int, int, bytes]] = {}
-        # SPMD runs' entities held here and the last job of each (core/spmd/): the
-        # network side's dicts, read by entity jobs (satind/spmd.py).
-        self.entities: dict[tuple[str, int], Any] = {}
-        self.entity_tasks: dict[tuple[str, int], Any] = {}
-        # What a job measures its own cost with (SPMD steps: satind/spmd.py): wall seconds and
-        # this thread's CPU seconds. The simulator's driver gives its virtual clocks, so that
-        # a step's measured cost (which travels in messages and steers migrations) is the
-        # same in every replay of a seed (sim/lockstep.py).
-        self.wall_clock: Callable[[], float] = time.perf_counter
-        self.cpu_clock: Callable[[], float] = time.thread_time
-        # Reclaimed by the machine's owner: suspended at the next safe point (``reclaim``).
-        self.reclaimed = False
-        self.parked: list[Job] = []
-        # Jobs without a local parent that failed in engine code deep in the stack, to be
-        # reported from a shallower point (sync_frame).
-        self.failed: list[Job] = []
-        # Report every finished job (checkpoint policy "sel", systematic event logging).
-        self.log_all = False
-        # Snapshots (checkpoint policy "tic"): the frame each root or stolen job on the stack
-        # runs under, and each open frame's newest child already reported.
-        self.under: dict[Job, Job | None] = {}
-        self.reported: dict[Job, Job | None] = {}
-        # The peer's traces (satind/trace.py), or None: recorded only for jobs without a
-        # local parent and for blocking waits, never per spawn or sync (the hot path).
-        self.trace: Traces | None = None
-        self._wanting = False
-        self._stopped = False
-
-    # -- called from the network side --------------------------------------------------------
-
-    def post(self, event: MailboxEvent) -> None:
-        """Thread-safe: hand an event to the compute side."""
-        self.mailbox.put(event)
-        # After the put: the compute side clears the flag before draining, so an event is
-        # never left behind with the flag down.
-        self.attention = True
-        if type(event) is Cancel:
-            # A job running here may have to unwind: its next spawn looks (spawn_check), not
-            # only its next sync. One store, atomic under the GIL.
-            self.max_pending = -1
-
-    def stop(self) -> None:
-        """Thread-safe: make the compute side unwind at its next safe point."""
-        self._stopped = True
-        self.post(Stop())
-
-    def queue_root(self, job: Job) -> None:
-        """Thread-safe: a run's root, into the queue's oldest end at once and not through the
-        mailbox: a compute side stuck in a long leaf drains its mailbox only when the leaf
-        ends, while idle peers can steal the root from the queue now."""
-        self.queue.give_back(job)
-        self.post(Wakeup())
 
     # -- the compute side ------------------------------------------------------------------
 
@@ -270,21 +102,6 @@ class Worker:
             pass
         finally:
             CURRENT = None
-
-    def reclaim(self, reclaimed: bool) -> None:
-        """Thread-safe: the machine's owner reclaimed it (True) or released it (False). The
-        compute side suspends at its next safe point — before it starts a job, or at a
-        ``satind.pause_point()`` in a long one — and resumes where it was."""
-        self.reclaimed = reclaimed
-        self.post(Wakeup())
-
-    def suspend(self) -> None:
-        """Reclaimed: compute nothing until released, still handling the mailbox (results
-        and cancellations keep arriving)."""
-        while self.reclaimed and not self._stopped:
-            event = self.mailbox.get(self.cfg.wait_poll_s)
-            if event is not None:
-                self._handle(event)
 
     def run_job(self, job: Job) -> None:
         """Run one job to completion, children included, and report it."""
@@ -517,13 +334,6 @@ class Worker:
         while (event := mailbox.get_nowait()) is not None:
             self._handle(event)
 
-    def _failed(self, job: Job, exc: BaseException) -> BaseException:
-        """What a job that raised failed with: its exception, or, for a recursion past the
-        compute thread's limit, an error that names the limit and the likely cause."""
-        if type(exc) is RecursionError:
-            return too_deep(job, self.cfg.recursion_limit)
-        return exc
-
     def _wait(self) -> None:
         """Nothing local to run: ask for work unless nested too deep, block for one event.
 
@@ -549,63 +359,6 @@ class Worker:
         self.drain()
         if self.cut:
             self.attention = True  # an Orphaned event may have been handled: look at the cut
-
-    def _want(self, wanted: bool, run_id: str = "") -> None:
-        self._wanting = wanted
-        self.hooks.want_work(wanted, run_id)
-
-    def _handle(self, event: MailboxEvent) -> None:
-        if isinstance(event, JobArrived):
-            job = event.job
-            if in_cut(job, self.cut) or is_aborted(job):
-                return  # a restarted child of an aborted subtree or frame: nobody waits for it
-            # Work is here (stolen for us, or taken back): stop asking. The thief stops by
-            # itself when it delivers, but a late steal reply does not go through it.
-            if self._wanting:
-                self._want(False)
-            self.jobs.append(job)
-        elif isinstance(event, ChildResult):
-            if is_aborted(event.job):
-                return  # a child its parent aborted (or a duplicate of one finished before)
-            if event.needs and event.job.parent is not None and not self.replicas.seen(event.needs):
-                self.held.append(event)  # the calls its subtree made are not all here yet
-                self.hooks.result_waiting(event.job, event.sender)
-                return
-            self._child_result(event)
-        elif isinstance(event, ResultDue):
-            for held in [h for h in self.held if h.job is event.job]:
-                self.held.remove(held)
-                if not held.job.run.aborted:
-                    self._child_result(held)
-        elif isinstance(event, Orphaned):
-            cut_subtree(event.job, self.cut)
-            self.attention = True
-        elif isinstance(event, Cancel):
-            self._cancel(event.job)
-        elif isinstance(event, UpdatesArrived):
-            self.replicas.apply_updates(event.updates)
-            self._recheck_parked()
-        elif isinstance(event, ReplicaArrived):
-            self.replicas.install(event)
-            self._recheck_parked()
-        elif isinstance(event, ReplicaWanted):
-            self.replicas.give(event)
-        elif isinstance(event, DigestWanted):
-            self.replicas.send_digest(event.peer)
-        elif isinstance(event, DigestArrived):
-            self.replicas.answer_digest(event)
-        elif isinstance(event, ForgetRun):
-            self.replicas.forget_run(event.run_id)
-        elif isinstance(event, Wakeup):
-            # Posted, among others, when a run ends here.
-            self.replicas.log.keep(self.replicas.objects)
-            if self.held:
-                self._recheck_held()  # results held for a run that ended go
-        elif isinstance(event, Snapshot):
-            self.reported = snapshot(self.current, self.under, self.reported, self._log)
-            self.hooks.snapshot_taken()
-        elif isinstance(event, Stop):
-            raise WorkerStopped
 
     def _child_result(self, event: ChildResult) -> None:
         """Apply the result of a child another peer ran (at most once)."""
@@ -665,55 +418,6 @@ class Worker:
             if more:
                 kids.extend(more)
 
-    def abort_children(self, frame: Job) -> None:
-        """``abort()`` in ``frame`` (the current frame): cancel its children that have not
-        finished. Queued ones are dropped here; the network side tells the thieves of the
-        others (``hooks.children_aborted``); the frame stops waiting for any of them."""
-        outstanding = frame.pending
-        if not outstanding or not self.cfg.aborts:
-            return
-        frame.aborted_below = frame.nspawn
-        dropped = drop_children(frame, self.jobs)
-        frame.pending = 0
-        run = frame.run
-        run.aborts += 1
-        run.jobs_cancelled += dropped
-        if outstanding > dropped:
-            self.hooks.children_aborted(frame)
-
-    def _cancel(self, job: Job) -> None:
-        """Handle Cancel: a stolen job its victim aborted."""
-        if job in self.under:
-            if self.cut.get(job) is not False:
-                self.cut[job] = False
-                self.cancelling += 1
-            self.attention = True
-        elif self.queue.remove(job) or job in self.parked:
-            if job in self.parked:
-                self.parked.remove(job)
-            job.exc = aborted()
-            job.run.jobs_cancelled += 1
-            self.hooks.subtree_dropped(job)
-        else:
-            # It finished (its result is on the way, and is dropped there), or was dropped
-            # with its run: the network side forgets it either way.
-            self.hooks.subtree_dropped(job)
-        self.max_pending = -1 if self.cancelling else self.pending_limit
-
-    def _cancelled(self, job: Job, seconds: float) -> None:
-        """A cancelled stolen job's frames are unwound."""
-        job.run.jobs_cancelled += 1
-        job.run.abort_wasted_s += seconds
-        if self.cut.get(job) is False:
-            # Out of the cut: unlike an orphan subtree's, no child of it comes back later
-            # (the network side dropped the records of what it gave out when the Abort came,
-            # and hands nothing of it out since), and a long-lived peer must not keep it.
-            del self.cut[job]
-            self.cancelling -= 1
-            if self.cancelling <= 0:
-                self.cancelling = 0
-                self.max_pending = self.pending_limit
-
     def spawn_check(self, frame: Job, pending: int) -> None:
         """A spawn's slow path: past ``max_pending``, which is -1 while a cancelled job
         runs here. Raises SubtreeAborted when ``frame`` belongs to a cancelled job (it
@@ -732,110 +436,6 @@ class Worker:
                 raise SubtreeAborted(root)
         if pending > self.pending_limit:
             raise too_many(self.pending_limit)
-
-    # -- shared objects (satind/shared.py; the table is engine/replica_table.py) -------------
-
-    def share(self, obj: Replica) -> None:
-        """A shared object made in the running job: its reproducible id, and our replica."""
-        cur = self.current
-        count = getattr(cur, "nshared", 0)
-        cur.nshared = count + 1
-        self.replicas.share(obj, cur.run.run_id, cur.path, count, cur.run.epoch)
-
-    def shared_call(self, obj: Replica, method: str, args: tuple[Any, ...]) -> None:
-        """A global call just applied here: number it and ship it.
-
-        Raises:
-            EncodeError: its arguments cannot travel.
-        """
-        self.replicas.call_made(obj, method, args)
-
-    def _guard_ok(self, job: Job) -> bool:
-        try:
-            return bool(GUARDS[job.fn](*job.args))
-        except Exception as exc:
-            job.exc = self._failed(job, exc)
-            return False
-
-    def _recheck_held(self) -> None:
-        """Replicas changed: held results whose calls are all here now are applied."""
-        for held in list(self.held):
-            if held.job.run.aborted or is_aborted(held.job):
-                self.held.remove(held)  # nobody waits for it any more
-                self.hooks.result_waiting(held.job, held.sender, False)
-            elif held.needs is None or self.replicas.seen(held.needs):
-                self.held.remove(held)
-                self.hooks.result_waiting(held.job, held.sender, False)
-                self._child_result(held)
-
-    def _recheck_parked(self) -> None:
-        """Replicas changed: parked jobs whose guard holds now go to the queue."""
-        if self.held:
-            self._recheck_held()
-        for job in list(self.parked):
-            if job.run.aborted:
-                self.parked.remove(job)  # its run is over: nobody waits for it
-            elif self._guard_ok(job):
-                self.parked.remove(job)
-                self.jobs.append(job)
-                self.hooks.guard_waiting(job, False)
-            elif job.error is not None:
-                self.parked.remove(job)
-                self._report(job)
-
-    def _engine_failed(self, job: Job, exc: Exception, frame: Job) -> None:
-        """At the top level: engine code raised while running ``job`` (a bug): the job fails
-        with that error instead of taking the compute side down with it."""
-        self.current = frame
-        if job.error is None and job.value is UNSET:
-            job.exc = self._failed(job, exc)
-        if job.parent is not None:
-            if not linked(job):  # not linked to its parent yet: it finishes now
-                finish(job, job.parent)
-        elif job in self.under:
-            self.failed.append(job)
-        self._report_failed()
-
-    def _report_failed(self) -> None:
-        """Report the jobs without a local parent that failed in engine code deep in the
-        stack (see ``sync_frame``), now that the stack is shallower."""
-        while self.failed:
-            job = self.failed.pop()
-            if job in self.under:
-                self.nesting -= 1
-                del self.under[job]
-                job.exc = self._failed(job, job.exc or RuntimeError("failed"))
-                self._report(job)
-
-    # -- values leaving the compute side (encoded here, not on the network side) ------------
-
-    def _encoded(self, job: Job) -> bytes | None:
-        try:
-            return encode_value(job.value, self.max_frame)
-        except EncodeError:
-            return None
-
-    def _report(self, job: Job) -> None:
-        """A job without a local parent finished: encode its value and hand it over (a stolen
-        job's with the calls its result must not overtake, ``needs``)."""
-        if self.shared and getattr(job, "origin", None) is not None and not hasattr(job, "needs"):
-            job.needs = self.replicas.needs(job.run.run_id)
-        if job.error is None and type(job.value) is not Encoded:
-            try:
-                job.value = Encoded(encode_value(job.value, self.max_frame))
-            except EncodeError as exc:
-                job.value, job.exc = UNSET, exc
-        self.hooks.job_finished(job)
-
-    def _log(self, job: Job) -> None:
-        if job.error is None and not job.run.aborted and (data := self._encoded(job)):
-            self.hooks.job_logged(job, data)
-
-    def _keep_orphan(self, job: Job) -> None:
-        if self.shared and not hasattr(job, "needs"):
-            job.needs = self.replicas.needs(job.run.run_id)
-        if (data := self._encoded(job)) is not None:
-            self.hooks.orphan_result(job, data)
 
 
 def tune_process(cfg: EngineConfig) -> None:
