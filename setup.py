@@ -25,9 +25,10 @@ from pathlib import Path
 from setuptools import setup  # type: ignore[import-untyped]
 
 HOT = [
-    "satind/engine/jobs.py",
+    "satind/work/jobs.py",
+    "satind/work/events.py",
     "satind/engine/frames.py",
-    "satind/engine/workqueue.py",
+    "satind/work/workqueue.py",
     "satind/engine/worker_base.py",
     "satind/engine/worker.py",
     "satind/api.py",

@@ -26,13 +26,13 @@ from satind_plugins import knapsack, nqueens
 
 from satind.api import spawnable, sync
 from satind.config import EngineConfig
+from satind.core.stealing import rtt_bucket_names, rtt_median_s
 from satind.engine import worker as worker_mod
 from satind.engine.datastack import on_a_large_chunk
 from satind.engine.frames import make_root
-from satind.engine.jobs import Job, RunState
-from satind.engine.stealing import rtt_bucket_names, rtt_median_s
 from satind.engine.worker import Worker, tune_process
 from satind.plugin import find
+from satind.work.jobs import Job, RunState
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -32,8 +32,8 @@ def loop(row: str, n: int) -> None:
     from satind.config import EngineConfig
     from satind.engine import worker as worker_mod
     from satind.engine.frames import make_root
-    from satind.engine.jobs import RunState
     from satind.engine.worker import Worker, tune_process
+    from satind.work.jobs import RunState
 
     class Hooks:
         def __getattr__(self, name: str) -> Any:

@@ -137,7 +137,7 @@ async def idle_cpu_and_join(peers_n: int, window: float) -> dict[str, float]:
 
 def steal_rtt(tls_on: bool, repeat: int) -> float | None:
     """Median steal round trip (ms) of 2-peer runs whose leaves spin (victim computing)."""
-    from satind.engine.stealing import rtt_bucket_names, rtt_median_s
+    from satind.core.stealing import rtt_bucket_names, rtt_median_s
 
     path = Path(tempfile.mkdtemp()) / "tls.toml"
     path.write_text(f"[net]\ntls = {'true' if tls_on else 'false'}\n")

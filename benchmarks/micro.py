@@ -21,8 +21,8 @@ from satind.api import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.frames import make_root
-from satind.engine.jobs import RunState
 from satind.engine.worker import Worker, tune_process
+from satind.work.jobs import RunState
 
 DEFAULT_GC = gc.get_threshold()
 

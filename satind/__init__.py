@@ -14,10 +14,6 @@ from satind.api import count as count
 from satind.api import pause_point as pause_point
 from satind.api import spawnable as spawnable
 from satind.api import sync as sync
-from satind.engine.errors import JobAborted as JobAborted
-from satind.engine.errors import LimitExceeded as LimitExceeded
-from satind.engine.errors import RemoteJobError as RemoteJobError
-from satind.engine.errors import ResultNotReady as ResultNotReady
 from satind.files import input_file as input_file
 from satind.files import output_file as output_file
 from satind.iterative import iterative_plugin as iterative_plugin
@@ -30,5 +26,9 @@ from satind.plugin import UsageError as UsageError
 from satind.shared import SharedObject as SharedObject
 from satind.shared import global_method as global_method
 from satind.spmd import spmd_plugin as spmd_plugin
+from satind.work.errors import JobAborted as JobAborted
+from satind.work.errors import LimitExceeded as LimitExceeded
+from satind.work.errors import RemoteJobError as RemoteJobError
+from satind.work.errors import ResultNotReady as ResultNotReady
 
 __version__ = "0.1.0"

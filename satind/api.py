@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from satind.engine import worker as _worker
-from satind.engine.jobs import Job
+from satind.work.jobs import Job
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)

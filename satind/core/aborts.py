@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 
 from satind.core import kinds
 from satind.core.effects import Changed, Effects, Send, ToCompute
-from satind.engine.errors import aborted
-from satind.engine.frames import Cancel, root_of
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.errors import aborted
+from satind.work.events import Cancel
+from satind.work.jobs import Job, root_of
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

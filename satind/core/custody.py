@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
 from satind.core.effects import Effects, Link, Reply, Send, ToCompute
-from satind.engine.errors import exception_from
-from satind.engine.frames import ChildResult
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.errors import exception_from
+from satind.work.events import ChildResult
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -96,7 +96,7 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
     peer missed: it applies it first (the run stops here too)."""
     from satind.core.lifecycle import on_announces
     from satind.core.model.orphans import Orphans
-    from satind.engine.frames import JobArrived
+    from satind.work.events import JobArrived
 
     fx: Effects = []
     if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:

@@ -47,9 +47,9 @@ from satind.core.election import successor, take_over, take_over_handed, take_ov
 from satind.core.lifecycle import register
 from satind.core.orphans import keep_orphan
 from satind.core.runs import RUNNING
-from satind.engine.frames import Orphaned
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.events import Orphaned
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from satind.core.model.timers import TimerEvent
-from satind.engine.frames import MailboxEvent
-from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.net.transport import Link as Link
+from satind.work.events import MailboxEvent
+from satind.work.jobs import Job
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,10 @@ import satind.plugin as plugins
 from satind.core.effects import Effects, ToCompute
 from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
-from satind.engine.frames import Orphaned
-from satind.engine.jobs import RunState
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.events import Orphaned
+from satind.work.jobs import RunState
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

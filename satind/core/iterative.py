@@ -34,12 +34,12 @@ from satind.core import kinds
 from satind.core.effects import Effects, Send, Timer, ToCompute
 from satind.core.model.iterative import Key, WorkerView
 from satind.core.model.timers import SchedulerTick
-from satind.engine.frames import ChildResult, JobArrived
-from satind.engine.jobs import Job
 from satind.net import codec
 from satind.net import messages as m
 from satind.volatile.heuristics import Candidate, assignments
 from satind.volatile.model import DOWN, RECLAIMED, UP
+from satind.work.events import ChildResult, JobArrived
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

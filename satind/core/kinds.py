@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects
-from satind.engine.jobs import Job
 from satind.plugin import RunKind
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -39,8 +39,8 @@ from satind.core.runs import (
     supersedes,
 )
 from satind.core.start import start_next
-from satind.engine.frames import Orphaned, Wakeup
 from satind.net import messages as m
+from satind.work.events import Orphaned, Wakeup
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

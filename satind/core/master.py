@@ -47,11 +47,11 @@ from satind.core.runs import (
     PeerRun,
 )
 from satind.core.start import announce, queue_or_start, start, start_next
-from satind.engine.errors import error_info
-from satind.engine.jobs import RunState
 from satind.membership.view import Member
 from satind.net import codec
 from satind.net import messages as m
+from satind.work.errors import error_info
+from satind.work.jobs import RunState
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects, Log, Send, Spread, ToCompute
 from satind.core.model.orphans import Orphans
-from satind.engine.frames import ChildResult, JobArrived
-from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.events import ChildResult, JobArrived
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -22,8 +22,8 @@ from satind.core import kinds
 from satind.core.effects import Changed, Effects, ToCompute
 from satind.core.model.orphans import Orphans
 from satind.core.orphans import keep_orphan
-from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Change
+from satind.work.events import JobArrived, Orphaned
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import satind.plugin as plugins
 import satind.stats as stats
-from satind.engine.jobs import Job, RunState
 from satind.net import messages as m
+from satind.work.jobs import Job, RunState
 
 RunStatus = Literal["queued", "running", "done", "failed", "suspended", "cancelled"]
 RUNNING: RunStatus = "running"

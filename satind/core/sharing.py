@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING
 from satind.core.effects import Effects, Send, Timer, ToCompute
 from satind.core.model.sharing import Held
 from satind.core.model.timers import AskCalls, DigestRound, FetchReplicas, FlushShared
-from satind.engine.frames import (
+from satind.net import messages as m
+from satind.work.events import (
     DigestArrived,
     DigestWanted,
     ForgetRun,
@@ -58,8 +59,7 @@ from satind.engine.frames import (
     ResultDue,
     UpdatesArrived,
 )
-from satind.engine.jobs import Job
-from satind.net import messages as m
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

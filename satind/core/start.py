@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from satind.core.effects import Changed, Effects, Log, QueueRoot, Send, Spread, StealUpdate
 from satind.core.model.orphans import Orphans
 from satind.core.runs import FINAL, QUEUED, RUNNING, PeerRun
-from satind.engine.frames import make_root
 from satind.net import messages as m
+from satind.work.jobs import make_root
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -25,11 +25,11 @@ from satind.core.model.orphans import Orphans
 from satind.core.model.sharing import Sharing
 from satind.core.model.spmd import Spmd
 from satind.core.runs import RunTable
-from satind.engine.jobs import Job
-from satind.engine.stealing import Candidates, StealCounters, candidates
-from satind.engine.workqueue import WorkQueue
+from satind.core.stealing import Candidates, StealCounters, candidates
 from satind.membership.view import Member, MemberTable
 from satind.net.transport import TrafficCounters
+from satind.work.jobs import Job
+from satind.work.workqueue import WorkQueue
 
 
 def new_run_id() -> str:

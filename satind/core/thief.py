@@ -1,6 +1,6 @@
 """The thief's side of a steal: take a stolen job in, and send its result back.
 
-The steal rounds themselves (whom to ask, when, how often) are ``engine/stealing.py``'s pure
+The steal rounds themselves (whom to ask, when, how often) are ``core/stealing.py``'s pure
 decisions, run by the node's steal loop (``node/thief.py``). This module is what happens to
 what a round brings: ``accept_stolen`` turns a ``JobSpec`` into a local job the compute side
 runs (its arguments still encoded: the compute side decodes them), recorded in custody as
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from satind.api import lookup_spawnable
 from satind.core import aborts, sharing
 from satind.core.effects import Changed, Effects, Log, Send, Task
-from satind.engine.errors import error_info
-from satind.engine.jobs import Job, path_indices
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.errors import error_info
+from satind.work.jobs import Job, path_indices
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

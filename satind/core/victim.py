@@ -17,12 +17,11 @@ from satind.api import name_of
 from satind.core import kinds
 from satind.core.aborts import cancelled_here
 from satind.core.effects import Checkpoint, Effects, EncodeArgs, HandOut, Link, Reply, ToCompute
-from satind.engine.frames import Wakeup
-from satind.engine.jobs import Job
-from satind.engine.speculation import is_aborted
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.events import Wakeup
+from satind.work.jobs import Job, is_aborted
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -14,13 +14,29 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from satind.engine.errors import LimitExceeded
-from satind.engine.jobs import UNSET, Job, RunState, is_ancestor
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
-from satind.net.records import ReplicaDigest, SharedUpdate
+from satind.net.records import SharedUpdate
+from satind.work.errors import LimitExceeded
+from satind.work.events import Cancel as Cancel
+from satind.work.events import ChildResult as ChildResult
+from satind.work.events import DigestArrived as DigestArrived
+from satind.work.events import DigestWanted as DigestWanted
+from satind.work.events import ForgetRun as ForgetRun
+from satind.work.events import JobArrived as JobArrived
+from satind.work.events import MailboxEvent as MailboxEvent
+from satind.work.events import Orphaned as Orphaned
+from satind.work.events import ReplicaArrived as ReplicaArrived
+from satind.work.events import ReplicaWanted as ReplicaWanted
+from satind.work.events import ResultDue as ResultDue
+from satind.work.events import Snapshot as Snapshot
+from satind.work.events import Stop as Stop
+from satind.work.events import UpdatesArrived as UpdatesArrived
+from satind.work.events import Wakeup as Wakeup
+from satind.work.jobs import UNSET, Job, RunState, is_ancestor
+from satind.work.jobs import make_root as make_root
+from satind.work.jobs import root_of as root_of
 
 
 class WorkerHooks(Protocol):
@@ -102,140 +118,6 @@ class WorkerHooks(Protocol):
 
     def snapshot_taken(self) -> None:
         """A Snapshot was handled: every result it logged has been reported."""
-
-
-# -- mailbox events -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JobArrived:
-    """A job for this worker: work stolen from a peer (its arguments still encoded), or a job
-    taken back from a thief."""
-
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class ChildResult:
-    """The result of a child that another peer ran after stealing it from us (its value still
-    encoded, ``codec.Encoded``), or its exception. ``needs``: the thief's replicas when it
-    finished (``JobResult.needs``): the result waits until ours have seen as much.
-    ``sender``: the peer it came from, asked for the calls we lack while it waits."""
-
-    job: Job
-    value: Any
-    exc: BaseException | None
-    needs: list[ReplicaDigest] | None = None
-    sender: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ResultDue:
-    """Apply the held result of ``job`` now, whatever our replicas have seen: the peer that
-    sent it is gone, so nobody can send the calls it waits for (core/sharing.py)."""
-
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class Orphaned:
-    """``job``, stolen from a peer that is gone, is the root of an orphan subtree: abort its
-    unfinished frames and keep what is finished (satin-fault-tolerance §3.2)."""
-
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    """``job``, stolen from a peer, was aborted there (an ``Abort`` came): drop it if it is
-    queued, or unwind its frames keeping nothing (engine/speculation.py)."""
-
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class UpdatesArrived:
-    """Other peers' global calls on shared objects: apply them, in order per sender."""
-
-    updates: list[SharedUpdate]
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaArrived:
-    """A replica fetched from another peer: install it unless ours is as recent."""
-
-    shared_id: str
-    cls: str
-    state: bytes
-    seen: dict[str, int]
-    incarnation: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaWanted:
-    """A thief asks for our replica: encode it at this safe point (``shared_send``)."""
-
-    shared_id: str
-    thief: str
-
-
-@dataclass(frozen=True, slots=True)
-class DigestWanted:
-    """Time for anti-entropy with ``peer``: send it our digest (engine/replication.py)."""
-
-    peer: str
-
-
-@dataclass(frozen=True, slots=True)
-class DigestArrived:
-    """``peer``'s digest: send it what it lacks (and ours back if it is ahead, unless this
-    is itself a reply)."""
-
-    peer: str
-    digests: list[ReplicaDigest]
-    reply: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ForgetRun:
-    """A run is over here: drop its replicas. The compute thread owns them (it iterates
-    them for digests), so the network side asks instead of popping them itself."""
-
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """Unwind the compute side."""
-
-
-@dataclass(frozen=True, slots=True)
-class Wakeup:
-    """Only wakes the compute side (so that it notices an aborted run, or a root queued)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Report the finished children of every open frame that were not reported yet: the
-    state a theft-induced checkpoint saves (kaapi §3.3, the process's part of the graph)."""
-
-
-MailboxEvent = (
-    JobArrived
-    | ChildResult
-    | ResultDue
-    | Orphaned
-    | Cancel
-    | UpdatesArrived
-    | ReplicaArrived
-    | ReplicaWanted
-    | DigestWanted
-    | DigestArrived
-    | ForgetRun
-    | Stop
-    | Wakeup
-    | Snapshot
-)
 
 
 # -- exceptions that unwind frames --------------------------------------------------------------
@@ -332,13 +214,6 @@ def drop_queued_children(frame: Job, jobs: deque[Job]) -> None:
             return
 
 
-def root_of(job: Job) -> Job:
-    """The job at the bottom of ``job``'s frame chain here (a root or a stolen job)."""
-    while job.parent is not None:
-        job = job.parent
-    return job
-
-
 def snapshot(
     current: Job | None,
     under: dict[Job, Job | None],
@@ -390,15 +265,6 @@ def idle_frame() -> Job:
     """The frame of a compute side that runs no job: a sentinel that never has children, so
     sync() at the top level is a no-op rather than a special case."""
     return Job(_noop, (), None, 0, RunState(run_id="", plugin="", inv_branching=0.0), 0.0)
-
-
-def make_root(fn: Callable[..., Any], args: Any, run: RunState) -> Job:
-    """The root job of a run: no parent, path empty, the whole tree's share. ``args``: a
-    tuple, or its encoded form (``codec.Encoded``) for a root a new master restarts."""
-    job = Job(fn, args, None, 0, run, 1.0)
-    job.set_path(b"")
-    job.origin = None
-    return job
 
 
 __all__ = [

@@ -35,15 +35,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from satind.engine.errors import aborted
-from satind.engine.jobs import Job
-
-
-def is_aborted(job: Job) -> bool:
-    """Whether ``job`` is a child its parent aborted before it finished (a result or a
-    restart that arrives for it now is dropped)."""
-    parent = job.parent
-    return parent is not None and job.index < getattr(parent, "aborted_below", 0)
+from satind.work.errors import aborted
+from satind.work.jobs import Job
+from satind.work.jobs import is_aborted as is_aborted
 
 
 def drop_children(frame: Job, jobs: deque[Job]) -> int:

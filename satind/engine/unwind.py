@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 
 from satind.engine.frames import drop_queued_children, root_of
-from satind.engine.jobs import Job
+from satind.work.jobs import Job
 
 
 class SubtreeAborted(BaseException):

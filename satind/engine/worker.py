@@ -50,13 +50,13 @@ from satind.engine.frames import (
     root_of,
     too_many,
 )
-from satind.engine.jobs import UNSET, Job, is_placed
 from satind.engine.unwind import SubtreeAborted, abandon, orphaned_result
 from satind.engine.worker_base import GUARDS as GUARDS
 from satind.engine.worker_base import Mailbox as Mailbox
 from satind.engine.worker_base import ThreadMailbox as ThreadMailbox
 from satind.engine.worker_base import WorkerBase
 from satind.net.codec import DecodeError, Encoded
+from satind.work.jobs import UNSET, Job, is_placed
 
 if TYPE_CHECKING:
     pass

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from satind.config import EngineConfig
-from satind.engine.errors import aborted
 from satind.engine.frames import (
     Cancel,
     ChildResult,
@@ -43,13 +42,14 @@ from satind.engine.frames import (
     snapshot,
     too_deep,
 )
-from satind.engine.jobs import UNSET, Job
 from satind.engine.replica_table import ReplicaTable
 from satind.engine.replicas import Replica
 from satind.engine.speculation import drop_children, is_aborted
 from satind.engine.unwind import cut_subtree, in_cut
-from satind.engine.workqueue import WorkQueue
 from satind.net.codec import Encoded, EncodeError, encode_value
+from satind.work.errors import aborted
+from satind.work.jobs import UNSET, Job
+from satind.work.workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from satind.trace import Traces

@@ -20,8 +20,8 @@ import trio
 from satind.adaptivity.measure import benchmark_cpu_s
 from satind.engine.datastack import on_a_large_chunk
 from satind.engine.frames import MailboxEvent
-from satind.engine.jobs import Job
 from satind.engine.worker import Worker
+from satind.work.jobs import Job
 
 T = TypeVar("T")
 

@@ -20,12 +20,12 @@ import satind.stats as stats
 from satind.core import lifecycle, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.master import RunRefused
-from satind.engine.errors import error_info
 from satind.net import codec
 from satind.net import messages as m
 from satind.node import parsing
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
+from satind.work.errors import error_info
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

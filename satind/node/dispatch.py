@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from satind.core import aborts, custody, drain, iterative, master, sharing, spmd, victim
 from satind.core.effects import Effects
-from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
 from satind.node import adapt, control, logs, plugins, status, tracing
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
+from satind.work.errors import error_info
 
 log = logging.getLogger(__name__)
 

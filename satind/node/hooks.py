@@ -12,9 +12,9 @@ from typing import Any
 
 from satind.core import aborts, drain, iterative, orphans, sharing, spmd, thief
 from satind.core.model.spmd import is_entity_job
-from satind.engine.jobs import Job
 from satind.net import messages as m
 from satind.node.host import Host
+from satind.work.jobs import Job
 
 
 class ComputeHooks:

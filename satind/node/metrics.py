@@ -39,7 +39,7 @@ import satind.stats as stats
 from satind.config import MetricsConfig, for_peer
 
 __all__ = ["for_peer"]  # where it lived; the config is its home now
-from satind.engine.stealing import RTT_BUCKETS_S
+from satind.core.stealing import RTT_BUCKETS_S
 from satind.net.transport import Address
 from satind.node.host import Host
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import trio
 
-from satind.engine.errors import error_info
 from satind.net import messages as m
 from satind.net.transport import Link
+from satind.work.errors import error_info
 
 log = logging.getLogger(__name__)
 

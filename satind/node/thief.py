@@ -1,7 +1,7 @@
 """The steal loop: the trio-side service that steals work for an idle compute side.
 
 The compute side says when it wants work (``set_wanted``); while it does and some run is
-active, the loop runs steal rounds planned by ``engine.stealing.plan_round``: with CRS, one
+active, the loop runs steal rounds planned by ``core/stealing.plan_round``: with CRS, one
 asynchronous wide-area request at a time plus synchronous requests inside the cluster; with
 RS, synchronous requests to anyone. What a reply brings is the core's (``core/thief.py``). A
 job that arrives is handed to the compute side, even when a late wide-area reply brings it
@@ -21,7 +21,7 @@ import trio
 from satind.config import StealConfig
 from satind.core.spmd import offer
 from satind.core.state import PeerState
-from satind.engine.stealing import backoff_delay, plan_round
+from satind.core.stealing import backoff_delay, plan_round
 from satind.net import messages as m
 from satind.net.requests import Requests
 from satind.trace import Traces

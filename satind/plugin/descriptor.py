@@ -7,7 +7,7 @@ optional report that turns the raw result into what the user sees. What is here 
 core needs of a plugin; finding and importing plugin modules is in the modules beside it.
 
 The errors keep ``satind.plugin`` as their ``__module__``: an exception travels between peers,
-and into users' messages, as ``module.qualname`` (satind/engine/errors.py), and these names
+and into users' messages, as ``module.qualname`` (satind/work/errors.py), and these names
 stay what they were when the errors lived in one module ``satind/plugin.py``.
 """
 

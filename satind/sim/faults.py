@@ -9,11 +9,11 @@ from typing import Any
 
 import trio
 
-from satind.engine.jobs import path_indices
 from satind.net import messages as m
 from satind.net.memory import MemoryNetwork
 from satind.sim.peers import PeerStarter
 from satind.sim.scenario import Fault
+from satind.work.jobs import path_indices
 
 
 class FaultInjector(PeerStarter):

@@ -33,8 +33,8 @@ import trio
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.frames import MailboxEvent, WorkerHooks, WorkerStopped
-from satind.engine.jobs import Job
 from satind.engine.worker import Worker
+from satind.work.jobs import Job
 
 T = TypeVar("T")
 

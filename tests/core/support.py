@@ -10,10 +10,10 @@ from satind.config import Config
 from satind.core.lifecycle import register
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
-from satind.engine.jobs import Job, RunState
 from satind.membership.view import Member, MemberTable, State
 from satind.net import messages as m
 from satind.net.transport import Address, Identity
+from satind.work.jobs import Job, RunState
 
 PLUGINS = plugins.discover()
 FIB = PLUGINS["fib"]

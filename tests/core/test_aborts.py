@@ -8,8 +8,8 @@ from satind.core import aborts, custody, thief, victim
 from satind.core.effects import Reply, Send, ToCompute
 from satind.core.restart import restart_jobs_of
 from satind.engine.frames import Cancel, JobArrived, make_root
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.jobs import Job
 from tests.core.support import FakeLink, job_of, known_run, make_state
 
 

@@ -12,9 +12,9 @@ from satind.core import iterative
 from satind.core.effects import Effect, Send, ToCompute
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived
-from satind.engine.jobs import Job
 from satind.membership.view import State
 from satind.net import messages as m
+from satind.work.jobs import Job
 from tests.core.support import job_of, known_run, make_state
 
 

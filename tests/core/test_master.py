@@ -10,10 +10,10 @@ from satind import files
 from satind.core import master
 from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, WakeWaiters
 from satind.core.master import RunRefused
-from satind.engine.jobs import UNSET
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.jobs import UNSET
 from tests.core.support import FIB, FakeLink, info, known_run, make_state
 
 

@@ -16,9 +16,9 @@ from satind.engine.frames import (
     ResultDue,
     UpdatesArrived,
 )
-from satind.engine.jobs import Job
 from satind.membership.view import State
 from satind.net import messages as m
+from satind.work.jobs import Job
 from tests.core.support import declare, job_of, known_run, make_state
 
 

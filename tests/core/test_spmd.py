@@ -13,10 +13,10 @@ from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityL
 from satind.core.model.timers import GhostsAgain, MoveTimeout
 from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived
-from satind.engine.jobs import Job, RunState
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.spmd import entity_job
+from satind.work.jobs import Job, RunState
 from tests.core.support import FIB, declare, info, job_of, known_run, make_state, member
 
 COUNT = 4  # entities 0-1-2-3 in a line

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from satind.engine.errors import (
+from satind.net import codec
+from satind.net import messages as m
+from satind.work.errors import (
     MESSAGE_CHARS,
     TRACEBACK_CHARS,
     RemoteJobError,
     error_info,
     exception_from,
 )
-from satind.net import codec
-from satind.net import messages as m
 
 
 def _deep(n: int) -> None:

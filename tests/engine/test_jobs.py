@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from satind.engine.errors import ResultNotReady
-from satind.engine.jobs import (
+from satind.work.errors import ResultNotReady
+from satind.work.jobs import (
     Job,
     RunState,
     child_path,

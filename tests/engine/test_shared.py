@@ -26,7 +26,6 @@ from satind.engine.frames import (
     UpdatesArrived,
     make_root,
 )
-from satind.engine.jobs import Job, RunState
 from satind.engine.replication import UpdateLog
 from satind.engine.worker import Worker
 from satind.membership.view import Member, MemberTable
@@ -34,6 +33,7 @@ from satind.net.codec import DecodeError, Encoded, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
 from satind.net.transport import Address
+from satind.work.jobs import Job, RunState
 from tests.engine.test_worker import Hooks
 
 

@@ -12,10 +12,10 @@ import pytest
 from satind import JobAborted, RemoteJobError, abort, register_type, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
-from satind.engine.errors import error_info, exception_from
 from satind.engine.frames import Cancel, ChildResult, JobArrived, make_root
-from satind.engine.jobs import Job, RunState
 from satind.engine.worker import Worker
+from satind.work.errors import error_info, exception_from
+from satind.work.jobs import Job, RunState
 from tests.engine.test_worker import Hooks
 
 

@@ -12,7 +12,6 @@ import pytest
 from satind import ResultNotReady, spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
-from satind.engine.errors import LimitExceeded
 from satind.engine.frames import (
     ChildResult,
     JobArrived,
@@ -21,11 +20,12 @@ from satind.engine.frames import (
     Wakeup,
     make_root,
 )
-from satind.engine.jobs import ROOT_PATH, Job, RunState, child_path
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import SharedUpdate
+from satind.work.errors import LimitExceeded
+from satind.work.jobs import ROOT_PATH, Job, RunState, child_path
 
 
 class Hooks:

@@ -6,8 +6,8 @@ import sys
 import threading
 from collections.abc import Callable
 
-from satind.engine.jobs import Job, RunState
-from satind.engine.workqueue import WorkQueue
+from satind.work.jobs import Job, RunState
+from satind.work.workqueue import WorkQueue
 
 
 def _jobs(n: int) -> list[Job]:

@@ -22,13 +22,13 @@ from satind import spawnable, sync
 from satind.config import EngineConfig
 from satind.engine import worker as worker_mod
 from satind.engine.frames import ChildResult, JobArrived, Wakeup, make_root
-from satind.engine.jobs import Job, RunState
 from satind.engine.worker import Worker
 from satind.net.codec import Encoded, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import SharedUpdate
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.sim.lockstep import LockstepCompute, spend
+from satind.work.jobs import Job, RunState
 
 MAX_FRAME = 1 << 20
 DEPTH = 64

@@ -16,7 +16,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from satind import stats
 from satind.config import DEFAULT, MetricsConfig
-from satind.engine.stealing import RTT_BUCKETS_S, rtt_bucket_names
+from satind.core.stealing import RTT_BUCKETS_S, rtt_bucket_names
 from satind.node import metrics
 
 OPERATIONS = Path(__file__).parent.parent.parent / "docs" / "operations.md"

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from satind.config import CheckpointConfig
-from satind.engine.jobs import path_from_indices
 from satind.net import codec
 from satind.net import messages as m
 from satind.node import checkpoint as writer
 from satind.recovery import checkpoint as cp
+from satind.work.jobs import path_from_indices
 
 INFO = m.RunInfo("r1", "fib", "hash", ["30"], codec.encode_value((30,)), "n/0", 2, 0)
 

@@ -4,7 +4,7 @@ its tasks to the others: each peer holds work of runs that other peers master wh
 compute thread runs the root of a run it masters. Before the fix, two heat2d runs submitted at
 once to two masters never ended (engine/worker.py ``sync_frame``; docs/spmd.md "Runs beside
 runs"); and a divide-and-conquer tree beside them ran on one peer, its work hidden from
-thieves behind a root waiting in its master's queue (engine/workqueue.py ``steal``). Each run
+thieves behind a root waiting in its master's queue (work/workqueue.py ``steal``). Each run
 here must end with its plugin's check "ok", nothing left behind."""
 
 from __future__ import annotations

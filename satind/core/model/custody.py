@@ -7,8 +7,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.jobs import Job
 
 Key = tuple[str, bytes]  # (run id, path)
 

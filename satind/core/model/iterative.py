@@ -7,8 +7,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from satind.engine.jobs import Job
 from satind.volatile.model import UP, Estimator
+from satind.work.jobs import Job
 
 Key = tuple[str, bytes]
 

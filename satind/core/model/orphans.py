@@ -8,8 +8,8 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from satind.engine.jobs import RunState
 from satind.net import messages as m
+from satind.work.jobs import RunState
 
 Key = tuple[str, bytes]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.jobs import Job
 
 
 @dataclass

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.jobs import Job
 
 PLACE, STEP, COLLECT = 0, 1, 2
 Key = tuple[str, int]  # (run id, entity)

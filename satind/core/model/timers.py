@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from satind.engine.jobs import Job
+from satind.work.jobs import Job
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,11 +61,11 @@ from satind.core.spmd.placement import placement as placement
 from satind.core.spmd.placement import profile as profile
 from satind.core.spmd.rollback import lost_job as lost_job
 from satind.core.spmd.rollback import member_gone as member_gone
-from satind.engine.frames import ChildResult
-from satind.engine.jobs import Job
 from satind.net import codec
 from satind.net import messages as m
 from satind.reconfig.gain import gain
+from satind.work.events import ChildResult
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -16,9 +16,9 @@ from satind.core.model.spmd import (
     Spmd,
 )
 from satind.core.model.timers import GhostsAgain
-from satind.engine.frames import JobArrived
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.events import JobArrived
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

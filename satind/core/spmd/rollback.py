@@ -20,9 +20,9 @@ from satind.core.spmd.placement import alive
 from satind.core.spmd.placement import offer as offer
 from satind.core.spmd.placement import placement as placement
 from satind.core.spmd.placement import profile as profile
-from satind.engine.frames import ChildResult
-from satind.engine.jobs import Job
 from satind.net import messages as m
+from satind.work.events import ChildResult
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from satind.config import StealConfig
-from satind.engine.stealing import Candidates, backoff_delay, candidates, plan_round
+from satind.core.stealing import Candidates, backoff_delay, candidates, plan_round
 
 MEMBERS = [("a", "c0"), ("b", "c0"), ("c", "c0"), ("d", "c1"), ("e", "c1")]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from satind.engine.jobs import Job, is_placed
+from satind.work.jobs import Job, is_placed
 
 
 class WorkQueue:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 # Defined apart: an exception class is not compiled with this module (setup.py).
-from satind.engine.errors import ResultNotReady, aborted
+from satind.work.errors import ResultNotReady, aborted
 
 ROOT_PATH = b""
 # Application counters (``satind.count``): their names, and how many one run may have (each
@@ -345,3 +345,26 @@ class Job:
         state = "done" if self.done else "pending"
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         return f"<Job {self.run.run_id}{format_path(self.path)} {name} {state}>"
+
+
+def root_of(job: Job) -> Job:
+    """The job at the bottom of ``job``'s frame chain here (a root or a stolen job)."""
+    while job.parent is not None:
+        job = job.parent
+    return job
+
+
+def make_root(fn: Callable[..., Any], args: Any, run: RunState) -> Job:
+    """The root job of a run: no parent, path empty, the whole tree's share. ``args``: a
+    tuple, or its encoded form (``codec.Encoded``) for a root a new master restarts."""
+    job = Job(fn, args, None, 0, run, 1.0)
+    job.set_path(b"")
+    job.origin = None
+    return job
+
+
+def is_aborted(job: Job) -> bool:
+    """Whether ``job`` is a child its parent aborted before it finished (a result or a
+    restart that arrives for it now is dropped)."""
+    parent = job.parent
+    return parent is not None and job.index < getattr(parent, "aborted_below", 0)
