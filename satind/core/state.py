@@ -9,8 +9,6 @@ the effects (tests/core/).
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,9 +30,8 @@ from satind.work.jobs import Job
 from satind.work.workqueue import WorkQueue
 
 
-def new_run_id() -> str:
-    """A run id: sortable by start time, unique without coordination."""
-    return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+def _no_run_ids() -> str:
+    raise RuntimeError("this peer state was built without run_ids: the node gives them")
 
 
 @dataclass
@@ -52,8 +49,9 @@ class PeerState:
     # The transport's counters (the node's transport updates them): per-run traffic.
     traffic: TrafficCounters = field(default_factory=TrafficCounters)
     checkpoint: CheckpointCounters = field(default_factory=CheckpointCounters)
-    # Where new run ids come from (the simulator makes them reproducible).
-    run_ids: Callable[[], str] = new_run_id
+    # Where new run ids come from: the node's clock and randomness (node/host.py
+    # ``new_run_id``), or the simulator's reproducible ones. The core reads no clock.
+    run_ids: Callable[[], str] = _no_run_ids
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
     # Members a drain request told us leave with us (a machine or a cluster drained at once):

@@ -11,6 +11,8 @@ the clients' parse slots) extends ``Host`` in its module; ``dispatch.py`` compos
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,11 @@ from satind.node.checkpoint import Checkpointer, LogStore
 from satind.node.compute import ComputeDriver
 from satind.node.thief import Thief
 from satind.trace import Traces
+
+
+def new_run_id() -> str:
+    """A run id: sortable by start time, unique without coordination."""
+    return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
 
 
 @dataclass

@@ -54,7 +54,7 @@ from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.effects import apply_effects
 from satind.node.hooks import ComputeHooks
-from satind.node.host import PeerOptions
+from satind.node.host import PeerOptions, new_run_id
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
@@ -125,8 +125,7 @@ class Peer:
         self.state.runs.keep_results = cfg.run.keep_results
         self.state.runs.keep_results_s = cfg.run.keep_results_s
         self.state.needs_orphans = cfg.ft.orphans
-        if options.run_ids is not None:
-            self.state.run_ids = options.run_ids
+        self.state.run_ids = options.run_ids if options.run_ids is not None else new_run_id
         self.requests = Requests()
         self.tasks = Tasks(cfg.net.max_requests_in_flight)
         self.checkpointer = Checkpointer(
