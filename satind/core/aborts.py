@@ -28,12 +28,11 @@ before arrives at a frame that aborted it, which drops it (``speculation.is_abor
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from satind.core import kinds
-from satind.core.effects import Changed, Effects, Send, ToCompute
+from satind.core.effects import DEBUG, Changed, Effects, Send, ToCompute
 from satind.net import messages as m
 from satind.work.errors import aborted
 from satind.work.events import Cancel
@@ -41,8 +40,6 @@ from satind.work.jobs import Job, root_of
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def children_aborted(state: PeerState, frame: Job) -> Effects:
@@ -57,7 +54,7 @@ def on_abort(state: PeerState, victim: str, msg: m.Abort) -> Effects:
     jobs = state.custody.taken.pop((key, victim), [])
     fx: Effects = []
     for job in jobs:
-        log.debug("%s aborted %s%s", victim, msg.run_id, msg.path.hex())
+        state.note(DEBUG, __name__, "%s aborted %s%s", victim, msg.run_id, msg.path.hex())
         if kinds.dropped_unstarted(state, job):
             continue  # e.g. an SPMD entity job waiting for its ghosts: never started
         if state.queue.remove(job):

@@ -24,11 +24,10 @@ correctness.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import Effects, Link, Reply, Send, ToCompute
+from satind.core.effects import DEBUG, INFO, Effects, Link, Reply, Send, ToCompute
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.errors import exception_from
@@ -36,8 +35,6 @@ from satind.work.events import ChildResult
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 # -- handlers ---------------------------------------------------------------------------------
@@ -50,7 +47,9 @@ def on_job_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
 
     entries = state.custody.returned((msg.run_id, msg.path))
     if not entries:
-        log.debug("ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief)
+        state.note(
+            DEBUG, __name__, "ignoring result for %s%s from %s", msg.run_id, msg.path.hex(), thief
+        )
         return []
     value: Any = None
     exc: BaseException | None = None
@@ -102,7 +101,14 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
     if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:
         fx += on_announces(state, [msg.end], now)
     for job in state.custody.on_state(msg, thief, now):
-        log.info("taking back %s%s: %s does not have it", msg.run_id, msg.path.hex(), thief)
+        state.note(
+            INFO,
+            __name__,
+            "taking back %s%s: %s does not have it",
+            msg.run_id,
+            msg.path.hex(),
+            thief,
+        )
         # If its result was looked up in the orphan table, that tuple led nowhere: the job
         # is computed, not looked up again (forever).
         Orphans.forget(job.run, msg.path, thief)

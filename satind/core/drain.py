@@ -35,14 +35,13 @@ runs before its descendants exist). See docs/benchmarks.md, "Master drain", for 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import random
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import satind.stats as stats
 from satind.core import kinds
-from satind.core.effects import Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
+from satind.core.effects import INFO, Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
 from satind.core.election import successor, take_over, take_over_handed, take_over_queued
 from satind.core.lifecycle import register
 from satind.core.orphans import keep_orphan
@@ -54,8 +53,6 @@ from satind.work.jobs import Job
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
-log = logging.getLogger(__name__)
-
 
 def start(
     state: PeerState, reason: str, now: float = 0.0, leaving: Collection[str] = ()
@@ -65,7 +62,7 @@ def start(
     state.leaving.update(leaving)
     if state.draining:
         return []
-    log.info("draining: %s", reason)
+    state.note(INFO, __name__, "draining: %s", reason)
     state.draining = True
     fx: Effects = [StealUpdate()]
     for kind in kinds.each():
@@ -96,7 +93,7 @@ def drained(state: PeerState) -> bool:
 def leave(state: PeerState) -> Effects:
     """Drained: each master gets this peer's share of its runs' counters; a peer that stays
     gets the results this peer keeps."""
-    log.info("drained; leaving")
+    state.note(INFO, __name__, "drained; leaving")
     fx: Effects = []
     for run in state.runs.active.values():
         master = run.info.master if run.info.master != state.name else run.handed_to
@@ -137,7 +134,7 @@ def hand_over_runs(state: PeerState) -> Effects:
             continue
         if root is None or root.done or heir(state, run.info) is None:
             continue
-        log.info("run %s: handing it over (this master drains)", run.info.run_id)
+        state.note(INFO, __name__, "run %s: handing it over (this master drains)", run.info.run_id)
         run.cutting = True
         fx.append(ToCompute(Orphaned(root)))
     for queued in list(state.runs.queue):
@@ -146,7 +143,7 @@ def hand_over_runs(state: PeerState) -> Effects:
             continue
         state.runs.queue.remove(queued)
         info = queued.info
-        log.info("queued run %s: handing it over to %s", info.run_id, to)
+        state.note(INFO, __name__, "queued run %s: handing it over to %s", info.run_id, to)
         fx += send_results(state, to, [], queued=[info])
         # Whoever waits here for it asks the heir from now on.
         state.runs.queued_elsewhere[info.run_id] = dataclasses.replace(
@@ -175,7 +172,9 @@ def root_dropped(state: PeerState, job: Job, now: float) -> Effects:
     results = [r for key, r in state.orphans.kept.items() if key[0] == run_id]
     run.handed_to = to
     run.handed = {r.path for r in results}
-    log.info("run %s: handed over to %s with %d result(s)", run_id, to, len(results))
+    state.note(
+        INFO, __name__, "run %s: handed over to %s with %d result(s)", run_id, to, len(results)
+    )
     return send_results(state, to, results, runs=[run.info])
 
 
@@ -208,7 +207,7 @@ def hand_over(state: PeerState) -> Effects:
         to.setdefault(dest, []).append(result)
     fx: Effects = []
     for dest, results in to.items():
-        log.info("handing %d result(s) over to %s", len(results), dest)
+        state.note(INFO, __name__, "handing %d result(s) over to %s", len(results), dest)
         fx += send_results(state, dest, results)
     return fx
 

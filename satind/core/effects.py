@@ -9,7 +9,7 @@ compare them (h11's and Dask's worker state machine's pattern).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from satind.core.model.timers import TimerEvent
 from satind.net import messages as m
@@ -128,6 +128,23 @@ class Timer:
 
     delay: float
     event: TimerEvent
+
+
+# Levels of a ``Note``: the numbers of Python's logging levels, so that the node logs a note
+# as it is (the core imports no logging).
+DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A line for the peer's log. The core logs nothing itself: a rule notes what it did in
+    the state (``PeerState.note``) and the node writes the notes to the log after it applied
+    the rule's effects, under ``logger`` (the rule's module), so the log reads as before."""
+
+    level: int
+    logger: str
+    message: str
+    args: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,11 @@ knows the run can respawn it; the same run state goes on, so whatever the old ep
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import satind.plugin as plugins
-from satind.core.effects import Effects, ToCompute
+from satind.core.effects import ERROR, INFO, WARNING, Effects, ToCompute
 from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
@@ -29,8 +28,6 @@ from satind.work.jobs import RunState
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def successor(state: PeerState, but: str = "", among: Collection[str] | None = None) -> str | None:
@@ -107,15 +104,27 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     try:
         plugin = state.plugin_named(info.plugin)
     except plugins.UnknownPlugin as exc:
-        log.error("run %s lost its master but this peer cannot run it: %s", info.run_id, exc)
+        state.note(
+            ERROR,
+            __name__,
+            "run %s lost its master but this peer cannot run it: %s",
+            info.run_id,
+            exc,
+        )
         return []
     if plugin.code_hash != info.code_hash:
-        log.error(
-            "run %s lost its master; this peer has another version of %s", info.run_id, info.plugin
+        state.note(
+            ERROR,
+            __name__,
+            "run %s lost its master; this peer has another version of %s",
+            info.run_id,
+            info.plugin,
         )
         return []
     new = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
-    log.warning(
+    state.note(
+        WARNING,
+        __name__,
         "queued run %s lost its master %s: taking it over as epoch %d",
         info.run_id,
         info.master,
@@ -133,7 +142,7 @@ def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     election would, unless it moved on meanwhile (another peer took it over, or it ended)."""
     run = state.runs.active.get(info.run_id)
     if run is None or run.info.epoch != info.epoch or run.info.master != info.master:
-        log.info("run %s was handed over, but it moved on meanwhile", info.run_id)
+        state.note(INFO, __name__, "run %s was handed over, but it moved on meanwhile", info.run_id)
         return []
     # What this peer took from the old root subtree is orphaned, as on every member
     # (lifecycle.new_epoch); here the announcement comes from this peer itself.
@@ -146,12 +155,19 @@ def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effe
     """Become the run's master under the next epoch and respawn its root."""
     why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
-        log.error("run %s: %s, but this peer cannot run it: %s", run.info.run_id, why, run.refused)
+        state.note(
+            ERROR,
+            __name__,
+            "run %s: %s, but this peer cannot run it: %s",
+            run.info.run_id,
+            why,
+            run.refused,
+        )
         return []
     info = dataclasses.replace(run.info, master=state.name, epoch=run.info.epoch + 1)
     # A master lost is news for the operator; a hand-over is routine.
-    level = logging.INFO if why.endswith("drains") else logging.WARNING
-    log.log(level, "run %s: %s; taking over as epoch %d", info.run_id, why, info.epoch)
+    level = INFO if why.endswith("drains") else WARNING
+    state.note(level, __name__, "run %s: %s; taking over as epoch %d", info.run_id, why, info.epoch)
     run.info = info
     run.state.epoch = info.epoch  # the shared objects the respawned root makes are new
     run.args = Encoded(info.args)  # decoded by the compute side, not here

@@ -25,13 +25,12 @@ the plugin side is satind/iterative.py, the heuristics satind/volatile/heuristic
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import Effects, Send, Timer, ToCompute
+from satind.core.effects import DEBUG, INFO, Effects, Send, Timer, ToCompute
 from satind.core.model.iterative import Key, WorkerView
 from satind.core.model.timers import SchedulerTick
 from satind.net import codec
@@ -43,8 +42,6 @@ from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def task_ready(state: PeerState, job: Job, now: float) -> Effects:
@@ -194,7 +191,7 @@ def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
     view.holding[key] = now
     view.in_transfer.add(key)
     sched.counters.tasks_pushed += 1
-    log.debug("pushed %s%s to %s", key[0], key[1].hex(), worker)
+    state.note(DEBUG, __name__, "pushed %s%s to %s", key[0], key[1].hex(), worker)
     return [Send(worker, m.TaskPush(spec))]
 
 
@@ -278,7 +275,15 @@ def lost(state: PeerState, job: Job, worker: str, why: str) -> Effects:
     another copy still runs."""
     if requeue(state, job, worker):
         state.steal.jobs_restarted += 1
-        log.info("placing %s%s again: %s is %s", job.run.run_id, job.path.hex(), worker, why)
+        state.note(
+            INFO,
+            __name__,
+            "placing %s%s again: %s is %s",
+            job.run.run_id,
+            job.path.hex(),
+            worker,
+            why,
+        )
     return []
 
 

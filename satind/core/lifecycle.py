@@ -11,12 +11,14 @@ result (``abdicate``).
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 import satind.plugin as plugins
 from satind.core import kinds, sharing
 from satind.core.effects import (
+    ERROR,
+    INFO,
+    WARNING,
     Changed,
     Checkpoint,
     Effects,
@@ -45,8 +47,6 @@ from satind.work.events import Orphaned, Wakeup
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
-log = logging.getLogger(__name__)
-
 
 def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects]:
     """Know a run (from gossip, a stolen job, or our own submission). None for a run that
@@ -74,7 +74,7 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
     except plugins.UnknownPlugin as exc:
         refused = f"peer {state.name}: {exc}"
     if refused:
-        log.error("refusing run %s: %s", info.run_id, refused)
+        state.note(ERROR, __name__, "refusing run %s: %s", info.run_id, refused)
     return runs.add(info, plugin, refused, state.peer_counters()), []
 
 
@@ -162,7 +162,9 @@ def new_epoch(state: PeerState, old: PeerRun, info: m.RunInfo) -> Effects:
     If this peer was the old master (taken for dead, but alive), its root's result no longer
     counts; whoever waits here for the result asks the new master, and the submitter, who
     still talks to us, gets the new master's result through us."""
-    log.info(
+    state.note(
+        INFO,
+        __name__,
         "run %s: epoch %d, master %s (was %s)",
         info.run_id,
         info.epoch,
@@ -203,7 +205,9 @@ def abdicate(state: PeerState, run: PeerRun, end: m.RunAnnounce, now: float) -> 
     send the submitter, who still waits here, the new master's result: a stale master must
     neither compute on nor keep its client waiting."""
     run_id = run.info.run_id
-    log.warning(
+    state.note(
+        WARNING,
+        __name__,
         "run %s %s under master %s (epoch %d) while this peer mastered epoch %d: dropping "
         "this epoch",
         run_id,
@@ -257,6 +261,6 @@ def check_answered(state: PeerState, run_id: str, reply: m.Message | None) -> Ef
     if isinstance(reply, m.ResultReply) and (
         reply.result is not None or reply.error.startswith("no run")
     ):
-        log.info("run %s is over (its master says so)", run_id)
+        state.note(INFO, __name__, "run %s is over (its master says so)", run_id)
         return drop(state, run_id)
     return []

@@ -16,7 +16,6 @@ worker thread: ``parse_submission``), never in these handlers.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,8 @@ import satind.plugin as plugins
 import satind.stats as stats
 from satind.config import DEFAULT, FilesConfig
 from satind.core.effects import (
+    INFO,
+    WARNING,
     Changed,
     Effects,
     Link,
@@ -55,8 +56,6 @@ from satind.work.jobs import RunState
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 class RunRefused(Exception):
@@ -294,7 +293,9 @@ def resume(
     fx: Effects = [Reply(link, _accepted(state, m.Submitted(req, info.run_id)))]
     for result in results:
         fx += keep_orphan(state, result)
-    log.info(
+    state.note(
+        INFO,
+        __name__,
         "run %s: resumed from checkpoints as epoch %d (%d results)",
         info.run_id,
         info.epoch,
@@ -325,7 +326,9 @@ def finish(
     peers = len(state.members())
     answered = 1 + len(shares)
     if answered < peers:
-        log.warning("run %s: %d of %d peers sent statistics", run_id, answered, peers)
+        state.note(
+            WARNING, __name__, "run %s: %d of %d peers sent statistics", run_id, answered, peers
+        )
     result = _result_message(run, elapsed, peers, stats.as_ints(counters))
     result = dataclasses.replace(result, finish_s=round(now - root_done, 6))
     if verdict is not None and result.error is None:
@@ -346,7 +349,9 @@ def finish(
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
     fx.append(WakeWaiters(run_id))
-    log.info(
+    state.note(
+        INFO,
+        __name__,
         "run %s %s in %.3f s (+%.3f s statistics and check)",
         run_id,
         status,
@@ -395,7 +400,7 @@ def suspend(state: PeerState, run_id: str, now: float) -> Effects:
         peers = len(state.members())
         fx.append(Send(run.submitter, stopped_result(run_id, SUSPENDED, elapsed, peers)))
     fx.append(WakeWaiters(run_id))
-    log.info("run %s suspended; `satind resume %s` continues it", run_id, run_id)
+    state.note(INFO, __name__, "run %s suspended; `satind resume %s` continues it", run_id, run_id)
     return fx + start_next(state, now) + [Changed()]
 
 
@@ -434,7 +439,7 @@ def cancel(state: PeerState, run_id: str, now: float) -> Effects:
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
     fx.append(WakeWaiters(run_id))
-    log.info("run %s cancelled", run_id)
+    state.note(INFO, __name__, "run %s cancelled", run_id)
     return fx + start_next(state, now) + [Changed()]
 
 

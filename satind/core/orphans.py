@@ -18,7 +18,6 @@ no tuple, so a spawn pays one attribute read when nothing is orphaned.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,6 @@ from satind.work.jobs import Job
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
-log = logging.getLogger(__name__)
 
 # -- handlers ---------------------------------------------------------------------------------
 

@@ -15,11 +15,10 @@ has forgotten the jobs, so its late results are ignored, and the answer stays ex
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from satind.core import kinds
-from satind.core.effects import Changed, Effects, ToCompute
+from satind.core.effects import INFO, Changed, Effects, ToCompute
 from satind.core.model.orphans import Orphans
 from satind.core.orphans import keep_orphan
 from satind.membership.view import Change
@@ -27,8 +26,6 @@ from satind.work.events import JobArrived, Orphaned
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
@@ -61,7 +58,9 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
             continue
         state.steal.jobs_restarted += 1
         job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the compute side reads it
-        log.info("restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why)
+        state.note(
+            INFO, __name__, "restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why
+        )
         fx.append(ToCompute(JobArrived(job)))
     if state.cfg.ft.orphans:
         # Jobs we took from it have no parent to return to: abort their unfinished frames and

@@ -41,7 +41,6 @@ compute side are satind/shared.py and engine/worker.py).
 
 from __future__ import annotations
 
-import logging
 import zlib
 from typing import TYPE_CHECKING
 
@@ -63,8 +62,6 @@ from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 # -- global calls out and in ----------------------------------------------------------------

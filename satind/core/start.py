@@ -9,10 +9,9 @@ peer. Kept below the rules that start runs, so none of them imports another to d
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from satind.core.effects import Changed, Effects, Log, QueueRoot, Send, Spread, StealUpdate
+from satind.core.effects import INFO, Changed, Effects, Log, QueueRoot, Send, Spread, StealUpdate
 from satind.core.model.orphans import Orphans
 from satind.core.runs import FINAL, QUEUED, RUNNING, PeerRun
 from satind.net import messages as m
@@ -20,8 +19,6 @@ from satind.work.jobs import make_root
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def queue_or_start(state: PeerState, run: PeerRun, now: float) -> Effects:
@@ -31,7 +28,7 @@ def queue_or_start(state: PeerState, run: PeerRun, now: float) -> Effects:
     if mastered >= state.cfg.run.max_concurrent:
         run.status = QUEUED
         state.runs.queue.append(run)
-        log.info("run %s queued (%d running here)", run.info.run_id, mastered)
+        state.note(INFO, __name__, "run %s queued (%d running here)", run.info.run_id, mastered)
         return announce(state, m.RunAnnounce(run.info, QUEUED))
     return start(state, run, now)
 
@@ -49,7 +46,9 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         # (its tasks are pushed; on a loaded machine a thief took the root before the
         # compute side started it, and scheduled the run from there).
         run.state.pushed = True
-    log.info("run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv))
+    state.note(
+        INFO, __name__, "run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv)
+    )
     # Changed: a draining peer that just inherited the run hands it on (core/drain.py).
     return [
         *announce(state, m.RunAnnounce(run.info, RUNNING)),

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import satind.plugin as plugin_mod
 import satind.stats as stats
 from satind.adaptivity.measure import Utilization
 from satind.config import Config
+from satind.core.effects import INFO, Note
 from satind.core.model.checkpoint import CheckpointCounters
 from satind.core.model.custody import Custody
 from satind.core.model.iterative import Scheduling
@@ -32,6 +34,10 @@ from satind.work.workqueue import WorkQueue
 
 def _no_run_ids() -> str:
     raise RuntimeError("this peer state was built without run_ids: the node gives them")
+
+
+# Notes kept until the node writes them (it does after every effect it applies).
+MAX_NOTES = 1000
 
 
 @dataclass
@@ -89,7 +95,24 @@ class PeerState:
     spmd: Spmd = field(default_factory=Spmd)
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)
+    # What the rules noted for the log, written out by the node after it applies their effects
+    # (``note``); notes below ``note_level`` are not kept (the node sets it from its logging).
+    notes: list[Note] = field(default_factory=list)
+    note_level: int = INFO
+    notes_dropped: int = 0
     _victims: tuple[int, Candidates] | None = None
+
+    # -- notes for the log --------------------------------------------------------------------
+
+    def note(self, level: int, logger: str, message: str, *args: Any) -> None:
+        """Note a line for the peer's log (``%``-style ``message`` and ``args``, as logging
+        takes them). Bounded: past ``MAX_NOTES`` unwritten notes, the oldest go."""
+        if level < self.note_level:
+            return
+        self.notes.append(Note(level, logger, message, args))
+        if len(self.notes) > MAX_NOTES:
+            del self.notes[0]
+            self.notes_dropped += 1
 
     # -- members -----------------------------------------------------------------------------
 

@@ -10,12 +10,11 @@ victim — or keeps it as an orphan when the victim is gone (satin-fault-toleran
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import lookup_spawnable
 from satind.core import aborts, sharing
-from satind.core.effects import Changed, Effects, Log, Send, Task
+from satind.core.effects import DEBUG, ERROR, WARNING, Changed, Effects, Log, Send, Task
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.errors import error_info
@@ -23,8 +22,6 @@ from satind.work.jobs import Job, path_indices
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job | None, Effects]:
@@ -51,7 +48,7 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
             )
     if error is not None or spawnable is None:
         assert error is not None
-        log.error("cannot run job stolen from %s: %s", victim, error)
+        state.note(ERROR, __name__, "cannot run job stolen from %s: %s", victim, error)
         return None, [
             *fx,
             Send(victim, m.JobResult(spec.run_id, spec.path, None, error_info(error))),
@@ -63,7 +60,7 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
     job.set_path(spec.path)
     job.origin = victim
     state.custody.take((spec.run_id, spec.path), victim, job)
-    log.debug("took %s%s from %s", spec.run_id, spec.path.hex(), victim)
+    state.note(DEBUG, __name__, "took %s%s from %s", spec.run_id, spec.path.hex(), victim)
     return job, fx
 
 
@@ -91,7 +88,7 @@ def job_finished(state: PeerState, job: Job) -> Effects:
     if job.origin is None:
         run = state.runs.active.get(job.run.run_id)
         if run is None or run.root is not job:
-            log.warning("finished root of unknown run %s", job.run.run_id)
+            state.note(WARNING, __name__, "finished root of unknown run %s", job.run.run_id)
             return fx
         return [*fx, Task("finish_run", job.run.run_id)]
     state.sharing.refs.pop(job, None)
@@ -103,7 +100,9 @@ def job_finished(state: PeerState, job: Job) -> Effects:
     if state.is_gone(job.origin) and state.cfg.ft.orphans:
         # Its owner is gone: an orphan. Keep the result for whoever recomputes (§3.2).
         return fx + keep_orphan(state, msg)
-    log.debug("sending result of %s%s to %s", job.run.run_id, job.path.hex(), job.origin)
+    state.note(
+        DEBUG, __name__, "sending result of %s%s to %s", job.run.run_id, job.path.hex(), job.origin
+    )
     # The log gets what a resume after a total loss would need.
     return [*fx, Log("result", msg), Send(job.origin, msg)]
 

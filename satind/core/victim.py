@@ -10,13 +10,22 @@ connection; once it is out, the job is in custody (custody.py) until its result 
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.api import name_of
 from satind.core import kinds
 from satind.core.aborts import cancelled_here
-from satind.core.effects import Checkpoint, Effects, EncodeArgs, HandOut, Link, Reply, ToCompute
+from satind.core.effects import (
+    DEBUG,
+    WARNING,
+    Checkpoint,
+    Effects,
+    EncodeArgs,
+    HandOut,
+    Link,
+    Reply,
+    ToCompute,
+)
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -26,7 +35,6 @@ from satind.work.jobs import Job, is_aborted
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
-log = logging.getLogger(__name__)
 
 # Arguments at most this large (in items and characters, estimated without encoding) are
 # encoded on the network side at once; larger ones in a worker thread (a big argument takes
@@ -94,13 +102,13 @@ def hand_out(
         return [Reply(link, m.StealReply(msg.req, None, table))]
     if isinstance(args, codec.EncodeError):
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
-        log.warning("cannot give away %r: %s", job, args)
+        state.note(WARNING, __name__, "cannot give away %r: %s", job, args)
         return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table))]
     spec = job_spec(run.info, job, args, shared or [])
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)
     state.steal.jobs_given += 1
-    log.debug("gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
+    state.note(DEBUG, __name__, "gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
     return [HandOut(link, m.StealReply(msg.req, spec, table), job), Checkpoint("theft")]
 
 

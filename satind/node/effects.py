@@ -6,6 +6,7 @@ core meets the world; a handler never sends or sleeps itself.
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 import trio
@@ -28,13 +29,27 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
+from satind.core.state import PeerState
 from satind.net import messages as m
 from satind.node import control
 from satind.node.logs import LogsHost
 
+log = logging.getLogger(__name__)
+
 
 class EffectsHost(LogsHost, Protocol):
     """A peer as the effects see it: its parts, and its run logs (woken when a run ends)."""
+
+
+def write_notes(state: PeerState) -> None:
+    """Write what the core's rules noted (``PeerState.note``) to the log, under their module's
+    logger, and forget them."""
+    for note in state.notes:
+        logging.getLogger(note.logger).log(note.level, note.message, *note.args)
+    state.notes.clear()
+    if state.notes_dropped:
+        log.warning("%d log lines of the core were dropped (too many at once)", state.notes_dropped)
+        state.notes_dropped = 0
 
 
 def apply_effects(peer: EffectsHost, effects: Effects) -> None:

@@ -52,7 +52,7 @@ from satind.node.adapt import Coordinator
 from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
-from satind.node.effects import apply_effects
+from satind.node.effects import apply_effects, write_notes
 from satind.node.hooks import ComputeHooks
 from satind.node.host import PeerOptions, new_run_id
 from satind.node.logs import RunLogs, flush_loop
@@ -224,6 +224,9 @@ class Peer:
 
         ``join``: join through the options' seeds at once (else call ``join`` later).
         """
+        # The core notes only what the log would show (it imports no logging itself): read
+        # once logging is set up, as the peer starts.
+        self.state.note_level = logging.getLogger("satind.core").getEffectiveLevel()
         try:
             async with trio.open_nursery() as nursery:
                 self.tasks.nursery = nursery
@@ -353,6 +356,8 @@ class Peer:
     def apply(self, effects: Effects) -> None:
         """Carry out what the core decided, in order (node/effects.py)."""
         apply_effects(self, effects)
+        if self.state.notes:
+            write_notes(self.state)
         if effects:
             self._recovery.check(self)
 

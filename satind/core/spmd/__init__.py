@@ -33,11 +33,10 @@ pushes each iteration's entity jobs; this module does the rest:
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import Changed, Effects, Send, Timer, ToCompute
+from satind.core.effects import ERROR, INFO, WARNING, Changed, Effects, Send, Timer, ToCompute
 from satind.core.model.spmd import (
     PLACE,
     STEP,
@@ -69,8 +68,6 @@ from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 # -- the master: placing entity jobs --------------------------------------------------------
@@ -168,7 +165,7 @@ def _maybe_move(
     if to == holder or not usable(state, to, run_id) or not alive(state, holder):
         return []
     place.moving[entity] = to
-    log.info("moving entity %d of %s from %s to %s", entity, run_id, holder, to)
+    state.note(INFO, __name__, "moving entity %d of %s from %s to %s", entity, run_id, holder, to)
     fx: Effects = [Timer(state.cfg.spmd.move_timeout_s, MoveTimeout(run_id, entity, to))]
     if holder == state.name:
         return fx + ship(state, run_id, entity, to, now)
@@ -219,7 +216,15 @@ def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> E
         place.moves += 1
         state.spmd.counters.entity_moves += 1
     elif sender != place.locator.get(entity):
-        log.warning("entity %d of %s lost moving to %s: %s", entity, msg.run_id, to, msg.refused)
+        state.note(
+            WARNING,
+            __name__,
+            "entity %d of %s lost moving to %s: %s",
+            entity,
+            msg.run_id,
+            to,
+            msg.refused,
+        )
         place.lost.add(entity)
     job = place.held_back.pop(entity, None)
     if job is None:
@@ -330,7 +335,7 @@ def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Eff
     try:
         data = codec.encode_value(held.state, state.cfg.net.max_frame_bytes // 2)
     except codec.EncodeError as exc:
-        log.error("entity %d of %s cannot move: %s", entity, run_id, exc)
+        state.note(ERROR, __name__, "entity %d of %s cannot move: %s", entity, run_id, exc)
         return _to_master(state, master, m.EntityMoved(run_id, entity, str(exc)), now)
     del spmd.held[key]
     ghosts = [
@@ -363,7 +368,9 @@ def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> E
     try:
         value = codec.decode_value(msg.state)
     except codec.DecodeError as exc:
-        log.error("entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc)
+        state.note(
+            ERROR, __name__, "entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc
+        )
         refusal = m.EntityMoved(msg.run_id, msg.entity, f"unreadable at {state.name}: {exc}")
         return _to_master(state, run.info.master, refusal, now)
     spmd.moved.pop(key, None)
@@ -419,7 +426,16 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     spmd.proposed[thief] = now
     spmd.held[(run_id, entity)].proposed_at = now
     spmd.counters.migrations_proposed += 1
-    log.info("proposing entity %d of %s to %s: gain %.3f (%s)", entity, run_id, thief, value, why)
+    state.note(
+        INFO,
+        __name__,
+        "proposing entity %d of %s to %s: gain %.3f (%s)",
+        entity,
+        run_id,
+        thief,
+        value,
+        why,
+    )
     msg = m.MigrateRequest(run_id, entity, thief, value)
     if run.info.master == state.name:
         return on_migrate_request(state, state.name, msg, now)

@@ -4,10 +4,9 @@ ghost goes straight to the neighbour's holder, and a lost one is asked for again
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from satind.core.effects import Effects, Send, Timer, ToCompute
+from satind.core.effects import WARNING, Effects, Send, Timer, ToCompute
 from satind.core.model.spmd import (
     MAX_GHOST_TAGS,
     PLACE,
@@ -22,8 +21,6 @@ from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def on_push(state: PeerState, master: str, msg: m.TaskPush) -> Effects:
@@ -157,7 +154,13 @@ def on_ghost(state: PeerState, msg: m.Ghost) -> Effects:
     box = spmd.inbox.setdefault(key, {})
     if (g.gen, g.iteration) not in box and len(box) >= MAX_GHOST_TAGS:
         # A holder needs the ghosts of one or two iterations; more is a peer gone wrong.
-        log.warning("dropping a ghost for entity %d of %s: too many ahead", g.sender, msg.run_id)
+        state.note(
+            WARNING,
+            __name__,
+            "dropping a ghost for entity %d of %s: too many ahead",
+            g.sender,
+            msg.run_id,
+        )
         return []
     box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
     return try_start(state, key)

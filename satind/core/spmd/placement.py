@@ -5,17 +5,15 @@ shows, and forgetting a run."""
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
+from satind.core.effects import INFO
 from satind.core.model.spmd import (
     Placement,
 )
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def offer(state: PeerState) -> float:
@@ -75,7 +73,14 @@ def profile(state: PeerState, run_id: str, iteration: int, profiles: list[list[f
         place.profile = profiles
         if iteration % max(state.cfg.spmd.checkpoint_every, 1) == 0:
             # A line per checkpoint: the operator's (and benchmarks/spmd_reconfig.py's) view.
-            log.info("run %s: iteration %d, entities %s", run_id, iteration, placement(state))
+            state.note(
+                INFO,
+                __name__,
+                "run %s: iteration %d, entities %s",
+                run_id,
+                iteration,
+                placement(state),
+            )
 
 
 def placement(state: PeerState) -> dict[str, int]:

@@ -4,10 +4,9 @@ checkpoint in a new generation."""
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from satind.core.effects import Effects, Send, ToCompute
+from satind.core.effects import INFO, Effects, Send, ToCompute
 from satind.core.model.spmd import (
     EntityLost,
 )
@@ -26,8 +25,6 @@ from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-log = logging.getLogger(__name__)
 
 
 def lost_job(state: PeerState, job: Job) -> Effects:
@@ -50,7 +47,7 @@ def member_gone(state: PeerState, name: str) -> Effects:
         lost |= {e for e, h in place.moving.items() if h == name}
         if not lost:
             continue
-        log.info("%s lost entities %s of %s", name, sorted(lost), run_id)
+        state.note(INFO, __name__, "%s lost entities %s of %s", name, sorted(lost), run_id)
         state.spmd.counters.rollbacks += 1
         place.lost |= lost
         for entity in lost:
