@@ -35,7 +35,6 @@ runs before its descendants exist). See docs/benchmarks.md, "Master drain", for 
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -49,6 +48,7 @@ from satind.core.runs import RUNNING
 from satind.net import messages as m
 from satind.work.events import Orphaned
 from satind.work.jobs import Job
+from satind.work.rng import seeded
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -194,7 +194,7 @@ def hand_over(state: PeerState) -> Effects:
         for mem in state.table.alive()
         if mem.name in others and not mem.draining and mem.name not in state.leaving
     ]
-    anyone = random.Random(state.name).choice(staying or others)
+    anyone = seeded(state.name).choice(staying or others)
     to: dict[str, list[m.JobResult]] = {}
     for (run_id, path), result in state.orphans.kept.items():
         run = state.runs.active.get(run_id)

@@ -16,7 +16,6 @@ worker thread: ``parse_submission``), never in these handlers.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,6 +52,7 @@ from satind.net import codec
 from satind.net import messages as m
 from satind.work.errors import error_info
 from satind.work.jobs import RunState
+from satind.work.rng import seeded
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -243,7 +243,7 @@ def _accepted(state: PeerState, reply: m.Submitted) -> m.Submitted:
     """A run accepted here: tell the client where else to ask for it (if we are lost, it
     follows the run to its next master through them)."""
     others = [mem for mem in state.members() if mem.name != state.name]
-    random.Random(reply.run_id).shuffle(others)
+    seeded(reply.run_id).shuffle(others)
     contacts = [str(mem.address) for mem in others[: state.cfg.client.contacts]]
     return dataclasses.replace(reply, contacts=contacts)
 
@@ -448,9 +448,7 @@ def copies(state: PeerState, info: m.RunInfo, status: str, result: m.RunResult) 
     it outlives this master (drained, crashed). Which members depends on the run, so copies
     spread; the run's arguments stay here (a copy is for `satind result` and `status`)."""
     others = sorted(state.others())
-    chosen = random.Random(info.run_id).sample(
-        others, min(state.cfg.run.result_copies, len(others))
-    )
+    chosen = seeded(info.run_id).sample(others, min(state.cfg.run.result_copies, len(others)))
     copy = m.ResultCopy(dataclasses.replace(info, args=b""), status, result)
     return [Send(name, copy) for name in chosen]
 

@@ -15,11 +15,11 @@ peer's trio loop and the simulator drive the same code.
 from __future__ import annotations
 
 import bisect
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from satind.config import StealAlgorithm, StealConfig
+from satind.work.rng import Rng
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class StealPlan:
 
 def plan_round(
     algorithm: StealAlgorithm,
-    rng: random.Random,
+    rng: Rng,
     victims: Candidates,
     wide_in_flight: bool,
 ) -> StealPlan:

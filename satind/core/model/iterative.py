@@ -3,12 +3,12 @@ each volatile worker, the tasks it placed and who holds them, and every run's la
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from dataclasses import dataclass, field
 
 from satind.volatile.model import UP, Estimator
 from satind.work.jobs import Job
+from satind.work.rng import Rng, seeded
 
 Key = tuple[str, bytes]
 
@@ -52,7 +52,7 @@ class Scheduling:
     holders: dict[Key, set[str]] = field(default_factory=dict)
     workers: dict[str, WorkerView] = field(default_factory=dict)
     ticking: bool = False
-    rng: random.Random = field(default_factory=lambda: random.Random(1))
+    rng: Rng = field(default_factory=lambda: seeded(1))
     # run -> (epoch, iteration, state): read by the compute side when a root starts.
     barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
 
