@@ -26,12 +26,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from satind.core import kinds
+from satind.core import kinds, sharing
 from satind.core.effects import DEBUG, INFO, Effects, Link, Reply, Send, ToCompute
+from satind.core.lifecycle import on_announces
+from satind.core.model.orphans import Orphans
+from satind.core.restart import restart_jobs_of
+from satind.core.thief import finish_unparented
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.errors import exception_from
-from satind.work.events import ChildResult
+from satind.work.events import ChildResult, JobArrived
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -43,8 +47,6 @@ if TYPE_CHECKING:
 def on_job_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
     """A thief sends the result of a job it took from us: apply it once to every record
     still open for it (a late or duplicated result finds none and is ignored)."""
-    from satind.core.thief import finish_unparented
-
     entries = state.custody.returned((msg.run_id, msg.path))
     if not entries:
         state.note(
@@ -93,10 +95,6 @@ def on_job_query(state: PeerState, link: Link, msg: m.JobQuery) -> Effects:
 def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> Effects:
     """A thief's answer about a job we gave it. "over" carries the run's end, which this
     peer missed: it applies it first (the run stops here too)."""
-    from satind.core.lifecycle import on_announces
-    from satind.core.model.orphans import Orphans
-    from satind.work.events import JobArrived
-
     fx: Effects = []
     if msg.state == "over" and msg.end is not None and msg.end.info.run_id == msg.run_id:
         fx += on_announces(state, [msg.end], now)
@@ -123,9 +121,6 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
 def custody_tick(state: PeerState, now: float) -> Effects:
     """Every ``steal.custody_check_s``: ask the thieves of jobs given long ago and not
     returned; a thief that is gone meanwhile gets its jobs taken back (restart)."""
-    from satind.core import sharing
-    from satind.core.restart import restart_jobs_of
-
     fx: Effects = sharing.tick(state, now)
     every = state.cfg.steal.custody_check_s
     gone: set[str] = set()

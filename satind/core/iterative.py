@@ -29,10 +29,12 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from satind.core import kinds
+from satind.core import kinds, sharing
 from satind.core.effects import DEBUG, INFO, Effects, Send, Timer, ToCompute
 from satind.core.model.iterative import Key, WorkerView
 from satind.core.model.timers import SchedulerTick
+from satind.core.thief import accept_stolen
+from satind.core.victim import job_spec, shared_ids
 from satind.net import codec
 from satind.net import messages as m
 from satind.volatile.heuristics import Candidate, assignments
@@ -180,7 +182,6 @@ def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
         args = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
     except codec.EncodeError as exc:
         return [ToCompute(ChildResult(job, None, exc))]  # its sync raises why
-    from satind.core.victim import job_spec, shared_ids
 
     spec = job_spec(run.info, job, args, shared_ids(refs), pushed=True)
     sched = state.iterative
@@ -333,9 +334,6 @@ def on_barrier(state: PeerState, msg: m.Barrier) -> Effects:
 
 def on_push(state: PeerState, master: str, msg: m.TaskPush, now: float) -> Effects:
     """A task pushed to us: acknowledged at once, then run like a stolen job."""
-    from satind.core import sharing
-    from satind.core.thief import accept_stolen
-
     fx: Effects = [Send(master, m.TaskAck(msg.job.run_id, msg.job.path))]
     job, more = accept_stolen(state, msg.job, master)
     fx += more

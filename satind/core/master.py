@@ -34,7 +34,8 @@ from satind.core.effects import (
     Send,
     WakeWaiters,
 )
-from satind.core.lifecycle import drop, stopped_result
+from satind.core.lifecycle import drop, on_announces, stopped_result
+from satind.core.orphans import keep_orphan
 from satind.core.runs import (
     CANCELLED,
     DONE,
@@ -258,8 +259,6 @@ def resume(
 ) -> Effects:
     """Become the master of a checkpointed run under the next epoch: the checkpointed
     results become this peer's orphans, found at spawn and used; then the root is respawned."""
-    from satind.core.orphans import keep_orphan
-
     runs = state.runs
     try:
         plugin = state.plugin_named(info.plugin)
@@ -456,8 +455,6 @@ def copies(state: PeerState, info: m.RunInfo, status: str, result: m.RunResult) 
 def on_result_copy(state: PeerState, msg: m.ResultCopy, now: float) -> Effects:
     """Keep a copy of a finished run's result. The copy may come before the news of the
     run's end: it is that news too (the run is dropped here if it was still live)."""
-    from satind.core.lifecycle import on_announces
-
     if msg.state not in FINAL:
         return []
     fx = on_announces(state, [m.RunAnnounce(msg.info, msg.state)], now)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from satind.core import kinds
 from satind.core.effects import INFO, Changed, Effects, ToCompute
+from satind.core.election import elect
 from satind.core.model.orphans import Orphans
 from satind.core.orphans import keep_orphan
 from satind.membership.view import Change
@@ -32,8 +33,6 @@ def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
     """Membership news: a member that is gone — dead, left, or replaced by a newer instance
     of its slot (membership/view.py) — loses what it took; a run it mastered gets a new
     master."""
-    from satind.core.election import elect
-
     fx: Effects = [Changed()]
     after = change.after
     if after.state.gone:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from satind.api import lookup_spawnable
 from satind.core import aborts, sharing
 from satind.core.effects import DEBUG, ERROR, WARNING, Changed, Effects, Log, Send, Task
+from satind.core.lifecycle import register
+from satind.core.orphans import keep_orphan
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.errors import error_info
@@ -28,8 +30,6 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
     """Build the local record of a job stolen from ``victim``. None when it cannot run here:
     its run is over (a late reply: nobody waits for it), or this peer cannot run it (the
     victim is told why, as the job's error)."""
-    from satind.core.lifecycle import register
-
     stub = m.RunInfo(
         spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching, spec.epoch
     )
@@ -79,7 +79,6 @@ def result_message(job: Job) -> m.JobResult:
 def job_finished(state: PeerState, job: Job) -> Effects:
     """A job without a local parent finished: a root (its run ends: the master gathers the
     statistics first), or a stolen job (its result goes back to the victim)."""
-    from satind.core.orphans import keep_orphan
 
     # A draining peer may have waited for this one (core/drain.py).
     fx: Effects = [Changed()] if state.draining else []

@@ -26,6 +26,8 @@ from satind.core.effects import (
     Reply,
     ToCompute,
 )
+from satind.core.model.orphans import Orphans
+from satind.core.orphans import fetch_orphan
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -44,8 +46,6 @@ SMALL_ARGS = 2_000
 
 def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: float) -> Effects:
     """A thief asks for work: hand out a job, or say there is none."""
-    from satind.core.orphans import fetch_orphan
-
     fx: Effects = []
     queue = state.queue
     # Never a job its master placed here (an iterative task, an SPMD entity job or root):
@@ -157,7 +157,6 @@ def _table(state: PeerState, msg: m.StealRequest) -> list[m.OrphanTuple] | None:
     rest reaches it by gossip; a missing tuple costs recomputation, never correctness)."""
     if not msg.orphans:
         return None
-    from satind.core.model.orphans import Orphans
 
     tuples = [
         t for r in state.runs.active.values() for t in Orphans.tuples_of(r.state, r.info.run_id)

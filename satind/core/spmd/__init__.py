@@ -60,6 +60,7 @@ from satind.core.spmd.placement import placement as placement
 from satind.core.spmd.placement import profile as profile
 from satind.core.spmd.rollback import lost_job as lost_job
 from satind.core.spmd.rollback import member_gone as member_gone
+from satind.core.victim import job_spec
 from satind.net import codec
 from satind.net import messages as m
 from satind.reconfig.gain import gain
@@ -103,7 +104,6 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
 
 
 def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
-    from satind.core.victim import job_spec
 
     run_id = job.run.run_id
     entity, phase, iteration, gen, iterations, neighbours = job.args[2:8]

@@ -15,6 +15,7 @@ from satind.core.model.spmd import (
     Spmd,
 )
 from satind.core.model.timers import GhostsAgain
+from satind.core.thief import accept_stolen
 from satind.net import messages as m
 from satind.work.events import JobArrived
 from satind.work.jobs import Job
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 def on_push(state: PeerState, master: str, msg: m.TaskPush) -> Effects:
     """An entity job pushed to us by its master."""
-    from satind.core.thief import accept_stolen
-
     assert msg.entity is not None
     job, fx = accept_stolen(state, msg.job, master)
     if job is None:
