@@ -44,9 +44,14 @@ if TYPE_CHECKING:
 # -- handlers ---------------------------------------------------------------------------------
 
 
-def on_job_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
+def on_job_result(state: PeerState, thief: str, msg: m.JobResult, now: float) -> Effects:
     """A thief sends the result of a job it took from us: apply it once to every record
-    still open for it (a late or duplicated result finds none and is ignored)."""
+    still open for it (a late or duplicated result finds none and is ignored), and tell the
+    run's kind (an iterative task done, an SPMD step done: core/kinds.py)."""
+    return _apply_result(state, thief, msg) + kinds.result_came(state, msg, thief, now)
+
+
+def _apply_result(state: PeerState, thief: str, msg: m.JobResult) -> Effects:
     entries = state.custody.returned((msg.run_id, msg.path))
     if not entries:
         state.note(

@@ -359,6 +359,19 @@ def forget_run(state: PeerState, run_id: str) -> None:
 
 # A task of an iterative run is any job of it but the root, which is never given out (its
 # ``RunState.pushed`` is set when it starts: core/start.py).
+def result(state: PeerState, msg: m.JobResult, thief: str, now: float) -> Effects:
+    """A result came back: one of this master's tasks, if it placed it."""
+    key = (msg.run_id, msg.path)
+    return finished(state, key, thief, now) if key in state.iterative.placed else []
+
+
 kinds.register(
-    kinds.KindRules("iterative", owns=lambda job: job.run.pushed, lost=lost, forget_run=forget_run)
+    kinds.KindRules(
+        "iterative",
+        owns=lambda job: job.run.pushed,
+        lost=lost,
+        forget_run=forget_run,
+        task_ready=task_ready,
+        result=result,
+    )
 )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects
+from satind.net import messages as m
 from satind.plugin import RunKind
 from satind.work.jobs import Job
 
@@ -54,6 +55,11 @@ class KindRules:
     forget_run: Callable[[PeerState, str], None] | None = None
     # (state, run id): a run not known here ended: what came for it early.
     forget_unknown: Callable[[PeerState, str], None] | None = None
+    # (state, job, now): the run's driver (its root, on the master) made a task to place.
+    task_ready: Callable[[PeerState, Job, float], Effects] | None = None
+    # (state, result, thief, now): what a result that came back means for the run beyond its
+    # custody (a task done, an entity's step done).
+    result: Callable[[PeerState, m.JobResult, str, float], Effects] | None = None
 
 
 # In the order the generic rules ask them: an SPMD entity job is pushed too, so SPMD decides
@@ -87,3 +93,21 @@ def dropped_unstarted(state: PeerState, job: Job) -> bool:
     entity job still waiting for its ghosts); True if so: nothing more to do for it."""
     kind = of_job(job)
     return kind is not None and kind.drop_unstarted is not None and kind.drop_unstarted(state, job)
+
+
+def task_ready(state: PeerState, job: Job, now: float) -> Effects:
+    """A driven root made a task: the task's kind places it. A task no kind claims is an
+    iterative run's (its driver pushes plain jobs; an SPMD driver's are entity jobs)."""
+    kind = of_job(job) or _KINDS.get("iterative")
+    if kind is None or kind.task_ready is None:
+        raise LookupError(f"no run kind places {job!r}")
+    return kind.task_ready(state, job, now)
+
+
+def result_came(state: PeerState, msg: m.JobResult, thief: str, now: float) -> Effects:
+    """What a result that came back means to each kind's runs here."""
+    fx: Effects = []
+    for kind in each():
+        if kind.result is not None:
+            fx += kind.result(state, msg, thief, now)
+    return fx

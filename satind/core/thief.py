@@ -26,6 +26,15 @@ if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 
+def take(state: PeerState, spec: m.JobSpec, victim: str, now: float) -> tuple[bool, Effects]:
+    """A steal reply brought a job: accepted (False when it cannot run here), and sent to the
+    compute side now, or once the replicas of its shared objects are here (core/sharing.py)."""
+    job, fx = accept_stolen(state, spec, victim)
+    if job is None:
+        return False, fx
+    return True, fx + sharing.arrive(state, job, spec.shared, victim, now)
+
+
 def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job | None, Effects]:
     """Build the local record of a job stolen from ``victim``. None when it cannot run here:
     its run is over (a late reply: nobody waits for it), or this peer cannot run it (the

@@ -84,12 +84,7 @@ def _steal_request(peer: Host, link: Link, msg: m.StealRequest) -> Effects:
 
 
 def _job_result(peer: Host, link: Link, msg: m.JobResult) -> Effects:
-    fx = custody.on_job_result(peer.state, link.remote_name, msg)
-    if (msg.run_id, msg.path) in peer.state.iterative.placed:
-        fx += iterative.finished(peer.state, (msg.run_id, msg.path), link.remote_name, peer.now())
-    elif msg.run_id in peer.state.spmd.runs:
-        fx += spmd.finished(peer.state, msg.run_id, msg.path, peer.now())
-    return fx
+    return custody.on_job_result(peer.state, link.remote_name, msg, peer.now())
 
 
 def _task_push(peer: Host, link: Link, msg: m.TaskPush) -> Effects:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from satind.core import aborts, drain, iterative, orphans, sharing, spmd, thief
-from satind.core.model.spmd import is_entity_job
+from satind.core import aborts, drain, iterative, kinds, orphans, sharing, spmd, thief
 from satind.net import messages as m
 from satind.node.host import Host
 from satind.work.jobs import Job
@@ -83,9 +82,8 @@ class ComputeHooks:
         )
 
     def task_ready(self, job: Job) -> None:
-        placer = spmd.task_ready if is_entity_job(job) else iterative.task_ready
         self.peer.compute.soon(
-            lambda: self.peer.apply(placer(self.peer.state, job, self.peer.now()))
+            lambda: self.peer.apply(kinds.task_ready(self.peer.state, job, self.peer.now()))
         )
 
     def entity_done(

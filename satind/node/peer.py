@@ -31,7 +31,6 @@ from satind.core import (
     lifecycle,
     orphans,
     restart,
-    sharing,
     thief,
 )
 from satind.core.effects import (
@@ -396,13 +395,9 @@ class Peer:
     # -- the steal loop's host -----------------------------------------------------------------
 
     def take_stolen(self, spec: m.JobSpec, victim_name: str) -> bool:
-        job, fx = thief.accept_stolen(self.state, spec, victim_name)
+        accepted, fx = thief.take(self.state, spec, victim_name, self.now())
         self.apply(fx)
-        if job is None:
-            return False
-        # To the compute side now, or once the replicas of its shared objects are here.
-        self.apply(sharing.arrive(self.state, job, spec.shared, victim_name, self.now()))
-        return True
+        return accepted
 
     def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:
         self.apply(orphans.got_table(self.state, tuples))

@@ -45,7 +45,7 @@ def test_an_aborted_frames_stolen_children_get_an_abort_and_are_never_restarted(
     assert [e.event for e in back if isinstance(e, ToCompute)] == [JobArrived(other)]
     # A late result of an aborted child finds no record and is ignored.
     late = m.JobResult("r1", kids[1].path, b"\x01", None)
-    assert custody.on_job_result(state, "c/0", late) == []
+    assert custody.on_job_result(state, "c/0", late, 1.0) == []
 
 
 def test_a_steal_never_hands_out_a_child_its_parent_aborted() -> None:

@@ -151,12 +151,12 @@ def test_a_result_completes_its_child_once() -> None:
     child = job_of(run.state, parent=parent, index=1)
     state.custody.give(("r1", child.path), child, "b/0", 0.0)
     result = m.JobResult("r1", child.path, codec.encode_value(8), None)
-    fx = custody.on_job_result(state, "b/0", result)
+    fx = custody.on_job_result(state, "b/0", result, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], ToCompute)
     event = fx[0].event
     assert isinstance(event, ChildResult) and event.job is child
     assert isinstance(event.value, Encoded) and event.value.decode() == 8  # decoded by compute
-    assert custody.on_job_result(state, "b/0", result) == []  # a duplicate: ignored
+    assert custody.on_job_result(state, "b/0", result, 1.0) == []  # a duplicate: ignored
 
 
 def test_a_result_for_a_job_without_local_parent_travels_on() -> None:
@@ -167,7 +167,7 @@ def test_a_result_for_a_job_without_local_parent_travels_on() -> None:
     state.custody.take(("r1", job.path), "c/0", job)
     state.custody.give(("r1", job.path), job, "b/0", 0.0)
     value = codec.encode_value(13)
-    fx = custody.on_job_result(state, "b/0", m.JobResult("r1", job.path, value, None))
+    fx = custody.on_job_result(state, "b/0", m.JobResult("r1", job.path, value, None), 1.0)
     sent = m.JobResult("r1", job.path, value, None)
     assert fx == [Log("result", sent), Send("c/0", sent)]
 
@@ -185,7 +185,7 @@ def test_a_result_from_a_thief_declared_dead_is_ignored() -> None:
     declare(state, "b/0", State.DEAD)
     assert ToCompute(JobArrived(child)) in restart.restart_jobs_of(state, "b/0", "dead")
     late = m.JobResult("r1", child.path, codec.encode_value(8), None)
-    assert custody.on_job_result(state, "b/0", late) == []
+    assert custody.on_job_result(state, "b/0", late, 1.0) == []
 
 
 def test_custody_queries_are_answered_from_the_thiefs_records() -> None:
@@ -315,6 +315,6 @@ def test_a_finished_stolen_job_sends_its_calls_before_its_result_and_lists_them(
     child = job_of(victim_run.state, parent=parent, index=1)
     victim_state.custody.give(("r1", child.path), child, "a/0", 0.0)
     result = m.JobResult("r1", child.path, codec.encode_value(7), None, needs)
-    [effect] = custody.on_job_result(victim_state, "a/0", result)
+    [effect] = custody.on_job_result(victim_state, "a/0", result, 1.0)
     assert isinstance(effect, ToCompute) and isinstance(effect.event, ChildResult)
     assert (effect.event.needs, effect.event.sender) == (needs, "a/0")

@@ -477,5 +477,9 @@ kinds.register(
         forget_run=forget_run,
         # Ghosts that came before the run was known here.
         forget_unknown=forget_run,
+        task_ready=task_ready,
+        result=lambda state, msg, thief, now: (
+            finished(state, msg.run_id, msg.path, now) if msg.run_id in state.spmd.runs else []
+        ),
     )
 )
