@@ -65,10 +65,7 @@ def calls(n: int) -> int:
 
 
 class _NoHooks:
-    def want_work(self, wanted: bool, run_id: str = "") -> None:
-        pass
-
-    def job_finished(self, job: object) -> None:
+    def report(self, event: object) -> None:
         pass
 
 

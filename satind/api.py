@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from satind.engine import worker as _worker
 from satind.work.jobs import Job
+from satind.work.reports import TaskReady
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -128,7 +129,7 @@ class Spawnable(Generic[R]):
         run = cur.run
         run.pushed = True
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
-        w.hooks.task_ready(job)
+        w.hooks.report(TaskReady(job))
         return job
 
     def spawn_inlet(self, handler: Callable[[Exception], Any], *args: Any) -> Handle[Any]:

@@ -21,6 +21,7 @@ from satind.api import spawnable, sync
 from satind.engine import worker as _worker
 from satind.net.codec import decode_value, encode_value
 from satind.plugin import Plugin, driven
+from satind.work.reports import BarrierPassed
 
 
 @dataclass(frozen=True)
@@ -103,5 +104,5 @@ def drive(name: str, args: Any) -> Any:
         iteration += 1
         if w is not None:
             barrier = encode_value([iteration, state, w.current.nspawn])
-            w.hooks.barrier(run_id, iteration, barrier)
+            w.hooks.report(BarrierPassed(run_id, iteration, barrier))
     return state

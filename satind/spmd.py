@@ -22,6 +22,7 @@ from satind.core.model.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
 from satind.engine import worker as _worker
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.plugin import Plugin, driven
+from satind.work.reports import BarrierPassed, EntityDone, SpmdIteration
 
 # A generation's number: a new master's epoch comes first, so that its generations are newer
 # than any its predecessor began (ghosts of older generations are dropped).
@@ -173,7 +174,7 @@ def _done(
         n: _encoded(app.ghost(args, entity, state, n), "ghost", entity, iteration)
         for n in neighbours
     }
-    w.hooks.entity_done(run_id, entity, gen, iteration, state, ghosts, (cpu_s, wall_s, size))
+    w.hooks.report(EntityDone(run_id, entity, gen, iteration, state, ghosts, (cpu_s, wall_s, size)))
     return sum(len(g) for g in ghosts.values())
 
 
@@ -256,10 +257,10 @@ def drive(name: str, args: Any) -> Any:
             if results is None:
                 break
             iteration += 1
-            w.hooks.spmd_iteration(run_id, iteration, [r[:3] for r in results])
+            w.hooks.report(SpmdIteration(run_id, iteration, [r[:3] for r in results]))
             if all(r[3] is not None for r in results):
                 at, checkpoint = iteration, [r[3] for r in results]
-                w.hooks.barrier(run_id, at, encode_value([at, checkpoint]))
+                w.hooks.report(BarrierPassed(run_id, at, encode_value([at, checkpoint])))
         else:
             states = phase(COLLECT, iteration, None)
             if states is not None:

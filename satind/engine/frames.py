@@ -16,8 +16,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
-from satind.net.records import SharedUpdate
 from satind.work.errors import LimitExceeded
 from satind.work.events import Cancel as Cancel
 from satind.work.events import ChildResult as ChildResult
@@ -37,87 +35,15 @@ from satind.work.events import Wakeup as Wakeup
 from satind.work.jobs import UNSET, Job, RunState, is_ancestor
 from satind.work.jobs import make_root as make_root
 from satind.work.jobs import root_of as root_of
+from satind.work.reports import OrphanHit, Report
 
 
 class WorkerHooks(Protocol):
-    """How the compute side reaches the network side. Every call must return at once (the
-    real peer hops to its trio thread with ``TrioToken.run_sync_soon``)."""
+    """How the compute side reaches the network side: one typed stream of reports
+    (``work/reports.py``). ``report`` must return at once (the real peer hops to its trio
+    thread with ``TrioToken.run_sync_soon``)."""
 
-    def want_work(self, wanted: bool, run_id: str = "") -> None:
-        """The worker has nothing to run (True) or has work again (False). ``run_id``: the
-        wait is a sync inside a job of that run, which takes only jobs of its own run (a job
-        of another run started on top of it would hold its frame hostage until it ended);
-        empty: any work will do."""
-
-    def job_finished(self, job: Job) -> None:
-        """A job with no local parent (a root or a stolen job) finished; its value, if any, is
-        already encoded (``codec.Encoded``): send its result."""
-
-    def orphan_hit(self, job: Job, holder: str) -> None:
-        """A job just spawned is an orphan ``holder`` keeps the result of: fetch it."""
-
-    def orphan_result(self, job: Job, value: bytes) -> None:
-        """A finished job below an aborted orphan frame: keep its (encoded) result."""
-
-    def subtree_dropped(self, job: Job) -> None:
-        """``job``, the root of a cut subtree (``Orphaned``), is dropped: every result kept on
-        the way (``orphan_result``) was reported before this call."""
-
-    def children_aborted(self, frame: Job) -> None:
-        """``frame`` aborted its children (engine/speculation.py): the ones out on other
-        peers (its children not finished and not queued here) must be told (an ``Abort``
-        each); their custody records go."""
-
-    def shared_update(self, update: SharedUpdate) -> None:
-        """This peer made a global call on a shared object (satind/shared.py): ship it to
-        every other member."""
-
-    def shared_send(self, peer: str, msg: ReplicaReply | SharedDigest | SharedUpdates) -> None:
-        """Send ``peer`` what the compute side made at a safe point: the replica it asked for
-        (state None: not here), our digest, or the calls its digest lacks."""
-
-    def guard_waiting(self, job: Job, waiting: bool = True) -> None:
-        """A stolen job's guard is false: it waits for updates; while it still waits after
-        ``shared.guard_wait_s``, its replicas are fetched from its victim. ``waiting``
-        False: its guard holds now (it is queued to run)."""
-
-    def result_waiting(self, job: Job, sender: str, waiting: bool = True) -> None:
-        """The result of ``job`` (a child another peer ran) came from ``sender`` before the
-        global calls its thief had applied: it waits until our replicas have seen them
-        (``ChildResult.needs``); the network side asks ``sender`` for what we lack, and says
-        ``ResultDue`` when ``sender`` is gone. ``waiting`` False: it was applied."""
-
-    def task_ready(self, job: Job) -> None:
-        """A task of an iterative run was pushed (``Spawnable.push``): the network side's
-        scheduler places it on a worker (core/iterative.py); its result comes back as a
-        child's."""
-
-    def barrier(self, run_id: str, iteration: int, state: bytes) -> None:
-        """An iterative run passed a barrier: ``state`` (encoded) is what a new master
-        resumes from (core/iterative.py keeps it on every member)."""
-
-    def entity_done(
-        self,
-        run_id: str,
-        entity: int,
-        gen: int,
-        iteration: int,
-        state: Any,
-        ghosts: dict[int, bytes],
-        measured: tuple[float, float, int],
-    ) -> None:
-        """An SPMD entity was placed or stepped here: its registered state as of the start of
-        ``iteration``, the encoded data for each neighbour, and (CPU s, wall s, state bytes)
-        (core/spmd/ keeps it and sends the ghosts)."""
-
-    def spmd_iteration(self, run_id: str, iteration: int, profiles: list[Any]) -> None:
-        """An SPMD run's root passed the end of an iteration (each entity's profile)."""
-
-    def job_logged(self, job: Job, value: bytes) -> None:
-        """Log this finished job's (encoded) result (checkpoint policies "sel" and "tic")."""
-
-    def snapshot_taken(self) -> None:
-        """A Snapshot was handled: every result it logged has been reported."""
+    def report(self, event: Report) -> None: ...
 
 
 # -- exceptions that unwind frames --------------------------------------------------------------
@@ -167,7 +93,7 @@ def adopt(job: Job, hooks: WorkerHooks) -> bool:
     holder = table.get(job.path) if table is not None else None
     if holder is None:
         return False
-    hooks.orphan_hit(job, holder)
+    hooks.report(OrphanHit(job, holder))
     return True
 
 

@@ -17,16 +17,15 @@ from satind.engine.replication import UpdateLog, answer, digest
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
+from satind.work.reports import Report, SharedCallMade, SharedSend
 
 log = logging.getLogger(__name__)
 
 
 class ReplicaHooks(Protocol):
-    """What the replica table tells the network side (the compute side's ``WorkerHooks``)."""
+    """Where the replica table reports (the compute side's ``WorkerHooks``)."""
 
-    def shared_update(self, update: SharedUpdate) -> None: ...
-
-    def shared_send(self, peer: str, msg: ReplicaReply | SharedDigest | SharedUpdates) -> None: ...
+    def report(self, event: Report) -> None: ...
 
 
 class ReplicaTable:
@@ -72,7 +71,7 @@ class ReplicaTable:
         obj._shared_seen[self.peer_name] = seq
         update = SharedUpdate(obj._shared_id, self.peer_name, seq, method, data, obj._shared_inc)
         self.log.add(update)
-        self.hooks.shared_update(update)
+        self.hooks.report(SharedCallMade(update))
 
     def apply_updates(self, updates: list[SharedUpdate]) -> None:
         for update in updates:
@@ -155,23 +154,25 @@ class ReplicaTable:
                 _log_bad_update(event.shared_id, "<replica>", exc)
             cls, seen, inc = class_name(type(obj)), dict(obj._shared_seen), obj._shared_inc
         reply = ReplicaReply(event.shared_id, cls, state, seen, inc)
-        self.hooks.shared_send(event.thief, reply)
+        self.hooks.report(SharedSend(event.thief, reply))
 
     def send_digest(self, peer: str) -> None:
         """Anti-entropy's turn: tell ``peer`` what our replicas have applied."""
         self.log.keep(self.objects)
-        self.hooks.shared_send(peer, SharedDigest(digest(self.objects)))
+        self.hooks.report(SharedSend(peer, SharedDigest(digest(self.objects))))
 
     def answer_digest(self, event: DigestArrived) -> None:
         """Anti-entropy (engine/replication.py): send ``event.peer`` the calls and replicas it
         lacks, and our digest if it is ahead of us."""
         out = answer(self.objects, self.log, event.digests, event.peer, self.max_frame // 4)
         if out.updates:
-            self.hooks.shared_send(event.peer, SharedUpdates(out.updates))
+            self.hooks.report(SharedSend(event.peer, SharedUpdates(out.updates)))
         for shared_id in out.replicas:
             self.give(ReplicaWanted(shared_id, event.peer))
         if out.behind and not event.reply:
-            self.hooks.shared_send(event.peer, SharedDigest(digest(self.objects), reply=True))
+            self.hooks.report(
+                SharedSend(event.peer, SharedDigest(digest(self.objects), reply=True))
+            )
 
     def needs(self, run_id: str) -> list[ReplicaDigest]:
         """What this peer has applied to the run's shared objects (a finished stolen job's

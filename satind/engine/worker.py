@@ -57,6 +57,7 @@ from satind.engine.worker_base import ThreadMailbox as ThreadMailbox
 from satind.engine.worker_base import WorkerBase
 from satind.net.codec import DecodeError, Encoded
 from satind.work.jobs import UNSET, Job, is_placed
+from satind.work.reports import GuardWaiting, SubtreeDropped
 
 if TYPE_CHECKING:
     pass
@@ -112,7 +113,7 @@ class Worker(WorkerBase):
             if job.run.aborted:
                 return  # a job of a run that is over: drop it
             if self.cut and job in self.cut:
-                self.hooks.subtree_dropped(job)  # an orphan not started: drop it
+                self.hooks.report(SubtreeDropped(job))  # an orphan not started: drop it
                 return
             if type(job.args) is Encoded and not self._decode_args(job):
                 self._report(job)  # arguments that cannot be decoded: the job fails
@@ -122,7 +123,7 @@ class Worker(WorkerBase):
                     self._report(job)  # its guard raised: the job fails with that
                 else:
                     self.parked.append(job)  # it runs when its replicas satisfy the guard
-                    self.hooks.guard_waiting(job)
+                    self.hooks.report(GuardWaiting(job))
                 return
             self.nesting += 1
             self.under[job] = self.current
@@ -180,7 +181,7 @@ class Worker(WorkerBase):
                 del self.under[job]
                 if not keep:
                     self._cancelled(job, time.time() - started)
-                self.hooks.subtree_dropped(job)
+                self.hooks.report(SubtreeDropped(job))
             self.attention = True
             return
         self.current = prev

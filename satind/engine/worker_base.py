@@ -49,6 +49,17 @@ from satind.engine.unwind import cut_subtree, in_cut
 from satind.net.codec import Encoded, EncodeError, encode_value
 from satind.work.errors import aborted
 from satind.work.jobs import UNSET, Job
+from satind.work.reports import (
+    ChildrenAborted,
+    GuardWaiting,
+    JobFinished,
+    JobLogged,
+    OrphanResult,
+    ResultWaiting,
+    SnapshotTaken,
+    SubtreeDropped,
+    WantWork,
+)
 from satind.work.workqueue import WorkQueue
 
 if TYPE_CHECKING:
@@ -224,7 +235,7 @@ class WorkerBase:
 
     def _want(self, wanted: bool, run_id: str = "") -> None:
         self._wanting = wanted
-        self.hooks.want_work(wanted, run_id)
+        self.hooks.report(WantWork(wanted, run_id, self.nesting))
 
     def _child_result(self, event: ChildResult) -> None:
         """Apply the result of a child another peer ran: the hot path's (``Worker``)."""
@@ -252,7 +263,7 @@ class WorkerBase:
                 return  # a child its parent aborted (or a duplicate of one finished before)
             if event.needs and event.job.parent is not None and not self.replicas.seen(event.needs):
                 self.held.append(event)  # the calls its subtree made are not all here yet
-                self.hooks.result_waiting(event.job, event.sender)
+                self.hooks.report(ResultWaiting(event.job, event.sender))
                 return
             self._child_result(event)
         elif isinstance(event, ResultDue):
@@ -286,7 +297,7 @@ class WorkerBase:
                 self._recheck_held()  # results held for a run that ended go
         elif isinstance(event, Snapshot):
             self.reported = snapshot(self.current, self.under, self.reported, self._log)
-            self.hooks.snapshot_taken()
+            self.hooks.report(SnapshotTaken())
         elif isinstance(event, Stop):
             raise WorkerStopped
 
@@ -304,7 +315,7 @@ class WorkerBase:
         run.aborts += 1
         run.jobs_cancelled += dropped
         if outstanding > dropped:
-            self.hooks.children_aborted(frame)
+            self.hooks.report(ChildrenAborted(frame))
 
     def _cancel(self, job: Job) -> None:
         """Handle Cancel: a stolen job its victim aborted."""
@@ -318,11 +329,11 @@ class WorkerBase:
                 self.parked.remove(job)
             job.exc = aborted()
             job.run.jobs_cancelled += 1
-            self.hooks.subtree_dropped(job)
+            self.hooks.report(SubtreeDropped(job))
         else:
             # It finished (its result is on the way, and is dropped there), or was dropped
             # with its run: the network side forgets it either way.
-            self.hooks.subtree_dropped(job)
+            self.hooks.report(SubtreeDropped(job))
         self.max_pending = -1 if self.cancelling else self.pending_limit
 
     def _cancelled(self, job: Job, seconds: float) -> None:
@@ -368,10 +379,10 @@ class WorkerBase:
         for held in list(self.held):
             if held.job.run.aborted or is_aborted(held.job):
                 self.held.remove(held)  # nobody waits for it any more
-                self.hooks.result_waiting(held.job, held.sender, False)
+                self.hooks.report(ResultWaiting(held.job, held.sender, False))
             elif held.needs is None or self.replicas.seen(held.needs):
                 self.held.remove(held)
-                self.hooks.result_waiting(held.job, held.sender, False)
+                self.hooks.report(ResultWaiting(held.job, held.sender, False))
                 self._child_result(held)
 
     def _recheck_parked(self) -> None:
@@ -384,7 +395,7 @@ class WorkerBase:
             elif self._guard_ok(job):
                 self.parked.remove(job)
                 self.jobs.append(job)
-                self.hooks.guard_waiting(job, False)
+                self.hooks.report(GuardWaiting(job, False))
             elif job.error is not None:
                 self.parked.remove(job)
                 self._report(job)
@@ -431,14 +442,14 @@ class WorkerBase:
                 job.value = Encoded(encode_value(job.value, self.max_frame))
             except EncodeError as exc:
                 job.value, job.exc = UNSET, exc
-        self.hooks.job_finished(job)
+        self.hooks.report(JobFinished(job))
 
     def _log(self, job: Job) -> None:
         if job.error is None and not job.run.aborted and (data := self._encoded(job)):
-            self.hooks.job_logged(job, data)
+            self.hooks.report(JobLogged(job, data))
 
     def _keep_orphan(self, job: Job) -> None:
         if self.shared and not hasattr(job, "needs"):
             job.needs = self.replicas.needs(job.run.run_id)
         if (data := self._encoded(job)) is not None:
-            self.hooks.orphan_result(job, data)
+            self.hooks.report(OrphanResult(job, data))

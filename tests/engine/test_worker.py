@@ -26,11 +26,16 @@ from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import SharedUpdate
 from satind.work.errors import LimitExceeded
 from satind.work.jobs import ROOT_PATH, Job, RunState, child_path
+from satind.work.reports import Report
+from tests.engine.reports import to_method
 
 
 class Hooks:
     def __init__(self) -> None:
         self.events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+    def report(self, event: Report) -> None:
+        to_method(self, event)
 
     def want_work(self, wanted: bool, run_id: str = "") -> None:
         self.events.put(("want", wanted))
@@ -764,7 +769,9 @@ def test_engine_code_failing_on_a_job_fails_that_job_and_loses_nothing(worker: W
         calls.append(job.path)
         raise RecursionError("maximum recursion depth exceeded")
 
-    worker.hooks.orphan_hit = failing  # type: ignore[method-assign]
+    hooks = worker.hooks
+    assert isinstance(hooks, Hooks)
+    hooks.orphan_hit = failing  # type: ignore[method-assign]
     run = _run()
     run.orphans = {child_path(ROOT_PATH, 1): "elsewhere"}  # the second child's result is kept
     root = make_root(spawn_many.fn, (3,), run)
@@ -786,7 +793,9 @@ def test_a_spawn_that_cannot_tell_the_peer_of_a_kept_result_runs_the_job_here(
         run.orphans = None  # and the holder is gone meanwhile: no lookup at the job's start
         raise RecursionError("maximum recursion depth exceeded")
 
-    worker.hooks.orphan_hit = fails  # type: ignore[method-assign]
+    hooks = worker.hooks
+    assert isinstance(hooks, Hooks)
+    hooks.orphan_hit = fails  # type: ignore[method-assign]
     run = _run()
     run.orphans = {child_path(ROOT_PATH, 1): "elsewhere"}
     root = make_root(spawn_many.fn, (3,), run)

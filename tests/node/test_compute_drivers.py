@@ -29,6 +29,8 @@ from satind.net.records import SharedUpdate
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.sim.lockstep import LockstepCompute, spend
 from satind.work.jobs import Job, RunState
+from satind.work.reports import Report
+from tests.engine.reports import to_method
 
 MAX_FRAME = 1 << 20
 DEPTH = 64
@@ -43,6 +45,9 @@ class Hooks:
         self.finished: list[Job] = []
         self.wants: list[tuple[bool, str]] = []
         self.changed = trio.Event()
+
+    def report(self, event: Report) -> None:
+        to_method(self, event)
 
     def _soon(self, fn: Callable[..., None], *args: Any) -> None:
         assert self.driver is not None
