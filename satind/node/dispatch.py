@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from satind.core import aborts, custody, drain, iterative, master, sharing, spmd, victim
-from satind.core.effects import Effects
+from satind.core import messages
+from satind.core.handle import Received, handle
 from satind.net import messages as m
 from satind.net.transport import Link
 from satind.node import adapt, control, logs, plugins, status, tracing
@@ -63,13 +63,9 @@ def on_steal_reply(peer: Host, link: Link, msg: m.StealReply) -> None:
         peer.thief.on_late_reply(msg, sender, wide)
 
 
-def _core(fn: Callable[[Host, Link, Any], Effects]) -> Callable[[Host, Link, Any], None]:
-    """A handler that hands the message to the core and applies the effects."""
-
-    def handler(peer: Host, link: Link, msg: Any) -> None:
-        peer.apply(fn(peer, link, msg))
-
-    return handler
+def _core(peer: Host, link: Link, msg: Any) -> None:
+    """A member's message for the core (core/messages.py): one call, its effects applied."""
+    peer.apply(handle(peer.state, Received(link, msg), peer.now()))
 
 
 def _swim(method: str) -> Any:
@@ -79,120 +75,14 @@ def _swim(method: str) -> Any:
     return handler
 
 
-def _steal_request(peer: Host, link: Link, msg: m.StealRequest) -> Effects:
-    return victim.on_steal_request(peer.state, link, msg, peer.now())
-
-
-def _job_result(peer: Host, link: Link, msg: m.JobResult) -> Effects:
-    return custody.on_job_result(peer.state, link.remote_name, msg, peer.now())
-
-
-def _task_push(peer: Host, link: Link, msg: m.TaskPush) -> Effects:
-    if msg.entity is not None:
-        return spmd.on_push(peer.state, link.remote_name, msg)
-    return iterative.on_push(peer.state, link.remote_name, msg, peer.now())
-
-
-def _ghost(peer: Host, link: Link, msg: m.Ghost) -> Effects:
-    return spmd.on_ghost(peer.state, msg)
-
-
-def _entity_move(peer: Host, link: Link, msg: m.EntityMove) -> Effects:
-    return spmd.on_move(peer.state, link.remote_name, msg, peer.now())
-
-
-def _entity_state(peer: Host, link: Link, msg: m.EntityState) -> Effects:
-    return spmd.on_state(peer.state, link.remote_name, msg, peer.now())
-
-
-def _entity_moved(peer: Host, link: Link, msg: m.EntityMoved) -> Effects:
-    return spmd.on_moved(peer.state, link.remote_name, msg, peer.now())
-
-
-def _ghost_request(peer: Host, link: Link, msg: m.GhostRequest) -> Effects:
-    return spmd.on_ghost_request(peer.state, msg)
-
-
-def _migrate_request(peer: Host, link: Link, msg: m.MigrateRequest) -> Effects:
-    return spmd.on_migrate_request(peer.state, link.remote_name, msg, peer.now())
-
-
-def _task_ack(peer: Host, link: Link, msg: m.TaskAck) -> Effects:
-    return iterative.on_ack(peer.state, link.remote_name, msg, peer.now())
-
-
-def _barrier(peer: Host, link: Link, msg: m.Barrier) -> Effects:
-    return iterative.on_barrier(peer.state, msg)
-
-
-def _job_query(peer: Host, link: Link, msg: m.JobQuery) -> Effects:
-    return custody.on_job_query(peer.state, link, msg)
-
-
-def _job_state(peer: Host, link: Link, msg: m.JobState) -> Effects:
-    return custody.on_job_state(peer.state, link.remote_name, msg, peer.now())
-
-
-def _abort(peer: Host, link: Link, msg: m.Abort) -> Effects:
-    return aborts.on_abort(peer.state, link.remote_name, msg)
-
-
-def _shared_updates(peer: Host, link: Link, msg: m.SharedUpdates) -> Effects:
-    return sharing.on_updates(peer.state, msg)
-
-
-def _replica_request(peer: Host, link: Link, msg: m.ReplicaRequest) -> Effects:
-    return sharing.on_replica_request(peer.state, link.remote_name, msg)
-
-
-def _replica_reply(peer: Host, link: Link, msg: m.ReplicaReply) -> Effects:
-    return sharing.on_replica_reply(peer.state, msg)
-
-
-def _shared_digest(peer: Host, link: Link, msg: m.SharedDigest) -> Effects:
-    return sharing.on_digest(peer.state, link.remote_name, msg)
-
-
-def _hand_over(peer: Host, link: Link, msg: m.HandOver) -> Effects:
-    return drain.on_hand_over(peer.state, msg, peer.now())
-
-
-def _run_share(peer: Host, link: Link, msg: m.RunShare) -> Effects:
-    return master.on_share(peer.state, msg)
-
-
-def _result_copy(peer: Host, link: Link, msg: m.ResultCopy) -> Effects:
-    return master.on_result_copy(peer.state, msg, peer.now())
-
-
-def _run_stats(peer: Host, link: Link, msg: m.RunStatsRequest) -> Effects:
-    return control.run_stats(peer.state, link, msg)
+def _run_stats(peer: Host, link: Link, msg: m.RunStatsRequest) -> None:
+    peer.apply(control.run_stats(peer.state, link, msg))
 
 
 _HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
-    m.StealRequest: _core(_steal_request),
     m.StealReply: on_steal_reply,
-    m.JobResult: _core(_job_result),
-    m.JobQuery: _core(_job_query),
-    m.JobState: _core(_job_state),
-    m.HandOver: _core(_hand_over),
-    m.Abort: _core(_abort),
-    m.SharedUpdates: _core(_shared_updates),
-    m.ReplicaRequest: _core(_replica_request),
-    m.ReplicaReply: _core(_replica_reply),
-    m.SharedDigest: _core(_shared_digest),
-    m.TaskPush: _core(_task_push),
-    m.TaskAck: _core(_task_ack),
-    m.Barrier: _core(_barrier),
-    m.Ghost: _core(_ghost),
-    m.EntityMove: _core(_entity_move),
-    m.EntityState: _core(_entity_state),
-    m.EntityMoved: _core(_entity_moved),
-    m.MigrateRequest: _core(_migrate_request),
-    m.GhostRequest: _core(_ghost_request),
-    m.RunShare: _core(_run_share),
-    m.ResultCopy: _core(_result_copy),
-    m.RunStatsRequest: _core(_run_stats),
+    **{kind: _core for kind in messages.RULES},
+    m.RunStatsRequest: _run_stats,
     **{answer: on_reply for answer in m.ANSWER_TYPES},
     m.Submit: control.on_submit,
     m.ProgressRequest: control.on_progress,

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import trio
 
-from satind.core import timers, victim
+from satind.core import victim
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -29,6 +29,7 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
+from satind.core.handle import handle
 from satind.core.state import PeerState
 from satind.net import messages as m
 from satind.node import control
@@ -95,7 +96,7 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
 
 async def _timer(peer: EffectsHost, fx: Timer) -> None:
     await trio.sleep(fx.delay)
-    peer.apply(timers.fire(peer.state, fx.event, peer.now()))
+    peer.apply(handle(peer.state, fx.event, peer.now()))
 
 
 def _log(peer: EffectsHost, fx: Log) -> None:

@@ -1,6 +1,6 @@
 """The compute side's reports (``work/reports.py``) for a peer: each goes to the trio thread
-through the compute driver (``soon``), where the core decides (``core/reports.on_report``) and
-the node applies the effects.
+through the compute driver (``soon``), where the core decides (``core/handle.handle``) and the
+node applies the effects.
 
 ``report`` is called on the compute side and must not block: the real driver hops to the trio
 thread with ``TrioToken.run_sync_soon``, the simulator's runs it after the compute side's
@@ -10,7 +10,7 @@ wants work, and the checkpoint writer hears that a snapshot was taken.
 
 from __future__ import annotations
 
-from satind.core.reports import on_report
+from satind.core.handle import handle
 from satind.node.host import Host
 from satind.work.reports import Report, SnapshotTaken, WantWork
 
@@ -27,7 +27,7 @@ class ComputeHooks:
         if isinstance(event, SnapshotTaken):
             peer.checkpointer.snapshot_taken()
             return
-        fx = on_report(peer.state, event, peer.now())
+        fx = handle(peer.state, event, peer.now())
         if isinstance(event, WantWork):
             peer.thief.set_wanted(event.wanted, event.run_id)
         peer.apply(fx)

@@ -28,14 +28,12 @@ from satind.core import (
     custody,
     drain,
     election,
-    lifecycle,
-    orphans,
-    restart,
     thief,
 )
 from satind.core.effects import (
     Effects,
 )
+from satind.core.handle import MemberChanged, OrphanTable, RunsHeard, TuplesHeard, handle
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
 from satind.engine.frames import Snapshot, WorkerHooks
@@ -375,7 +373,7 @@ class Peer:
         self.transport.post_address(address, msg)
 
     def on_member_change(self, change: Change) -> None:
-        self.apply(restart.on_member_change(self.state, change, self.now()))
+        self.apply(handle(self.state, MemberChanged(change), self.now()))
 
     def on_synced(self) -> None:
         # Only now may this peer decide elections: before, a master it has not heard of yet
@@ -384,10 +382,10 @@ class Peer:
         self.state.settled = True
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
-        self.apply(lifecycle.on_announces(self.state, list(runs), self.now()))
+        self.apply(handle(self.state, RunsHeard(runs), self.now()))
 
     def on_tuples(self, tuples: Sequence[m.OrphanTuple]) -> None:
-        self.apply(orphans.on_tuples(self.state, tuples))
+        self.apply(handle(self.state, TuplesHeard(tuples), self.now()))
 
     def run_announcements(self) -> list[m.RunAnnounce]:
         return self.state.runs.announcements()
@@ -400,7 +398,7 @@ class Peer:
         return accepted
 
     def got_orphan_table(self, tuples: list[m.OrphanTuple]) -> None:
-        self.apply(orphans.got_table(self.state, tuples))
+        self.apply(handle(self.state, OrphanTable(tuples), self.now()))
 
     # -- loops ----------------------------------------------------------------------------------
 
