@@ -14,7 +14,7 @@ from satind._trio import run_flat
 from satind.cli import daemon, local, parser, runs, system
 from satind.cli.common import load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
-from satind.client import client as control
+from satind.client import client as remote
 from satind.config import Config
 
 # Commands that need no running system, and commands that talk to one (async, with the
@@ -87,7 +87,7 @@ def run_cli(argv: list[str]) -> int:
     except CliError as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return exc.code
-    except (control.PeerUnavailable, control.RequestFailed) as exc:
+    except (remote.PeerUnavailable, remote.RequestFailed) as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
     except plugins.PluginFailed as exc:

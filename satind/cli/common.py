@@ -12,7 +12,7 @@ from typing import Any
 
 from satind import config as config_mod
 from satind.cli.exits import EXIT_USAGE, CliError
-from satind.client import client as control
+from satind.client import client as remote
 from satind.net import tls
 from satind.net.transport import parse_address
 
@@ -55,7 +55,7 @@ def env_default(flag: str | None, env: str, configured: str) -> str:
 @asynccontextmanager
 async def connected(
     args: argparse.Namespace, cfg: config_mod.Config
-) -> AsyncIterator[control.Client]:
+) -> AsyncIterator[remote.Client]:
     """A client connected to the peer at --to (or $SATIND_TO, or [client] to), with the client
     certificate from --keys (or $SATIND_KEYS, or [client] keys).
 
@@ -77,5 +77,5 @@ async def connected(
         )
     except (ValueError, tls.KeysError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    async with control.connect(address, cfg, credentials if cfg.net.tls else None) as client:
+    async with remote.connect(address, cfg, credentials if cfg.net.tls else None) as client:
         yield client

@@ -15,7 +15,7 @@ from satind import plugin as plugins
 from satind.cli.common import connected
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.cli.report import show_result
-from satind.client import client as control
+from satind.client import client as remote
 from satind.client.files import ClientFiles, save_into
 from satind.config import Config
 from satind.net import messages as m
@@ -35,7 +35,7 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
-        except control.SubmitRefused as exc:
+        except remote.SubmitRefused as exc:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
             return _print_run_id(run_id, args.json)
@@ -45,7 +45,7 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
         if result is None:
             return await _interrupted(client, args, run_id, cfg)
         if args.trace is not None:
-            await control.save_trace(client, run_id, args.trace)
+            await remote.save_trace(client, run_id, args.trace)
     saved = run_files.save(result)
     return show_result(result, args.plugin, list(args.args), args.json, cfg, saved)
 
@@ -68,7 +68,7 @@ async def _until_interrupted(waiting: Awaitable[m.RunResult]) -> m.RunResult | N
 
 
 async def _interrupted(
-    client: control.Client, args: argparse.Namespace, run_id: str, cfg: Config
+    client: remote.Client, args: argparse.Namespace, run_id: str, cfg: Config
 ) -> int:
     """Ctrl-C on `submit --wait`: the run goes on (as with Ray's `job submit`), and we say
     how to cancel it or fetch its result; with --cancel-on-interrupt, it is cancelled."""
@@ -92,7 +92,7 @@ async def _interrupted(
 
 
 async def wait_or_follow(
-    client: control.Client,
+    client: remote.Client,
     run_id: str,
     cfg: Config,
     bar: tuple[str, list[str]] | None = None,
@@ -105,14 +105,14 @@ async def wait_or_follow(
             from satind.cli.console import follow_run
 
             return await follow_run(client, run_id, bar[0], bar[1], cfg)
-        return await client.result_with_output(run_id, control.to_stderr)
-    except control.PeerUnavailable as exc:
+        return await client.result_with_output(run_id, remote.to_stderr)
+    except remote.PeerUnavailable as exc:
         print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
     try:
-        return await control.follow_result(
+        return await remote.follow_result(
             run_id, client.follow_addresses(), cfg, client.transport.credentials
         )
-    except control.RunLost as exc:
+    except remote.RunLost as exc:
         raise CliError(str(exc), EXIT_RUNTIME) from None
 
 
@@ -120,7 +120,7 @@ async def resume(args: argparse.Namespace, cfg: Config) -> int:
     async with connected(args, cfg) as client:
         try:
             run_id = await client.resume(args.run_id)
-        except control.SubmitRefused as exc:
+        except remote.SubmitRefused as exc:
             raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
             return _print_run_id(run_id, args.json)
@@ -156,7 +156,7 @@ async def logs(args: argparse.Namespace, cfg: Config) -> int:
                 await client.follow_logs(args.run_id, print, cfg)
                 return EXIT_OK
             reply = await client.logs(args.run_id, 0, cfg.client.timeout_s)
-        except (control.RequestFailed, control.NoOutput) as exc:
+        except (remote.RequestFailed, remote.NoOutput) as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
     if reply is None:
         raise CliError(f"no answer about the output of {args.run_id}", EXIT_RUNTIME)
@@ -189,12 +189,12 @@ def _print_run_id(run_id: str, as_json: bool) -> int:
     return EXIT_OK
 
 
-async def _status_or_none(client: control.Client) -> m.StatusReply | None:
+async def _status_or_none(client: remote.Client) -> m.StatusReply | None:
     """The system's status, for a run's plugin and arguments; None if the peer went away
     (the result is printed anyway)."""
     try:
         return await client.status()
-    except (control.PeerUnavailable, control.RequestFailed):
+    except (remote.PeerUnavailable, remote.RequestFailed):
         return None
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from satind.client import client as control
+from satind.client import client as remote
 from satind.client.files import ClientFiles, unsaved
 from satind.config import Config
 from satind.net import codec
@@ -21,7 +21,7 @@ from satind.plugin import Plugin, PluginFailed, UnknownPlugin, UsageError, Verdi
 
 # Shows a run's progress while waiting for its result (client, run id, plugin name, arguments,
 # configuration): the command line passes its console's, so the client need not import it.
-Progress = Callable[[control.Client, str, str, list[str], Config], Awaitable[m.RunResult]]
+Progress = Callable[[remote.Client, str, str, list[str], Config], Awaitable[m.RunResult]]
 
 
 @dataclass
@@ -95,7 +95,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
             assert master.address is not None
             run_id = ""
             try:
-                async with control.connect(master.address, cfg, credentials, master.name) as client:
+                async with remote.connect(master.address, cfg, credentials, master.name) as client:
                     try:
                         run_id = await client.submit(
                             plugin.name,
@@ -108,17 +108,17 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                         return Failure("usage", str(exc))
                     except PluginFailed as exc:
                         return Failure("plugin", str(exc))
-                    except control.SubmitRefused as exc:
+                    except remote.SubmitRefused as exc:
                         return Failure("runtime", str(exc))
                     if request.progress is not None:
                         result = await request.progress(
                             client, run_id, plugin.name, list(request.argv), cfg
                         )
                     else:
-                        result = await client.result_with_output(run_id, control.to_stderr)
+                        result = await client.result_with_output(run_id, remote.to_stderr)
                     if request.trace is not None:
-                        await control.save_trace(client, run_id, request.trace)
-            except (control.PeerUnavailable, control.RequestFailed) as exc:
+                        await remote.save_trace(client, run_id, request.trace)
+            except (remote.PeerUnavailable, remote.RequestFailed) as exc:
                 if not run_id:
                     return Failure("runtime", str(exc))
                 # The master is gone after accepting the run: another peer takes the run over
@@ -129,8 +129,8 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                     if p.address is not None and p.process.returncode is None
                 ]
                 try:
-                    result = await control.follow_result(run_id, survivors, cfg, credentials)
-                except control.RunLost as lost:
+                    result = await remote.follow_result(run_id, survivors, cfg, credentials)
+                except remote.RunLost as lost:
                     return Failure("runtime", str(lost))
     except StartupError as exc:
         return Failure("runtime", f"peers did not start: {exc}")

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds, sharing
 from satind.core.effects import DEBUG, INFO, Effects, Send, Timer, ToCompute
-from satind.core.model.iterative import Key, WorkerView
+from satind.core.model import JobKey
+from satind.core.model.iterative import WorkerView
 from satind.core.model.timers import SchedulerTick
 from satind.core.thief import accept_stolen
 from satind.core.victim import job_spec, shared_ids
@@ -246,7 +247,7 @@ def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects
     return schedule(state, now)
 
 
-def finished(state: PeerState, key: Key, thief: str, now: float) -> Effects:
+def finished(state: PeerState, key: JobKey, thief: str, now: float) -> Effects:
     """The first result of a placed task came (custody applies it): the worker's speed, and
     the other copies are cancelled."""
     sched = state.iterative

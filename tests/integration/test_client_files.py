@@ -27,7 +27,7 @@ import pytest
 import trio
 
 from satind import config
-from satind.client import client as control
+from satind.client import client as remote
 from satind.net import tls
 from satind.net.transport import parse_address
 from satind.plugin import PluginFailed, UsageError
@@ -134,10 +134,10 @@ async def _submit(system: System, plugin: str, *argv: str, who: str = "client") 
     without the file): the run id, or the refusal's message."""
     creds = tls.Credentials.load(system.keys, who, tls.ROLE_CLIENT)
     cfg = _client_cfg()
-    async with control.connect(parse_address(system.to), cfg, creds) as client:
+    async with remote.connect(parse_address(system.to), cfg, creds) as client:
         try:
             return await client.submit(plugin, list(argv))
-        except (control.SubmitRefused, PluginFailed, UsageError) as exc:
+        except (remote.SubmitRefused, PluginFailed, UsageError) as exc:
             return f"refused: {exc}"
 
 
@@ -179,12 +179,12 @@ async def test_dev_zero_and_dev_stdin_are_refused_at_once_and_memory_stays_bound
         # 45 at once on one connection: each answered, none holds a thread.
         answers: list[str] = []
         creds = tls.Credentials.load(system.keys, "client", tls.ROLE_CLIENT)
-        async with control.connect(parse_address(system.to), _client_cfg(), creds) as client:
+        async with remote.connect(parse_address(system.to), _client_cfg(), creds) as client:
 
             async def one() -> None:
                 try:
                     answers.append(await client.submit("sat", ["/dev/stdin"]))
-                except control.SubmitRefused as exc:
+                except remote.SubmitRefused as exc:
                     answers.append(f"refused: {exc}")
 
             async with trio.open_nursery() as nursery:
@@ -205,7 +205,7 @@ async def test_an_output_file_goes_to_the_submitter_not_onto_the_masters_disk(
     victim.write_text("precious")
     creds = tls.Credentials.load(system.keys, "client", tls.ROLE_CLIENT)
     with trio.fail_after(60):
-        async with control.connect(parse_address(system.to), _client_cfg(), creds) as client:
+        async with remote.connect(parse_address(system.to), _client_cfg(), creds) as client:
             run_id = await client.submit("heat2d", ["3", "3", "0", "1", "--png", str(victim)])
             result = await client.result(run_id)
     assert victim.read_text() == "precious"

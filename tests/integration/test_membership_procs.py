@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from satind import config
-from satind.client import client as control
+from satind.client import client as remote
 from satind.net import tls
 from satind.net.names import slot_of
 from satind.ops.launcher import PeerProcess, ephemeral_keys, local_peers
@@ -36,7 +36,7 @@ async def views(
         if peer.process.returncode is not None or peer.name == about:
             continue
         assert peer.address is not None
-        async with control.connect(peer.address, cfg, credentials, peer.name) as client:
+        async with remote.connect(peer.address, cfg, credentials, peer.name) as client:
             reply = await client.status(within_s=5, deep=False)
         seen.append({slot_of(p.name): p.state for p in reply.peers}.get(about, "unknown"))
     return seen

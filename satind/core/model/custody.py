@@ -7,10 +7,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from satind.core.model import JobKey
 from satind.net import messages as m
 from satind.work.jobs import Job
-
-Key = tuple[str, bytes]  # (run id, path)
 
 
 @dataclass
@@ -25,11 +24,11 @@ class Given:
 
 class Custody:
     def __init__(self, keep_results: int = 4096) -> None:
-        self.given: dict[Key, list[Given]] = {}
+        self.given: dict[JobKey, list[Given]] = {}
         # Thief side: jobs taken and not finished, by (name, victim).
-        self.taken: dict[tuple[Key, str], list[Job]] = {}
+        self.taken: dict[tuple[JobKey, str], list[Job]] = {}
         # Thief side: results sent, by (name, victim), kept to send again if asked.
-        self.sent: OrderedDict[tuple[Key, str], m.JobResult] = OrderedDict()
+        self.sent: OrderedDict[tuple[JobKey, str], m.JobResult] = OrderedDict()
         self.keep_results = keep_results
         self.queries = 0
         self.taken_back = 0
@@ -37,15 +36,15 @@ class Custody:
 
     # -- the victim's side -------------------------------------------------------------------
 
-    def give(self, key: Key, job: Job, thief: str, now: float, adopted: bool = False) -> None:
+    def give(self, key: JobKey, job: Job, thief: str, now: float, adopted: bool = False) -> None:
         self.given.setdefault(key, []).append(Given(job, thief, now, adopted))
 
-    def returned(self, key: Key) -> list[Given]:
+    def returned(self, key: JobKey) -> list[Given]:
         """The result for ``key`` came back: every record still open for it (empty for a
         duplicate or late result, to ignore)."""
         return self.given.pop(key, [])
 
-    def overdue(self, now: float, after: float) -> list[tuple[Key, Given]]:
+    def overdue(self, now: float, after: float) -> list[tuple[JobKey, Given]]:
         """Jobs given more than ``after`` seconds ago without news: ask their thieves."""
         late = [(key, g) for key, gs in self.given.items() for g in gs if now - g.heard >= after]
         for _, given in late:
@@ -69,10 +68,10 @@ class Custody:
             return self._take_back(key, thief)
         return []
 
-    def drop_given(self, matches: Callable[[Job], bool]) -> list[tuple[Key, Given]]:
+    def drop_given(self, matches: Callable[[Job], bool]) -> list[tuple[JobKey, Given]]:
         """Forget every record of a job given out that ``matches`` (aborted: nobody waits for
         it any more); returns them."""
-        out: list[tuple[Key, Given]] = []
+        out: list[tuple[JobKey, Given]] = []
         for key in list(self.given):
             records = self.given[key]
             gone = [g for g in records if matches(g.job)]
@@ -86,7 +85,7 @@ class Custody:
                 del self.given[key]
         return out
 
-    def held_by(self, thief: str) -> list[Key]:
+    def held_by(self, thief: str) -> list[JobKey]:
         return [key for key, gs in self.given.items() if any(g.thief == thief for g in gs)]
 
     def take_back_all(self, thief: str) -> list[Job]:
@@ -96,7 +95,7 @@ class Custody:
             jobs.extend(self._take_back(key, thief))
         return jobs
 
-    def _take_back(self, key: Key, thief: str) -> list[Job]:
+    def _take_back(self, key: JobKey, thief: str) -> list[Job]:
         records = self.given.get(key, [])
         back = [g.job for g in records if g.thief == thief]
         rest = [g for g in records if g.thief != thief]
@@ -108,10 +107,10 @@ class Custody:
 
     # -- the thief's side --------------------------------------------------------------------
 
-    def take(self, key: Key, victim: str, job: Job) -> None:
+    def take(self, key: JobKey, victim: str, job: Job) -> None:
         self.taken.setdefault((key, victim), []).append(job)
 
-    def finished(self, key: Key, victim: str, result: m.JobResult) -> None:
+    def finished(self, key: JobKey, victim: str, result: m.JobResult) -> None:
         jobs = self.taken.get((key, victim))
         if jobs is not None:
             jobs.pop()

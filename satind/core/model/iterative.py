@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from satind.core.model import JobKey
 from satind.volatile.model import UP, Estimator
 from satind.work.jobs import Job
 from satind.work.rng import Rng, seeded
-
-Key = tuple[str, bytes]
 
 
 @dataclass
@@ -23,8 +22,8 @@ class WorkerView:
     task_s: float | None = None
     tasks_done: int = 0
     # Tasks it holds (key -> when pushed), and those of them still in transfer.
-    holding: dict[Key, float] = field(default_factory=dict)
-    in_transfer: set[Key] = field(default_factory=set)
+    holding: dict[JobKey, float] = field(default_factory=dict)
+    in_transfer: set[JobKey] = field(default_factory=set)
 
 
 @dataclass
@@ -48,8 +47,8 @@ class Scheduling:
     counters: IterativeCounters = field(default_factory=IterativeCounters)
     pending: dict[str, deque[Job]] = field(default_factory=dict)
     # Every placed task not finished, and who holds a copy of it.
-    placed: dict[Key, Job] = field(default_factory=dict)
-    holders: dict[Key, set[str]] = field(default_factory=dict)
+    placed: dict[JobKey, Job] = field(default_factory=dict)
+    holders: dict[JobKey, set[str]] = field(default_factory=dict)
     workers: dict[str, WorkerView] = field(default_factory=dict)
     ticking: bool = False
     rng: Rng = field(default_factory=lambda: seeded(1))

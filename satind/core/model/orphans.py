@@ -8,10 +8,9 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from satind.core.model import JobKey
 from satind.net import messages as m
 from satind.work.jobs import RunState
-
-Key = tuple[str, bytes]
 
 
 @dataclass
@@ -36,7 +35,7 @@ class Orphans:
     def __init__(self, keep_results: int) -> None:
         self.keep_results = keep_results
         # Results this peer keeps for whoever asks (its orphans, and results handed over).
-        self.kept: OrderedDict[Key, m.JobResult] = OrderedDict()
+        self.kept: OrderedDict[JobKey, m.JobResult] = OrderedDict()
         self.counters = RecoveryCounters()
 
     def keep(self, result: m.JobResult) -> bool:
@@ -53,7 +52,7 @@ class Orphans:
             self.counters.results_kept += 1
         return new
 
-    def kept_result(self, key: Key) -> m.JobResult | None:
+    def kept_result(self, key: JobKey) -> m.JobResult | None:
         return self.kept.get(key)
 
     @staticmethod

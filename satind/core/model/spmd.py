@@ -11,7 +11,7 @@ from satind.net import messages as m
 from satind.work.jobs import Job
 
 PLACE, STEP, COLLECT = 0, 1, 2
-Key = tuple[str, int]  # (run id, entity)
+EntityKey = tuple[str, int]  # (run id, entity)
 
 # The spawnable functions whose jobs are entity jobs (satind/spmd.py registers its own).
 # Their arguments are (plugin, args, entity, phase, iteration, gen, iterations, neighbours,
@@ -115,12 +115,12 @@ class Spmd:
     # As a holder: its entities (the same dict as ``Worker.entities``), ghosts that came for
     # them by (gen, iteration) and sender (also for a run not known here yet), step jobs
     # waiting for their ghosts, and entities that left (where to, what they sent from here).
-    held: dict[Key, Held] = field(default_factory=dict)
+    held: dict[EntityKey, Held] = field(default_factory=dict)
     # The last entity job that came for each entity here (its neighbours' holders).
-    tasks: dict[Key, m.EntityTask] = field(default_factory=dict)
-    inbox: dict[Key, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
-    waiting: dict[Key, tuple[Job, m.EntityTask]] = field(default_factory=dict)
-    moved: dict[Key, Departed] = field(default_factory=dict)
+    tasks: dict[EntityKey, m.EntityTask] = field(default_factory=dict)
+    inbox: dict[EntityKey, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
+    waiting: dict[EntityKey, tuple[Job, m.EntityTask]] = field(default_factory=dict)
+    moved: dict[EntityKey, Departed] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)
     # Peers an entity came from, and when (none goes back soon: ``spmd.settle_s``).

@@ -41,9 +41,9 @@ from satind.core.model.spmd import (
     PLACE,
     STEP,
     Departed,
+    EntityKey,
     EntityLost,
     Held,
-    Key,
     Placement,
     is_entity_job,
 )
@@ -399,7 +399,7 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     # its stepping time: an entity uses speed x part of a CPU here.
     busy = sum(h.wall_s for h in spmd.held.values())
     speed = min(sum(h.cpu_s for h in spmd.held.values()) / busy, 1.0) if busy > 0 else 0.0
-    best: tuple[float, Key] | None = None
+    best: tuple[float, EntityKey] | None = None
     why = ""
     for key, held in spmd.held.items():
         task = spmd.tasks.get(key)
@@ -442,7 +442,7 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     return [Send(run.info.master, msg)]
 
 
-def _leave_request(state: PeerState, key: Key, master: str, now: float) -> Effects:
+def _leave_request(state: PeerState, key: EntityKey, master: str, now: float) -> Effects:
     held = state.spmd.held.get(key)
     if held is None or not master or now - held.proposed_at < state.cfg.spmd.propose_wait_s:
         return []

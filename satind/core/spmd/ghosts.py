@@ -11,7 +11,7 @@ from satind.core.model.spmd import (
     MAX_GHOST_TAGS,
     PLACE,
     STEP,
-    Key,
+    EntityKey,
     Spmd,
 )
 from satind.core.model.timers import GhostsAgain
@@ -49,7 +49,7 @@ def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
     return fx
 
 
-def ghosts_again(state: PeerState, key: Key, job: Job) -> Effects:
+def ghosts_again(state: PeerState, key: EntityKey, job: Job) -> Effects:
     """Timer ``GhostsAgain``: while the step ``job`` waits, every ``spmd.ghost_wait_s``, ask
     the holders of the neighbours whose ghosts have not come (a ghost sent to a holder the
     entity had left may have been lost with it)."""
@@ -90,7 +90,7 @@ def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
     return [Send(msg.requester, ghost)]
 
 
-def try_start(state: PeerState, key: Key) -> Effects:
+def try_start(state: PeerState, key: EntityKey) -> Effects:
     spmd = state.spmd
     waiting = spmd.waiting.get(key)
     held = spmd.held.get(key)
@@ -108,7 +108,7 @@ def try_start(state: PeerState, key: Key) -> Effects:
     return [ToCompute(JobArrived(job))]
 
 
-def prune(spmd: Spmd, key: Key, keep_from: tuple[int, int]) -> None:
+def prune(spmd: Spmd, key: EntityKey, keep_from: tuple[int, int]) -> None:
     """Drop ghosts older than ``keep_from`` (consumed, or of an older generation)."""
     box = spmd.inbox.get(key)
     if box:
