@@ -20,6 +20,7 @@ from satind.work.reports import (
     JobLogged,
     OrphanHit,
     OrphanResult,
+    ReplicaKept,
     Report,
     ResultWaiting,
     SharedCallMade,
@@ -55,6 +56,8 @@ def on_report(state: PeerState, event: Report, now: float) -> Effects:
         return aborts.children_aborted(state, event.frame)
     if isinstance(event, SharedCallMade):
         return sharing.call_made(state, event.update)
+    if isinstance(event, ReplicaKept):
+        return sharing.replica_kept(state, event.shared_id, event.kept)
     if isinstance(event, SharedSend):
         return sharing.shared_send(state, event.peer, event.msg)
     if isinstance(event, GuardWaiting):

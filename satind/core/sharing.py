@@ -120,7 +120,7 @@ def digest_round(state: PeerState) -> Effects:
     """Timer ``DigestRound``: our digest to the next member, while we hold replicas."""
     sh = state.sharing
     every = state.cfg.shared.digest_s
-    if not state.replicas:
+    if not state.sharing.replica_ids:
         sh.digesting = False  # started again by the next call, update or replica
         return []
     others = sorted(state.others())
@@ -135,6 +135,16 @@ def digest_round(state: PeerState) -> Effects:
 def on_digest(state: PeerState, peer: str, msg: m.SharedDigest) -> Effects:
     """Another peer's digest: our compute side answers it (engine/replication.py)."""
     return [ToCompute(DigestArrived(peer, list(msg.digests), msg.reply))]
+
+
+def replica_kept(state: PeerState, shared_id: str, kept: bool) -> Effects:
+    """Report ``ReplicaKept``: a replica this peer holds now (a job here made the object), or
+    a fetched one that could not be installed (its jobs fetch it again)."""
+    if kept:
+        state.sharing.replica_ids.add(shared_id)
+    else:
+        state.sharing.replica_ids.discard(shared_id)
+    return []
 
 
 def shared_send(
@@ -154,7 +164,7 @@ def arrive(state: PeerState, job: Job, shared: list[str], victim: str, now: floa
     here."""
     if shared:
         state.sharing.refs[job] = list(shared)
-    missing = {sid for sid in shared if sid not in state.replicas}
+    missing = {sid for sid in shared if sid not in state.sharing.replica_ids}
     if not missing:
         return [ToCompute(JobArrived(job))]
     state.sharing.held.append(Held(job, victim, missing, now))
@@ -171,6 +181,7 @@ def on_replica_reply(state: PeerState, msg: m.ReplicaReply) -> Effects:
     if msg.state is None:
         return []  # the peer had none any more: asked again later (tick)
     arrived = ReplicaArrived(msg.shared_id, msg.cls, msg.state, dict(msg.seen), msg.incarnation)
+    state.sharing.replica_ids.add(msg.shared_id)
     fx: Effects = [ToCompute(arrived), *_digests(state)]
     still: list[Held] = []
     for held in state.sharing.held:
@@ -271,6 +282,8 @@ def forget_run(state: PeerState, run_id: str) -> Effects:
     sh.parked = {j for j in sh.parked if j.run.run_id != run_id}
     sh.refs = {j: r for j, r in sh.refs.items() if j.run.run_id != run_id}
     sh.waiting = {j for j in sh.waiting if j.run.run_id != run_id}
+    prefix = f"{run_id}:"
+    sh.replica_ids = {sid for sid in sh.replica_ids if not sid.startswith(prefix)}
     return [ToCompute(ForgetRun(run_id))]
 
 

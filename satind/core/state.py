@@ -83,11 +83,8 @@ class PeerState:
     # Abort messages sent (core/aborts.py).
     cancelled: set[Job] = field(default_factory=set)
     abort_messages: int = 0
-    # Shared objects (core/sharing.py): the compute side's replicas by id — the same dict as
-    # ``Worker.shared``, which the compute thread writes while this side reads which ids
-    # exist (a structure shared across threads, to become events: docs/architecture.md) —
-    # and the bookkeeping.
-    replicas: dict[str, object] = field(default_factory=dict)
+    # Shared objects (core/sharing.py): the network side's bookkeeping, and the replicas
+    # this peer holds (``Sharing.replica_ids``).
     sharing: Sharing = field(default_factory=Sharing)
     # Iterative runs (core/iterative.py): a master's scheduler, and every run's last barrier.
     iterative: Scheduling = field(default_factory=Scheduling)

@@ -17,7 +17,7 @@ from satind.engine.replication import UpdateLog, answer, digest
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
-from satind.work.reports import Report, SharedCallMade, SharedSend
+from satind.work.reports import ReplicaKept, Report, SharedCallMade, SharedSend
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class ReplicaTable:
         obj._shared_id = shared_id
         obj._shared_inc = epoch
         self.objects[shared_id] = obj
+        self.hooks.report(ReplicaKept(shared_id))
 
     def call_made(self, obj: Replica, method: str, args: tuple[Any, ...]) -> None:
         """A global call just applied here: number it and ship it.
@@ -139,6 +140,8 @@ class ReplicaTable:
                         self._apply_pending(mine, key)  # calls the replica does not have
         except Exception as exc:
             _log_bad_update(event.shared_id, "<replica>", exc)
+            if event.shared_id not in self.objects:
+                self.hooks.report(ReplicaKept(event.shared_id, kept=False))
 
     def give(self, event: ReplicaWanted) -> None:
         """A thief asks for our replica: encode it at this safe point."""

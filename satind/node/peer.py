@@ -159,7 +159,6 @@ class Peer:
         )
         self.worker = self.compute.worker
         self.state.queue = self.worker.queue
-        self.state.replicas = self.worker.shared  # type: ignore[assignment]
         self.worker.barriers = self.state.iterative.barriers
         self.worker.entities = self.state.spmd.held
         self.worker.entity_tasks = self.state.spmd.tasks

@@ -87,6 +87,16 @@ class SharedSend:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaKept:
+    """This peer holds a replica of ``shared_id`` now (a job here made the object), or no
+    longer (``kept`` False: a fetched replica could not be installed): the core keeps the set
+    of replicas this peer holds from these, and never reads the compute side's own."""
+
+    shared_id: str
+    kept: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class GuardWaiting:
     """A stolen job's guard is false: it waits for updates; while it still waits after
     ``shared.guard_wait_s``, its replicas are fetched from its victim. ``waiting`` False: its
@@ -172,6 +182,7 @@ Report = (
     | ChildrenAborted
     | SharedCallMade
     | SharedSend
+    | ReplicaKept
     | GuardWaiting
     | ResultWaiting
     | TaskReady

@@ -76,7 +76,7 @@ def test_a_stolen_job_without_shared_objects_goes_to_the_compute_side_at_once() 
 
 def test_a_stolen_job_waits_for_the_replicas_it_lacks_then_goes() -> None:
     state = make_state()
-    state.replicas = {"r1:00:0": object()}
+    state.sharing.replica_ids = {"r1:00:0"}
     job = _stolen(state)
     fx = sharing.arrive(state, job, ["r1:00:0", "r1:01:0", "r1:02:0"], "b/0", 0.0)
     assert fx == [
@@ -160,13 +160,13 @@ def test_replica_requests_and_digests_go_to_the_compute_side() -> None:
 
 def test_anti_entropy_stops_when_no_replica_is_left_here() -> None:
     state = make_state()
-    state.replicas = {"r1:00:0": object()}
+    state.sharing.replica_ids = {"r1:00:0"}
     every = state.cfg.shared.digest_s
     assert _timers(sharing.call_made(state, _update()))[1] == Timer(every, DigestRound())
     target, again = timers.fire(state, DigestRound(), every)
     assert target in (ToCompute(DigestWanted("b/0")), ToCompute(DigestWanted("c/0")))
     assert again == Timer(every, DigestRound())
-    state.replicas = {}
+    state.sharing.replica_ids = set()
     assert timers.fire(state, DigestRound(), 2 * every) == []
     assert not state.sharing.digesting
 

@@ -18,6 +18,7 @@ NAMES: dict[type, str] = {
     r.ChildrenAborted: "children_aborted",
     r.SharedCallMade: "shared_update",
     r.SharedSend: "shared_send",
+    r.ReplicaKept: "replica_kept",
     r.GuardWaiting: "guard_waiting",
     r.ResultWaiting: "result_waiting",
     r.TaskReady: "task_ready",
@@ -31,7 +32,7 @@ NAMES: dict[type, str] = {
 
 def to_method(target: Any, event: r.Report) -> None:
     """Call ``target``'s method for ``event`` (a report it has no method for is ignored)."""
-    method = getattr(target, NAMES[type(event)], None)
+    method = getattr(target, NAMES[type(event)], None)  # KeyError: a report NAMES lacks
     if method is None:
         return
     if isinstance(event, r.WantWork):

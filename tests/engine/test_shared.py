@@ -155,7 +155,6 @@ def test_a_run_that_ends_drops_its_replicas_on_the_compute_thread_only(worker: W
     _replica(worker)
     worker.post(UpdatesArrived([_update(2, 20)]))  # held: waits for call 1
     state = PeerState("me", "c0", Config(), MemberTable(Member("me", Address("h", 1), "c0")), {})
-    state.replicas = worker.shared  # type: ignore[assignment]  # as node/peer.py shares it
     worker.drain()
     fx = sharing.forget_run(state, "r1")
     assert fx == [ToCompute(ForgetRun("r1"))] and "r1::0" in worker.shared

@@ -35,7 +35,7 @@ def _run(seed: int, name: str = "shared-steps-loss") -> tuple[SimReport, dict[st
     forget = sharing.forget_run
 
     def recorded(state: PeerState, run_id: str) -> Effects:
-        for shared_id, obj in state.replicas.items():
+        for shared_id, obj in sim.workers[state.name].worker.shared.items():
             if shared_id.startswith(f"{run_id}:"):
                 clock: Any = obj
                 ends.setdefault(state.name, []).append(

@@ -54,6 +54,10 @@ class Sharing:
     refs: dict[Job, list[str]] = field(default_factory=dict)
     # Children whose result the compute side holds until the calls it needs are here.
     waiting: set[Job] = field(default_factory=set)
+    # The replicas this peer holds, by id: made by a job here (``ReplicaKept``), or fetched
+    # (from the moment their ``ReplicaArrived`` goes to the compute side). The core's own
+    # set: the compute side's table is never read from this thread (satind/engine/README.md).
+    replica_ids: set[str] = field(default_factory=set)
     # Whether the anti-entropy timer runs, and whose turn it is next.
     digesting: bool = False
     digest_turn: int = 0
