@@ -90,11 +90,11 @@ def drive(name: str, args: Any) -> Any:
     app = APPS[name]
     w = _worker.CURRENT
     run_id = w.current.run.run_id if w is not None else ""
-    saved = w.barriers.get(run_id) if w is not None else None
+    saved = w.current.run.resume_from if w is not None else None
     if w is not None and saved is not None:
         # A new master: from the last barrier. The tasks spawned before it are counted as
         # spawned, so that every task keeps its path (its place in the run) across masters.
-        iteration, state, w.current.nspawn = decode_value(saved[2])
+        iteration, state, w.current.nspawn = decode_value(saved)
     else:
         iteration, state = 0, app.initial(args)
     while not app.done(args, state, iteration):

@@ -207,11 +207,11 @@ def drive(name: str, args: Any) -> Any:
     w = _worker.CURRENT
     run_id = w.current.run.run_id if w is not None else ""
     gen = (w.current.run.epoch if w is not None else 0) * _GEN_PER_EPOCH
-    saved = w.barriers.get(run_id) if w is not None else None
+    saved = w.current.run.resume_from if w is not None else None
     checkpoint: list[bytes] | None = None
     at = 0
     if w is not None and saved is not None:
-        at, checkpoint = decode_value(saved[2])
+        at, checkpoint = decode_value(saved)
 
     spawned = 0
 

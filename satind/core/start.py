@@ -46,6 +46,10 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         # (its tasks are pushed; on a loaded machine a thief took the root before the
         # compute side started it, and scheduled the run from there).
         run.state.pushed = True
+        # A new master resumes from the last barrier every member keeps (core/iterative.py):
+        # the root reads it from its run, set before it is queued.
+        last = state.iterative.barriers.get(run.info.run_id)
+        run.state.resume_from = last[2] if last is not None else None
     state.note(
         INFO, __name__, "run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv)
     )

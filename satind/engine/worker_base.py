@@ -162,9 +162,6 @@ class WorkerBase:
         # replicas have seen those calls, so that a frame reads, after its sync, every call
         # its children's subtrees made (or when the network side says ``ResultDue``).
         self.held: list[ChildResult] = []
-        # Iterative runs' last barriers, run -> (epoch, iteration, encoded state): the network
-        # side's dict (core/iterative.py), read by a root that starts (satind/iterative.py).
-        self.barriers: dict[str, tuple[int, int, bytes]] = {}
         # SPMD runs' entities held here and the last job of each (core/spmd/): the
         # network side's dicts, read by entity jobs (satind/spmd.py).
         self.entities: dict[tuple[str, int], Any] = {}

@@ -130,6 +130,7 @@ class RunState:
         "progress",
         "pushed",
         "redo",
+        "resume_from",
         "run_id",
         "spawns",
         "syncs",
@@ -171,6 +172,9 @@ class RunState:
         # jobs are pushed to chosen members by its master (core/iterative.py, core/spmd/),
         # never stolen; its root stays on its master.
         self.pushed = False
+        # Where its driven root resumes: the last barrier's encoded state, set by the core
+        # before it queues the root (core/start.py); None: from the start.
+        self.resume_from: bytes | None = None
 
     def counters(self) -> dict[str, int | float]:
         out: dict[str, int | float] = {
