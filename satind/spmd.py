@@ -22,6 +22,7 @@ from satind.core.model.spmd import COLLECT, ENTITY_FNS, PLACE, STEP, EntityLost
 from satind.engine import worker as _worker
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.plugin import Plugin, driven
+from satind.work.events import EntityInput
 from satind.work.reports import BarrierPassed, EntityDone, SpmdIteration
 
 # A generation's number: a new master's epoch comes first, so that its generations are newer
@@ -116,24 +117,24 @@ def entity_job(
     if w is None:  # outside satind (a test calling the function): nothing to keep
         raise RuntimeError("entity jobs run on satind peers only")
     run_id = w.current.run.run_id
-    key = (run_id, entity)
     started, cpu0 = w.wall_clock(), w.cpu_clock()
     if phase == COLLECT:
-        return w.entities[key].state
+        return _input(w, entity).state
     if phase == PLACE:
         state = decode_value(restore) if restore is not None else app.initial(args, entity)
         size = len(encode_value(state))
         _done(w, app, args, run_id, entity, gen, iteration, state, neighbours, 0.0, 0.0, size)
         return None
-    held = w.entities[key]
-    ghosts = {n: decode_value(data) for n, data in held.ready.items()}
-    state = app.step(args, entity, held.state, ghosts, iteration)
+    given = _input(w, entity)
+    ghosts = {n: decode_value(data) for n, data in given.ghosts.items()}
+    state = app.step(args, entity, given.state, ghosts, iteration)
     cpu_s, wall_s = w.cpu_clock() - cpu0, w.wall_clock() - started
-    task = w.entity_tasks.get(key)
     # The state is encoded at checkpoints (and when it moves); on an entity's first step here
     # too, so that a step returning what cannot travel fails at once, not at the first move.
-    checkpoint = task is not None and task.checkpoint
-    encoded = _encoded(state, "step", entity, iteration) if checkpoint or held.wall_s <= 0 else None
+    checkpoint = given.checkpoint
+    encoded = (
+        _encoded(state, "step", entity, iteration) if checkpoint or not given.stepped else None
+    )
     saved = encoded if checkpoint else None
     sent = _done(
         w,
@@ -150,6 +151,14 @@ def entity_job(
         len(encoded) if encoded is not None else 0,
     )
     return [cpu_s, wall_s, sent, saved]
+
+
+def _input(w: _worker.Worker, entity: int) -> EntityInput:
+    """What the core handed over with this entity job (its state, its ghosts)."""
+    given: EntityInput | None = w.entity_inputs.pop(w.current, None)
+    if given is None:
+        raise RuntimeError(f"entity {entity} has no state on this peer (it was not placed here)")
+    return given
 
 
 ENTITY_FNS.add(entity_job.fn)

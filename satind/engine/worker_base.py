@@ -48,6 +48,7 @@ from satind.engine.speculation import drop_children, is_aborted
 from satind.engine.unwind import cut_subtree, in_cut
 from satind.net.codec import Encoded, EncodeError, encode_value
 from satind.work.errors import aborted
+from satind.work.events import EntityInput
 from satind.work.jobs import UNSET, Job
 from satind.work.reports import (
     ChildrenAborted,
@@ -162,10 +163,9 @@ class WorkerBase:
         # replicas have seen those calls, so that a frame reads, after its sync, every call
         # its children's subtrees made (or when the network side says ``ResultDue``).
         self.held: list[ChildResult] = []
-        # SPMD runs' entities held here and the last job of each (core/spmd/): the
-        # network side's dicts, read by entity jobs (satind/spmd.py).
-        self.entities: dict[tuple[str, int], Any] = {}
-        self.entity_tasks: dict[tuple[str, int], Any] = {}
+        # What each SPMD entity job here reads (its state, its ghosts), as it arrived with the
+        # job (``JobArrived.entity``); taken by the job when it runs (satind/spmd.py).
+        self.entity_inputs: dict[Job, EntityInput] = {}
         # What a job measures its own cost with (SPMD steps: satind/spmd.py): wall seconds and
         # this thread's CPU seconds. The simulator's driver gives its virtual clocks, so that
         # a step's measured cost (which travels in messages and steers migrations) is the
@@ -254,6 +254,8 @@ class WorkerBase:
             # itself when it delivers, but a late steal reply does not go through it.
             if self._wanting:
                 self._want(False)
+            if event.entity is not None:
+                self.entity_inputs[job] = event.entity
             self.jobs.append(job)
         elif isinstance(event, ChildResult):
             if is_aborted(event.job):

@@ -159,8 +159,6 @@ class Peer:
         )
         self.worker = self.compute.worker
         self.state.queue = self.worker.queue
-        self.worker.entities = self.state.spmd.held
-        self.worker.entity_tasks = self.state.spmd.tasks
         self.worker.replicas.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True

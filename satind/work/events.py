@@ -16,11 +16,24 @@ from satind.work.jobs import Job
 
 
 @dataclass(frozen=True, slots=True)
+class EntityInput:
+    """What an SPMD entity job reads on its holder, handed over with the job by the core
+    (core/spmd/ghosts.py): the entity's registered state as of its iteration, its neighbours'
+    ghosts for it, whether it has stepped here before, and whether this step checkpoints."""
+
+    state: Any
+    ghosts: dict[int, bytes]
+    stepped: bool
+    checkpoint: bool
+
+
+@dataclass(frozen=True, slots=True)
 class JobArrived:
     """A job for this worker: work stolen from a peer (its arguments still encoded), or a job
-    taken back from a thief."""
+    taken back from a thief. ``entity``: what an SPMD entity job reads (satind/spmd.py)."""
 
     job: Job
+    entity: EntityInput | None = None
 
 
 @dataclass(frozen=True, slots=True)

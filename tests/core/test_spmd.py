@@ -16,6 +16,7 @@ from satind.engine.frames import ChildResult, JobArrived
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.spmd import entity_job
+from satind.work.events import EntityInput
 from satind.work.jobs import Job, RunState
 from tests.core.support import FIB, declare, info, job_of, known_run, make_state, member
 
@@ -97,7 +98,10 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     assert fx == [Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 1, job))]
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
     fx = spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(2, 1, 0, b"g2")))
-    assert fx == [ToCompute(JobArrived(job))]
+    # The step goes with what it reads: its state and its ghosts (no table shared with the
+    # compute thread: satind/engine/README.md).
+    given = EntityInput([[1.0]], {0: b"g0", 2: b"g2"}, False, False)
+    assert fx == [ToCompute(JobArrived(job, given))]
     assert state.spmd.held[("r1", 1)].ready == {0: b"g0", 2: b"g2"}
     # Its step ends: the new state stays here, its ghosts go straight to the neighbours.
     fx = spmd.entity_done(state, "r1", 1, 1, 1, [[2.0]], {0: b"up", 2: b"down"}, (0.1, 0.1, 0), 1.0)
@@ -309,7 +313,8 @@ def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> 
     assert dest == "c/0"
     assert isinstance(again, m.Ghost)
     # The waiting step starts with it; the loop of asking ends.
-    assert spmd.on_ghost(waiter, again) == [ToCompute(JobArrived(job))]
+    given = EntityInput([[0.0]], {3: b"from3", 1: b"to2"}, False, False)
+    assert spmd.on_ghost(waiter, again) == [ToCompute(JobArrived(job, given))]
     assert timers.fire(waiter, later.event, 2.0) == []
 
 
@@ -385,7 +390,8 @@ def test_a_ghost_that_comes_before_its_run_is_known_here_waits_for_its_step() ->
     state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
     job = _job(run.state, job_of(run.state), 1, STEP, 0)
     task = m.EntityTask(1, STEP, 0, 1, 10, [0], ["a/0"])
-    assert spmd.arrive(state, job, task) == [ToCompute(JobArrived(job))]
+    given = EntityInput([[1.0]], {0: b"g0"}, False, False)
+    assert spmd.arrive(state, job, task) == [ToCompute(JobArrived(job, given))]
     assert state.spmd.held[("r1", 1)].ready == {0: b"g0"}
     # A ghost of a run never known here that ended: forgotten with the end's news, and one
     # that comes after the end is dropped.

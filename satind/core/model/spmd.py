@@ -112,9 +112,9 @@ class Spmd:
     counters: SpmdCounters = field(default_factory=SpmdCounters)
     # As a master: its SPMD runs.
     runs: dict[str, Placement] = field(default_factory=dict)
-    # As a holder: its entities (the same dict as ``Worker.entities``), ghosts that came for
-    # them by (gen, iteration) and sender (also for a run not known here yet), step jobs
-    # waiting for their ghosts, and entities that left (where to, what they sent from here).
+    # As a holder: its entities (an entity job gets its part in its ``JobArrived``), ghosts
+    # that came for them by (gen, iteration) and sender (also for a run not known here yet),
+    # step jobs waiting for their ghosts, and entities that left (where to, what they sent).
     held: dict[EntityKey, Held] = field(default_factory=dict)
     # The last entity job that came for each entity here (its neighbours' holders).
     tasks: dict[EntityKey, m.EntityTask] = field(default_factory=dict)

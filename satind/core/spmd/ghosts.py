@@ -17,7 +17,7 @@ from satind.core.model.spmd import (
 from satind.core.model.timers import GhostsAgain
 from satind.core.thief import accept_stolen
 from satind.net import messages as m
-from satind.work.events import JobArrived
+from satind.work.events import EntityInput, JobArrived
 from satind.work.jobs import Job
 
 if TYPE_CHECKING:
@@ -41,7 +41,10 @@ def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
     if task.phase != STEP:
         if task.phase == PLACE:
             state.spmd.moved.pop(key, None)
-        return [ToCompute(JobArrived(job))]
+            return [ToCompute(JobArrived(job))]
+        held = state.spmd.held.get(key)  # COLLECT: the entity's state goes with the job
+        given = None if held is None else EntityInput(held.state, {}, held.wall_s > 0, False)
+        return [ToCompute(JobArrived(job, given))]
     state.spmd.waiting[key] = (job, task)
     fx = try_start(state, key)
     if key in state.spmd.waiting:
@@ -105,7 +108,9 @@ def try_start(state: PeerState, key: EntityKey) -> Effects:
     del spmd.waiting[key]
     held.ready = box
     prune(spmd, key, (task.gen, task.iteration + 1))
-    return [ToCompute(JobArrived(job))]
+    # The step reads its state and ghosts from the job's message, not from this table.
+    given = EntityInput(held.state, dict(box), held.wall_s > 0, task.checkpoint)
+    return [ToCompute(JobArrived(job, given))]
 
 
 def prune(spmd: Spmd, key: EntityKey, keep_from: tuple[int, int]) -> None:
