@@ -56,11 +56,10 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
             fx += kind.lost(state, job, thief, why)
             continue
         state.steal.jobs_restarted += 1
-        job.run.redo = [*(job.run.redo or ()), job.path]  # a new list: the compute side reads it
         state.note(
             INFO, __name__, "restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why
         )
-        fx.append(ToCompute(JobArrived(job)))
+        fx.append(ToCompute(JobArrived(job, restarted=True)))
     if state.cfg.ft.orphans:
         # Jobs we took from it have no parent to return to: abort their unfinished frames and
         # keep what they finished (§3.2; abort.py).

@@ -248,6 +248,9 @@ class WorkerBase:
     def _handle(self, event: MailboxEvent) -> None:
         if isinstance(event, JobArrived):
             job = event.job
+            if event.restarted:
+                # A new list: ``account`` reads it at every leaf of the run.
+                job.run.redo = [*(job.run.redo or ()), job.path]
             if in_cut(job, self.cut) or is_aborted(job):
                 return  # a restarted child of an aborted subtree or frame: nobody waits for it
             # Work is here (stolen for us, or taken back): stop asking. The thief stops by

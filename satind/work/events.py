@@ -30,10 +30,13 @@ class EntityInput:
 @dataclass(frozen=True, slots=True)
 class JobArrived:
     """A job for this worker: work stolen from a peer (its arguments still encoded), or a job
-    taken back from a thief. ``entity``: what an SPMD entity job reads (satind/spmd.py)."""
+    taken back from a thief. ``entity``: what an SPMD entity job reads (satind/spmd.py).
+    ``restarted``: taken back from a thief that is gone: the leaves below it count as work
+    done again (``RunState.redo``, kept by the compute thread)."""
 
     job: Job
     entity: EntityInput | None = None
+    restarted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,7 @@ class RunState:
         self.orphans: dict[bytes, str] | None = None
         # Paths of jobs this peer restarted after a loss; a leaf below one of them is work done
         # again (``leaves_redone``). None until a restart, so a leaf pays one attribute read.
+        # Written by the compute thread only (``JobArrived.restarted``).
         self.redo: list[bytes] | None = None
         # The plugin's own counters (``satind.count``), by their stats name; None until one.
         self.app: dict[str, int] | None = None

@@ -42,7 +42,9 @@ def test_an_aborted_frames_stolen_children_get_an_abort_and_are_never_restarted(
     assert list(state.custody.given) == [("r1", other.path)]
     # The thief dies after the abort: only the unrelated job comes back.
     back = restart_jobs_of(state, "b/0", "gone")
-    assert [e.event for e in back if isinstance(e, ToCompute)] == [JobArrived(other)]
+    assert [e.event for e in back if isinstance(e, ToCompute)] == [
+        JobArrived(other, restarted=True)
+    ]
     # A late result of an aborted child finds no record and is ignored.
     late = m.JobResult("r1", kids[1].path, b"\x01", None)
     assert custody.on_job_result(state, "c/0", late, 1.0) == []

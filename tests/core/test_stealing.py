@@ -183,7 +183,9 @@ def test_a_result_from_a_thief_declared_dead_is_ignored() -> None:
     child = job_of(run.state, parent=parent, index=1)
     state.custody.give(("r1", child.path), child, "b/0", 0.0)
     declare(state, "b/0", State.DEAD)
-    assert ToCompute(JobArrived(child)) in restart.restart_jobs_of(state, "b/0", "dead")
+    assert ToCompute(JobArrived(child, restarted=True)) in restart.restart_jobs_of(
+        state, "b/0", "dead"
+    )
     late = m.JobResult("r1", child.path, codec.encode_value(8), None)
     assert custody.on_job_result(state, "b/0", late, 1.0) == []
 
@@ -252,7 +254,7 @@ def test_overdue_jobs_are_asked_about_and_a_gone_thief_loses_them() -> None:
     declare(state, "c/0", State.DEAD)
     fx = custody.custody_tick(state, state.cfg.steal.custody_check_s + 1)
     assert Send("b/0", m.JobQuery("r1", a.path)) in fx
-    assert ToCompute(JobArrived(b)) in fx
+    assert ToCompute(JobArrived(b, restarted=True)) in fx
 
 
 # -- the thief's side ----------------------------------------------------------------------------

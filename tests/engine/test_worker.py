@@ -162,6 +162,19 @@ def test_leaves_below_a_restarted_job_count_as_redone(worker: Worker) -> None:
     assert run.leaves_redone == _leaves(14)
 
 
+def test_a_job_restarted_after_its_thief_died_marks_its_subtree_redone(worker: Worker) -> None:
+    """The network side says so in the job's message; the compute thread keeps the list."""
+    run = _run()
+    job = make_root(fib.fn, (6,), run)
+    worker.post(JobArrived(job, restarted=True))
+    worker.drain()
+    assert run.redo == [job.path]
+    queued = worker.queue.pop()
+    assert queued is job
+    worker.run_job(job)
+    assert value(job) == 8 and run.leaves_redone == _leaves(6)
+
+
 def test_with_log_all_every_finished_job_is_reported() -> None:
     hooks = Hooks()
     w = Worker(EngineConfig(), hooks)
