@@ -18,16 +18,7 @@ from typing import TYPE_CHECKING
 
 from satind.core import lifecycle, messages, orphans, reports, restart, timers
 from satind.core.effects import Effects, Link
-from satind.core.model.timers import (
-    AskCalls,
-    DigestRound,
-    FetchReplicas,
-    FlushShared,
-    GhostsAgain,
-    MoveTimeout,
-    SchedulerTick,
-    TimerEvent,
-)
+from satind.core.model.timers import TIMER_EVENTS, TimerEvent
 from satind.membership.view import Change
 from satind.net import messages as m
 from satind.work.reports import Report
@@ -72,16 +63,6 @@ class OrphanTable:
     tuples: list[m.OrphanTuple]
 
 
-_TIMERS = (
-    FlushShared,
-    DigestRound,
-    FetchReplicas,
-    AskCalls,
-    SchedulerTick,
-    MoveTimeout,
-    GhostsAgain,
-)
-
 Event = Received | MemberChanged | RunsHeard | TuplesHeard | OrphanTable | TimerEvent | Report
 
 
@@ -97,6 +78,6 @@ def handle(state: PeerState, event: Event, now: float) -> Effects:
         return orphans.on_tuples(state, event.tuples)
     if isinstance(event, OrphanTable):
         return orphans.got_table(state, event.tuples)
-    if isinstance(event, _TIMERS):
+    if isinstance(event, TIMER_EVENTS):
         return timers.fire(state, event, now)
     return reports.on_report(state, event, now)

@@ -67,3 +67,13 @@ class GhostsAgain:
 TimerEvent = (
     FlushShared | DigestRound | FetchReplicas | AskCalls | SchedulerTick | MoveTimeout | GhostsAgain
 )
+# The same, as a tuple for ``isinstance`` (core/handle.py tells a timer from other stimuli).
+TIMER_EVENTS = (
+    FlushShared,
+    DigestRound,
+    FetchReplicas,
+    AskCalls,
+    SchedulerTick,
+    MoveTimeout,
+    GhostsAgain,
+)
