@@ -90,6 +90,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pin(pid: int, cpu: int) -> None:
+    """Every thread of ``pid`` on one CPU. ``os.sched_setaffinity(pid)`` alone moves only the
+    process's first thread: its compute thread, which exists already, would stay unpinned."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(tid), {cpu})
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

@@ -1,7 +1,8 @@
 """Self-adaptivity on real processes (issue 19): the coordinator on a run's master drains a
 peer whose CPU the test loads with a hog, and admits a standby peer when the efficiency is
-high again. Three one-peer machines; the master's peer and the loaded peer are pinned to
-different CPUs, the hog to the loaded peer's."""
+high again. Three one-peer machines; the master's peer and the standby peer are pinned to one
+CPU, the loaded peer and two hogs to the other: whatever the order of the decisions, the loaded
+peer gets a third of a CPU and the others at least half of one, so it is the one drained."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.procs import pin
 from tests.integration.test_daemon import Daemon, client, satind, status, wait_for
 
 CONFIG = """
@@ -57,18 +59,22 @@ def machines(tmp_path: Path) -> Iterator[tuple[Daemon, Daemon, Daemon]]:
 def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     tmp_path: Path, machines: tuple[Daemon, Daemon, Daemon]
 ) -> None:
-    m1, m2, _ = machines
+    m1, m2, m3 = machines
     keys = tmp_path
     cpus = sorted(os.sched_getaffinity(0))
     wait_for(lambda: len(status(keys, m1.first)["peers"]) == 3)
     first = {p["slot"]: p["state"] for p in status(keys, m1.first)["peers"]}
     assert first == {"m1/0": "alive", "m2/0": "alive", "m3/0": "standby"}
 
-    os.sched_setaffinity(m1.children[0], {cpus[0]})
-    os.sched_setaffinity(m2.children[0], {cpus[1]})
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # Every thread: pinning the process alone left its compute thread free, and then the
+    # standby peer, once admitted, shared the hog's CPU and was the one drained.
+    pin(m1.children[0], cpus[0])
+    pin(m3.children[0], cpus[0])
+    pin(m2.children[0], cpus[1])
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        os.sched_setaffinity(hog.pid, {cpus[1]})
+        for hog in hogs:
+            os.sched_setaffinity(hog.pid, {cpus[1]})
         # 512 busy leaves of 80 ms: ~40 s of CPU, long enough for several periods even when
         # the rest of the machine is loaded too (with 40 ms leaves, under the full suite, the
         # hog was not felt before the run was 97% done and past draining).
@@ -86,8 +92,9 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
             timeout=180,
         )
     finally:
-        hog.kill()
-        hog.wait()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["check"] == "ok"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.procs import children_of, kill_all
+from tests.integration.procs import children_of, kill_all, pin
 from tests.integration.test_daemon import Daemon, client_in_background, satind, status, wait_for
 from tests.integration.test_recovery_procs import FAST
 
@@ -101,12 +101,6 @@ def test_heat2d_on_local_peers_equals_a_sequential_sweep(tmp_path: Path) -> None
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
-def _pin(pid: int, cpu: int) -> None:
-    """Every thread of ``pid`` on one CPU (its compute thread exists already)."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        os.sched_setaffinity(int(tid), {cpu})
-
-
 def _entities(keys: Path, to: str) -> dict[str, int]:
     return {p["slot"]: int(p["entities"]) for p in status(keys, to)["peers"]}
 
@@ -153,14 +147,14 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
     m2: Daemon | None = None
     hog: subprocess.Popen[bytes] | None = None
     try:
-        _pin(m1.children[0], cpu_a)
+        pin(m1.children[0], cpu_a)
         # 1. Alone, m1 holds all 8 entities; m2 joins mid-run and gets some.
         run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "450", "6"])
         try:
             wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 5)
             assert _entities(tmp_path, m1.first) == {"m1/0": 8}
             m2 = Daemon(tmp_path, "m2", "west", m1.first, *opts)
-            _pin(m2.children[0], cpu_b)
+            pin(m2.children[0], cpu_b)
             wait_for(lambda: _entities(tmp_path, m1.first).get("m2/0", 0) >= 3, limit=40)
             # 2. A CPU hog on m2's CPU: its steps take twice as long, it loses entities.
             before = _entities(tmp_path, m1.first)["m2/0"]
