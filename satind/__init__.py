@@ -3,7 +3,14 @@
 Plugin authors import from here only::
 
     from satind import Plugin, UsageError, abort, spawnable, sync
+
+Clients too (docs/client.md)::
+
+    with satind.connect("node-a:7420", keys="~/.satind/keys") as cluster:
+        print(cluster.submit("nqueens", "12").result())
 """
+
+from typing import Any
 
 # First: it refuses a stale compiled module before one is imported (satind/_native.py).
 from satind import _native as _native
@@ -32,3 +39,38 @@ from satind.work.errors import RemoteJobError as RemoteJobError
 from satind.work.errors import ResultNotReady as ResultNotReady
 
 __version__ = "0.1.0"
+
+# The client API, imported when first used (PEP 562): a peer, a plugin or the compute thread
+# that imports satind does not pay for the client's modules, and no layer below the client
+# depends on it through this package. (Typed, for mypy: ``from satind.client import ...``.)
+_CLIENT = {
+    "connect": "satind.client.sync",
+    "run_local": "satind.client.sync",
+    "open_cluster": "satind.client.api",
+    "run_local_async": "satind.client.api",
+    "Cluster": "satind.client.api",
+    "Run": "satind.client.api",
+    "Outcome": "satind.client.api",
+    "SatindError": "satind.client.errors",
+    "Refused": "satind.client.errors",
+    "BadArguments": "satind.client.errors",
+    "NoSuchPlugin": "satind.client.errors",
+    "NotAllowed": "satind.client.errors",
+    "PeerUnavailable": "satind.client.errors",
+    "Timeout": "satind.client.errors",
+    "RunCancelled": "satind.client.errors",
+    "RunSuspended": "satind.client.errors",
+    "RunLost": "satind.client.errors",
+    "RunFailed": "satind.client.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _CLIENT.get(name)
+    if module is None:
+        raise AttributeError(f"module 'satind' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -19,13 +19,16 @@ import trio
 
 from satind import trace
 from satind._trio import single_errors
+from satind.client.errors import BadArguments, NoSuchPlugin, Refused
+from satind.client.errors import PeerUnavailable as PeerUnavailable
+from satind.client.errors import RunLost as RunLost
 from satind.client.files import ClientFiles, NotAnArgument
 from satind.config import Config
 from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Connection, Identity, TcpTransport, parse_address
-from satind.plugin import PluginFailed, UnknownPlugin, UsageError
+from satind.plugin import PluginFailed, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +50,12 @@ class NoOutput(Exception):
     """No peer has the output of that run (no such run)."""
 
 
-class SubmitRefused(Exception):
+class SubmitRefused(Refused):
     """The peer refused the submission; ``info`` says why."""
 
     def __init__(self, info: m.ErrorInfo) -> None:
         super().__init__(info.message)
         self.info = info
-
-
-class PeerUnavailable(ConnectionError):
-    """The peer closed the connection or did not answer in time."""
 
 
 @dataclass
@@ -98,8 +97,12 @@ class Client:
         code_hash: str = "",
         check: bool = True,
         files: ClientFiles | None = None,
+        entry: str = "",
+        values: bytes = b"",
     ) -> str:
         """Submit a run; returns its id (``contacts`` then holds where else to follow it).
+        With ``entry``, the run is of that function of the plugin's module with the encoded
+        argument tuple ``values`` (and ``argv`` is empty).
         When the master asks for input files the arguments name, ``files`` sends them (the
         submission is made again with their content); without it, the run is refused.
 
@@ -113,7 +116,8 @@ class Client:
         inputs: dict[str, bytes] = {}
         while True:
             req = self.requests.new()
-            if not self.conn.post(m.Submit(req, plugin, argv, code_hash, check, inputs)):
+            submit = m.Submit(req, plugin, argv, code_hash, check, inputs, entry, values)
+            if not self.conn.post(submit):
                 if self.conn.closed:
                     raise PeerUnavailable(f"lost the connection to {self.peer}")
                 size = sum(len(data) for data in inputs.values())
@@ -136,9 +140,9 @@ class Client:
                 raise SubmitRefused(m.ErrorInfo("NotAnArgument", str(exc))) from None
         if reply.error is not None:
             if reply.error.type.endswith("UsageError"):
-                raise UsageError(reply.error.message)
+                raise BadArguments(reply.error.message)
             if reply.error.type.endswith("UnknownPlugin"):
-                raise UnknownPlugin(plugin, [], reply.error.message)
+                raise NoSuchPlugin(plugin, reply.error.message)
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
@@ -417,10 +421,6 @@ async def save_trace(client: Client, run_id: str, path: Path) -> None:
         to_stderr("satind: " + trace.save(path, peers, run_id))
     except OSError as exc:
         to_stderr(f"satind: cannot write the trace to {path}: {exc}")
-
-
-class RunLost(Exception):
-    """No peer could give a run's result: the message says what was tried."""
 
 
 async def follow_result(

@@ -71,6 +71,8 @@ class Parsed:
     args: tuple[Any, ...]
     encoded: bytes
     branching: int
+    # The root's function when it is not the plugin's entry (RunInfo.entry).
+    entry: str = ""
 
 
 def parse_submission(
@@ -91,6 +93,31 @@ def parse_submission(
         args = plugin.parse_args(argv)
     encoded = codec.encode_value(args, max_frame)
     return Parsed(plugin, args, encoded, plugin.branching(args))
+
+
+def parse_function_submission(
+    plugin: plugins.Plugin, qualname: str, values: bytes, max_depth: int
+) -> Parsed:
+    """A run of one spawnable function of the plugin's module with the client's values: no
+    parse runs; decoding the values may run plugin code (a registered type's constructor),
+    so this runs in a worker thread too. The branching factor is the plugin's when the
+    function is its entry, else 2 (progress is then estimated as for a binary tree).
+
+    Raises:
+        UsageError: no such function, or values that are not an argument tuple.
+        PluginFailed: the plugin's max_branching raised.
+    """
+    fn = plugin.function(qualname)
+    try:
+        args = codec.decode_value(values, max_depth)
+    except codec.DecodeError as exc:
+        raise plugins.UsageError(f"{plugin.name}: the arguments cannot be decoded: {exc}") from None
+    if not isinstance(args, (list, tuple)):
+        raise plugins.UsageError(f"{plugin.name}: the arguments must be a tuple of values")
+    args = tuple(args)
+    own = fn is plugin.entry
+    branching = plugin.branching(args) if own else 2
+    return Parsed(plugin, args, values, branching, "" if own else fn.name)
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,9 @@ def _judged(
 ) -> Verdict:
     result = codec.decode_value(value, max_depth)
     check = "skipped"  # the submitter said not to
+    if info.entry:
+        # Another function of the plugin's module: its check and report are the entry's.
+        return Verdict(None, check if not info.check else "not checked: not the plugin's entry")
     if info.check and plugin.check is None:
         check = f"not checked: plugin {plugin.name} has no check"
     elif info.check and plugin.check is not None:
@@ -230,6 +260,7 @@ def submit(
         master=state.name,
         branching=parsed.branching,
         check=msg.check,
+        entry=parsed.entry,
     )
     run = PeerRun(
         info, RunState(info.run_id, info.plugin, 1.0 / info.branching, info.epoch), parsed.plugin

@@ -9,8 +9,10 @@ peer. Kept below the rules that start runs, so none of them imports another to d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from satind.api import lookup_spawnable
 from satind.core.effects import INFO, Changed, Effects, Log, QueueRoot, Send, Spread, StealUpdate
 from satind.core.model.orphans import Orphans
 from satind.core.runs import FINAL, QUEUED, RUNNING, PeerRun
@@ -40,7 +42,7 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
     run.baseline = state.peer_counters()
     run.started = now
     state.runs.active[run.info.run_id] = run
-    run.root = make_root(run.plugin.entry.fn, run.args, run.state)
+    run.root = make_root(_root_function(run), run.args, run.state)
     if run.plugin.kind != "divide-and-conquer":
         # The root of an iterative or SPMD run is its scheduler: it runs here, never stolen
         # (its tasks are pushed; on a loaded machine a thief took the root before the
@@ -60,6 +62,25 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         StealUpdate(),
         Changed(),
     ]
+
+
+def _root_function(run: PeerRun) -> Callable[..., Any]:
+    """The function the run's root calls: the plugin's entry, or the function it was
+    submitted as (``RunInfo.entry``, found on every peer with the plugin's code hash)."""
+    assert run.plugin is not None
+    if not run.info.entry:
+        return run.plugin.entry.fn
+    found = lookup_spawnable(run.info.entry)
+    if found is not None:
+        return found.fn
+    name = run.info.entry
+
+    def missing(*args: Any) -> Any:
+        # Not reached with matching code (the master checks every member's code hash): the
+        # run fails saying so, and this peer goes on.
+        raise LookupError(f"this peer has no function {name} in plugin {run.info.plugin}")
+
+    return missing
 
 
 def start_next(state: PeerState, now: float) -> Effects:

@@ -39,6 +39,11 @@ class Submit(Message):
     # The content of input files the arguments name, by argument (satind/files.py): the
     # client sends those the master asked for (``Submitted.needs``).
     inputs: dict[str, bytes] = field(default_factory=dict)
+    # A run of one spawnable function of the plugin's module with Python values (the client
+    # API's ``cluster.submit(fn, *args)``): its qualified name there, and the CBOR of its
+    # arguments' tuple. ``argv`` is then empty and the plugin's parse does not run.
+    entry: str = ""
+    values: bytes = b""
 
 
 @dataclass(frozen=True)

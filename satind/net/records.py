@@ -35,6 +35,9 @@ class RunInfo:
     epoch: int = 0
     # Whether the master runs the plugin's check on the result (`satind run --no-check`).
     check: bool = True
+    # The root's function when it is not the plugin's entry (a run submitted as a function
+    # with Python values): its registry name, "module:qualname", in the plugin's module.
+    entry: str = ""
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,10 @@ async def parse(
 
     def parse_here() -> master.Parsed:
         started.append(True)
+        if msg.entry:
+            return master.parse_function_submission(
+                plugin, msg.entry, msg.values, peer.cfg.net.max_depth
+            )
         return master.parse_submission(
             plugin, msg.argv, peer.cfg.net.max_frame_bytes, msg.inputs, peer.cfg.files
         )

@@ -13,6 +13,7 @@ stay what they were when the errors lived in one module ``satind/plugin.py``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -144,6 +145,36 @@ class Plugin:
 
     def make_report(self, argv: Sequence[str], result: Any) -> Any:
         return result if self.report is None else self.report(argv, result)
+
+    @property
+    def home(self) -> str:
+        """The name of the module that defines the plugin (as this process imported it)."""
+        return self.module or self.entry.fn.__module__
+
+    def function(self, qualname: str) -> Spawnable[Any]:
+        """The @spawnable function ``qualname`` of the plugin's module: what a run submitted
+        as a function with Python values starts with (the client API's ``submit(fn, ...)``).
+        Only a divide-and-conquer plugin's module: the others' roots are satind's drivers.
+
+        Raises:
+            UsageError: there is no such spawnable function there, or the plugin is not of the
+                divide-and-conquer kind.
+        """
+        if self.kind != "divide-and-conquer":
+            raise UsageError(
+                f"plugin {self.name} is an {self.kind} plugin: submit it by name with its "
+                f"arguments (usage: {self.usage}), not as a function"
+            )
+        obj: Any = sys.modules.get(self.home)
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None) if part.isidentifier() else None
+        if not isinstance(obj, Spawnable):
+            raise UsageError(
+                f"plugin {self.name}: its module has no @spawnable function {qualname!r} at "
+                "its top level (a function submitted by value must be defined at the top "
+                "level of the plugin's own file, and decorated with @satind.spawnable)"
+            )
+        return obj
 
 
 class UnknownPlugin(LookupError):

@@ -1,0 +1,480 @@
+"""The Python client API, async form (trio): ``open_cluster`` gives a ``Cluster``, whose
+``submit`` gives a ``Run``. The synchronous form (client/sync.py) and the command line
+(satind/cli/) are made of these; docs/client.md is their guide.
+
+A run is submitted either by plugin name with string arguments, parsed on the master as
+``satind submit`` does, or as one @spawnable function of a plugin's module with Python values
+as its arguments (``Submit.entry``): the values travel in satind's codec (CBOR, registered
+types included, never pickle), and every member has the function because it has the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from satind import config as config_mod
+from satind.api import Spawnable
+from satind.client import client as remote
+from satind.client.errors import BadArguments, Refused, run_error
+from satind.net import codec, tls
+from satind.net import messages as m
+from satind.net.transport import Address, parse_address
+from satind.plugin import Plugin, is_plugin_name
+
+# The bytes a Submit needs besides its arguments' values (ids, names, the message's frame).
+SUBMIT_OVERHEAD = 4096
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a client connects and as whom: the peer's address, the client certificate (None
+    without TLS) and the configuration its timeouts come from."""
+
+    address: Address
+    credentials: tls.Credentials | None
+    cfg: config_mod.Config
+
+
+def target(
+    to: str | None = None,
+    keys: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+    config: str | os.PathLike[str] | config_mod.Config | None = None,
+) -> Target:
+    """Resolve where to connect: each of ``to`` and ``keys`` from the argument, else
+    ``$SATIND_TO`` / ``$SATIND_KEYS``, else the ``[client]`` section of ``config`` (a TOML
+    file, else ``$SATIND_CONFIG``). ``~`` in a path is the home directory.
+
+    Raises:
+        ValueError: no keys anywhere, a bad address, or keys that cannot be used (the
+            message says which and how to fix it); config.ConfigError: a bad config file.
+    """
+    cfg = load_config(config)
+    where = to or os.environ.get("SATIND_TO") or cfg.client.to
+    directory = str(keys or "") or os.environ.get("SATIND_KEYS") or cfg.client.keys
+    if not directory and cfg.net.tls:
+        raise ValueError(
+            "no keys: pass keys=DIR, or set SATIND_KEYS, or [client] keys in the config "
+            "(make them with `satind keys init DIR`)"
+        )
+    try:
+        address = parse_address(where)
+    except ValueError as exc:
+        raise ValueError(f"bad address {where!r}: {exc} (give HOST:PORT)") from None
+    credentials = None
+    if cfg.net.tls:
+        try:
+            credentials = tls.Credentials.load(
+                Path(directory).expanduser(), name or cfg.client.name, tls.ROLE_CLIENT
+            )
+        except tls.KeysError as exc:
+            raise ValueError(str(exc)) from None
+    return Target(address, credentials, cfg)
+
+
+def load_config(config: str | os.PathLike[str] | config_mod.Config | None) -> config_mod.Config:
+    """The configuration a client uses: ``config`` itself, or the TOML file it names, or the
+    one ``$SATIND_CONFIG`` names, or the defaults.
+
+    Raises:
+        config.ConfigError: the file cannot be read or names unknown settings.
+    """
+    if isinstance(config, config_mod.Config):
+        return config
+    path = config if config is not None else os.environ.get("SATIND_CONFIG")
+    return config_mod.load(Path(path).expanduser() if path else None)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as the cluster reports it (``Cluster.runs()``)."""
+
+    id: str
+    plugin: str
+    argv: list[str]
+    master: str
+    state: str  # queued, running, done, failed, suspended, cancelled, checkpointed
+    progress: float
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    """One peer as the cluster reports it (``Cluster.peers()``)."""
+
+    name: str
+    cluster: str
+    state: str  # alive, suspect, dead, left, draining, reclaimed, standby
+    address: str
+    jobs_run: int
+    cpu_percent: float
+    rss_mb: float
+
+
+@dataclass
+class Outcome:
+    """Everything a finished run gave: its value, what the plugin's report and check made
+    of it on the master, and the run's statistics."""
+
+    run_id: str
+    value: Any
+    report: Any
+    check: str
+    elapsed_s: float
+    peers: int
+    stats: dict[str, int | float] = field(default_factory=dict)
+
+
+def submission(what: Any, args: Sequence[Any], max_frame: int) -> tuple[str, list[str], str, bytes]:
+    """What to submit for ``cluster.submit(what, *args)``: (plugin name, argv, entry, values).
+
+    Raises:
+        TypeError: ``what`` is neither a plugin name nor a @spawnable function, or a plugin
+            name with arguments that are not strings or numbers.
+        ValueError: the function's module defines no plugin.
+        BadArguments: the values cannot travel (a type the codec does not carry, too large).
+    """
+    if isinstance(what, str):
+        bad = [a for a in args if not isinstance(a, (str, int, float)) or isinstance(a, bool)]
+        if bad:
+            raise TypeError(
+                f"a run submitted by plugin name takes command-line arguments (strings, as "
+                f"`satind submit` would send them), not {type(bad[0]).__name__}: to pass "
+                "Python values, submit the plugin's @spawnable function itself"
+            )
+        return what, [str(a) for a in args], "", b""
+    if not isinstance(what, Spawnable):
+        raise TypeError(
+            f"submit takes a plugin name or a @satind.spawnable function, not {what!r} "
+            "(decorate the function with @satind.spawnable, in a plugin's file)"
+        )
+    plugin = plugin_of(what)
+    qualname = what.fn.__qualname__
+    try:
+        values = codec.encode_value(tuple(args), max_frame - SUBMIT_OVERHEAD)
+    except codec.EncodeError as exc:
+        raise BadArguments(
+            f"the arguments of {qualname} cannot be sent: {exc} (large inputs: see "
+            "docs/plugins.md 'Inputs and outputs')"
+        ) from None
+    return plugin.name, [], qualname, values
+
+
+def plugin_of(fn: Spawnable[Any]) -> Plugin:
+    """The plugin whose module defines ``fn`` (its own, if one is; else the first there).
+
+    Raises:
+        ValueError: the function is not at a module's top level, or its module defines no
+            plugin (the message says how to make one).
+    """
+    qualname = fn.fn.__qualname__
+    module_name = fn.fn.__module__
+    if "<locals>" in qualname:
+        raise ValueError(
+            f"{qualname} is defined inside a function: a function submitted to a cluster must "
+            "be at the top level of a plugin's file"
+        )
+    module = sys.modules.get(module_name)
+    found = (
+        [
+            value
+            for name, value in vars(module).items()
+            if is_plugin_name(name) and isinstance(value, Plugin)
+        ]
+        if module is not None
+        else []
+    )
+    if not found:
+        where = getattr(module, "__file__", None) or module_name
+        raise ValueError(
+            f"{qualname} is not part of a plugin: its module ({where}) defines no "
+            "PLUGIN = satind.Plugin(...). Put the function in a plugin file (docs/plugins.md) "
+            "that every peer has (--plugin-path), or ship it (docs/client.md)"
+        )
+    own = [p for p in found if p.entry is fn]
+    return (own or found)[0]
+
+
+class Run:
+    """A run submitted to (or found on) a cluster. Its methods ask the peer the cluster is
+    connected to, which relays to the run's master wherever it is."""
+
+    def __init__(self, cluster: Cluster, run_id: str, mine: bool = False) -> None:
+        self.cluster = cluster
+        self.id = run_id
+        # Submitted on this connection: its result comes on it (else it is asked for).
+        self._mine = mine
+        self._result: m.RunResult | None = None
+
+    def __repr__(self) -> str:
+        return f"<satind.Run {self.id}>"
+
+    async def info(self) -> RunInfo:
+        """The run's line in the cluster's status.
+
+        Raises:
+            LookupError: the cluster has no such run (any more).
+        """
+        for run in await self.cluster.runs():
+            if run.id == self.id:
+                return run
+        raise LookupError(f"the cluster has no run {self.id}")
+
+    async def status(self) -> str:
+        """queued, running, done, failed, suspended, cancelled or checkpointed."""
+        return (await self.info()).state
+
+    async def progress(self) -> float:
+        """The share of the run's work done, in [0, 1] (estimated from job ids while it runs;
+        -1 when the peer knows no such running run)."""
+        client = self.cluster.client
+        reply = await client.progress(self.id, self.cluster.cfg.client.timeout_s)
+        if reply is None:
+            return (await self.info()).progress
+        return reply.progress if reply.progress >= 0 else (await self.info()).progress
+
+    async def logs(self, follow: bool = False) -> AsyncIterator[str]:
+        """The run's output lines (what its jobs print or log, on every peer), from its
+        first; with ``follow``, then each new one until the run ends."""
+        client = self.cluster.client
+        cfg = self.cluster.cfg
+        start = 0
+        while True:
+            reply = await client.logs(self.id, start, cfg.client.timeout_s)
+            if reply is None:
+                raise remote.PeerUnavailable(f"no answer about the output of run {self.id}")
+            if reply.error and not reply.lines:
+                raise LookupError(reply.error)
+            for line in reply.lines:
+                yield line
+            start = reply.next
+            if not follow:
+                return
+            if reply.over:
+                # Every peer's last lines reach the master within run.log_tail_s.
+                await trio.sleep(cfg.run.log_tail_s)
+                last = await client.logs(self.id, start, cfg.client.timeout_s)
+                for line in last.lines if last is not None else []:
+                    yield line
+                return
+            await trio.sleep(cfg.run.log_flush_s)
+
+    async def cancel(self) -> None:
+        """Cancel the run (its result then raises ``RunCancelled``).
+
+        Raises:
+            Refused: the run cannot be cancelled (no such run, or it is over).
+        """
+        await self.cluster._control(m.CancelRequest(self.cluster.client.requests.new(), self.id))
+
+    async def outcome(self) -> Outcome:
+        """Wait for the run to end; its value with the plugin's report and check, and its
+        statistics. (To bound the wait: ``with trio.fail_after(seconds):``.)
+
+        Raises:
+            RunCancelled, RunSuspended, RunLost; the job's exception (see ``result``).
+        """
+        result = await self._wait()
+        if result.error is not None:
+            raise run_error(self.id, result.error)
+        depth = self.cluster.cfg.net.max_depth
+        assert result.value is not None
+        value = codec.decode_value(result.value, depth)
+        report = value if result.report is None else codec.decode_value(result.report, depth)
+        return Outcome(
+            self.id, value, report, result.check, result.elapsed_s, result.peers, result.stats
+        )
+
+    async def result(self) -> Any:
+        """Wait for the run to end and return its value, decoded here (a registered type as
+        itself when this process registered it too). To bound the wait, as anywhere in trio:
+        ``with trio.fail_after(seconds):`` (the run goes on).
+
+        Raises:
+            RunCancelled, RunSuspended: an operator (or ``cancel()``) stopped it.
+            RunLost: no peer could give its result any more.
+            the job's exception, as itself when it can be rebuilt here, else RunFailed.
+        """
+        return (await self.outcome()).value
+
+    async def _wait(self) -> m.RunResult:
+        if self._result is None:
+            self._result = await self._follow()
+        return self._result
+
+    async def _follow(self) -> m.RunResult:
+        client = self.cluster.client
+        try:
+            if self._mine:
+                return await client.result(self.id)
+            reply = await client.fetch_result(self.id, True, self.cluster.cfg.client.timeout_s)
+            if reply.result is None:
+                raise LookupError(reply.error or f"no result for run {self.id}")
+            return reply.result
+        except remote.PeerUnavailable:
+            # The peer is lost (a crash; the run goes on under an elected master): follow it
+            # through the other members it named.
+            return await remote.follow_result(
+                self.id, client.follow_addresses(), self.cluster.cfg, client.transport.credentials
+            )
+
+
+class Cluster:
+    """A connection to one peer of a satind cluster, through which the whole cluster is
+    used (that peer relays to the others)."""
+
+    def __init__(self, client: remote.Client, cfg: config_mod.Config) -> None:
+        self.client = client
+        self.cfg = cfg
+
+    @property
+    def peer(self) -> str:
+        """The name of the peer this connection is to."""
+        return self.client.peer
+
+    async def submit(self, what: Any, *args: Any, check: bool = True) -> Run:
+        """Submit a run: ``submit("nqueens", "14")`` by plugin name with command-line
+        arguments, or ``submit(fn, *values)`` for a @spawnable function of a plugin's module
+        with Python values. ``check=False``: the master skips the plugin's check.
+
+        Raises:
+            BadArguments (a ``satind.UsageError``): the plugin refused the arguments.
+            NoSuchPlugin: no peer has the plugin; Refused: any other refusal.
+            TypeError, ValueError: ``what`` cannot be submitted (see ``submission``).
+            PeerUnavailable: no answer.
+        """
+        plugin, argv, entry, values = submission(what, args, self.cfg.net.max_frame_bytes)
+        run_id = await self.client.submit(plugin, argv, check=check, entry=entry, values=values)
+        return Run(self, run_id, mine=True)
+
+    async def run(self, what: Any, *args: Any) -> Any:
+        """``submit`` then ``result``: the run's value."""
+        return await (await self.submit(what, *args)).result()
+
+    def get_run(self, run_id: str) -> Run:
+        """A run by id, submitted by anyone (its methods fail if there is no such run)."""
+        return Run(self, run_id)
+
+    async def runs(self) -> list[RunInfo]:
+        """Every run the cluster knows (running, queued, and those that ended lately)."""
+        reply = await self.client.status()
+        return [
+            RunInfo(r.run_id, r.plugin, list(r.argv), r.master, r.state, r.progress, r.elapsed_s)
+            for r in reply.runs
+        ]
+
+    async def peers(self) -> list[PeerInfo]:
+        """Every member the connected peer knows, itself first."""
+        reply = await self.client.status()
+        return [
+            PeerInfo(p.name, p.cluster, p.state, p.address, p.jobs_run, p.cpu_percent, p.rss_mb)
+            for p in reply.peers
+        ]
+
+    async def drain(self, *peers: str, cluster: str = "") -> list[str]:
+        """Drain peers (by name, ``m1/0``, or a machine's name for all of its peers) or a
+        whole cluster: each hands its work and results over and leaves. Returns the peers
+        affected.
+
+        Raises:
+            Refused: nothing to drain by those names (the message says what there is).
+        """
+        if bool(peers) == bool(cluster):
+            raise ValueError("give peers to drain, or cluster=NAME, not both")
+        msg = m.DrainRequest(self.client.requests.new(), list(peers), cluster)
+        return await self._control(msg)
+
+    async def resume(self, run_id: str) -> Run:
+        """Resume a suspended or checkpointed run from its checkpoints.
+
+        Raises:
+            Refused: no checkpoint of the run on the connected peer.
+        """
+        return Run(self, await self.client.resume(run_id), mine=True)
+
+    async def _control(self, msg: m.Message) -> list[str]:
+        reply = await self.client.control(msg)
+        if not reply.ok:
+            raise Refused(reply.message)
+        return list(reply.affected)
+
+
+@asynccontextmanager
+async def open_cluster(
+    to: str | None = None,
+    keys: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+    config: str | os.PathLike[str] | config_mod.Config | None = None,
+) -> AsyncIterator[Cluster]:
+    """Connect to the peer at ``to`` (HOST:PORT) with the client certificate in ``keys``
+    (see ``target`` for the defaults), for the body of an ``async with``.
+
+    Raises:
+        PeerUnavailable: the peer cannot be reached.
+        ValueError: see ``target``.
+    """
+    where = target(to, keys, name=name, config=config)
+    credentials = where.credentials if where.cfg.net.tls else None
+    async with remote.connect(where.address, where.cfg, credentials) as client:
+        yield Cluster(client, where.cfg)
+
+
+def plugin_dirs(what: Any) -> list[Path]:
+    """The ``--plugin-path`` directories local peers need to run ``what``: none for a plugin
+    name or a built-in's function (the peers have those); else the directory of the file
+    that defines the function's plugin (the peers import it as a plugin file from there)."""
+    if not isinstance(what, Spawnable):
+        return []
+    module = sys.modules.get(plugin_of(what).home)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None or module.__name__.startswith("satind_plugins."):
+        return []
+    return [Path(path).resolve().parent]
+
+
+async def run_local_async(
+    what: Any,
+    *args: Any,
+    peers: int | None = None,
+    plugin_path: Sequence[Path] = (),
+    config: str | os.PathLike[str] | config_mod.Config | None = None,
+) -> Any:
+    """Start ``peers`` local peers (one per CPU by default; mutual TLS with throw-away keys,
+    as ``satind run`` does), run ``what`` with ``args`` on them (as ``Cluster.submit``),
+    stop them, and return the run's value. A function's plugin file is found by the peers
+    in its own directory; ``plugin_path`` adds others (for a plugin submitted by name).
+
+    Raises:
+        what ``Cluster.submit`` and ``Run.result`` raise; PeerUnavailable: the peers did not
+        start (the message says why).
+    """
+    from satind.ops.launcher import StartupError, ephemeral_keys, local_peers
+
+    cfg = load_config(config)
+    count = peers if peers is not None else config_mod.default_peer_count()
+    if count < 1:
+        raise ValueError("peers must be at least 1")
+    # Checked before any peer starts: a function that cannot be submitted costs nothing.
+    submission(what, args, cfg.net.max_frame_bytes)
+    paths = [*plugin_path, *(d for d in plugin_dirs(what) if d not in plugin_path)]
+    keys = ephemeral_keys()
+    credentials = keys.client if cfg.net.tls else None
+    try:
+        async with local_peers(count, keys=keys, plugin_paths=paths, cfg=cfg) as started:
+            master = started[0]
+            assert master.address is not None
+            async with remote.connect(master.address, cfg, credentials, master.name) as client:
+                run = await Cluster(client, cfg).submit(what, *args)
+                return await run.result()
+    except StartupError as exc:
+        raise remote.PeerUnavailable(f"the local peers did not start: {exc}") from None

@@ -1,0 +1,274 @@
+"""The Python client API, synchronous form: ``satind.connect(...)`` and ``satind.run_local``
+for scripts and notebooks, made of the async form (client/api.py).
+
+Each connection runs its own trio loop in a thread of its own (``Loop``), and every method
+is a call into that loop that blocks the caller until it is answered. So it works the same
+in a plain script and where an event loop already runs in the caller's thread (Jupyter's
+asyncio loop): nothing runs on the caller's loop. The only things shared between the
+caller's thread and the loop's are the calls themselves, handed over by trio's
+``from_thread`` (a queue), and their answers.
+
+Ctrl-C while a call waits interrupts the wait, not the run: the run goes on (as with Ray's
+``ray.get``); ``run.cancel()`` stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import trio
+
+from satind import config as config_mod
+from satind._trio import single_errors
+from satind.client import api
+from satind.client import client as remote
+from satind.client.api import Outcome, PeerInfo, RunInfo
+from satind.client.errors import Timeout
+
+T = TypeVar("T")
+
+
+class Loop:
+    """A trio loop in a thread of its own, running ``main(ready)`` until ``close``; ``call``
+    runs an async function in it from any other thread and returns what it returned."""
+
+    def __init__(self, main: Callable[[Callable[[], None]], Awaitable[None]], label: str) -> None:
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._ready = threading.Event()
+        self._stop: trio.Event | None = None
+        self._failed: BaseException | None = None
+
+        async def body() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+
+                async def stop_when_asked() -> None:
+                    assert self._stop is not None
+                    await self._stop.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(stop_when_asked)
+                await main(self._ready.set)
+                nursery.cancel_scope.cancel()
+
+        def thread() -> None:
+            try:
+                with single_errors():
+                    trio.run(body)
+            except BaseException as exc:  # handed to the caller by start()
+                self._failed = exc
+            finally:
+                self._ready.set()
+
+        self._thread = threading.Thread(target=thread, name=label, daemon=True)
+
+    def start(self) -> None:
+        """Start the loop and wait until ``main`` says it is ready.
+
+        Raises:
+            what ``main`` raised before it was ready.
+        """
+        self._thread.start()
+        self._ready.wait()
+        if self._failed is not None:
+            self._thread.join()
+            raise self._failed
+
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        if self._token is None or not self._thread.is_alive():
+            raise RuntimeError("this satind connection is closed")
+        with single_errors():
+            return trio.from_thread.run(fn, *args, trio_token=self._token)
+
+    def close(self) -> None:
+        if self._token is not None and self._thread.is_alive() and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):  # it ended meanwhile
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+
+async def within(
+    limit_s: float | None, fn: Callable[[], Awaitable[T]], what: str = "the call"
+) -> T:
+    """``fn()``, or Timeout after ``limit_s`` seconds (None: no limit)."""
+    try:
+        with trio.fail_after(limit_s if limit_s is not None else float("inf")):
+            return await fn()
+    except trio.TooSlowError:
+        raise Timeout(f"{what} did not end within {limit_s:g} s; it goes on") from None
+
+
+class SyncRun:
+    """A run (see ``api.Run``); each method blocks until answered."""
+
+    def __init__(self, loop: Loop, run: api.Run) -> None:
+        self._loop = loop
+        self._run = run
+        self.id = run.id
+
+    def __repr__(self) -> str:
+        return f"<satind.Run {self.id}>"
+
+    def info(self) -> RunInfo:
+        return self._loop.call(self._run.info)
+
+    def status(self) -> str:
+        return self._loop.call(self._run.status)
+
+    def progress(self) -> float:
+        return self._loop.call(self._run.progress)
+
+    def cancel(self) -> None:
+        self._loop.call(self._run.cancel)
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The run's value (see ``api.Run.result``).
+
+        Raises:
+            Timeout: the run did not end within ``timeout`` seconds (it goes on).
+        """
+        return self.outcome(timeout).value
+
+    def outcome(self, timeout: float | None = None) -> Outcome:
+        """See ``api.Run.outcome``; ``Timeout`` as ``result``."""
+        got: Outcome = self._loop.call(within, timeout, self._run.outcome, f"run {self.id}")
+        return got
+
+    def logs(self, follow: bool = False) -> Iterator[str]:
+        """The run's output lines; with ``follow``, until the run ends (see ``api.Run.logs``)."""
+        lines = self._run.logs(follow)
+        assert isinstance(lines, AsyncGenerator)
+
+        async def next_line() -> str | None:
+            try:
+                line: str = await lines.__anext__()
+                return line
+            except StopAsyncIteration:
+                return None
+
+        try:
+            while (line := self._loop.call(next_line)) is not None:
+                yield line
+        finally:
+            self._loop.call(lines.aclose)
+
+
+class SyncCluster:
+    """A connection to a cluster (see ``api.Cluster``); a context manager that closes it."""
+
+    def __init__(self, where: api.Target) -> None:
+        self._cluster: api.Cluster | None = None
+
+        async def main(ready: Callable[[], None]) -> None:
+            credentials = where.credentials if where.cfg.net.tls else None
+            async with remote.connect(where.address, where.cfg, credentials) as client:
+                self._cluster = api.Cluster(client, where.cfg)
+                ready()
+                await trio.sleep_forever()
+
+        self._loop = Loop(main, "satind-client")
+        self._loop.start()
+
+    @property
+    def cluster(self) -> api.Cluster:
+        assert self._cluster is not None
+        return self._cluster
+
+    @property
+    def peer(self) -> str:
+        return self.cluster.peer
+
+    def __enter__(self) -> SyncCluster:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (runs submitted go on)."""
+        self._loop.close()
+
+    def submit(self, what: Any, *args: Any, check: bool = True) -> SyncRun:
+        """See ``api.Cluster.submit``."""
+        run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check))
+        return SyncRun(self._loop, run)
+
+    def run(self, what: Any, *args: Any, timeout: float | None = None) -> Any:
+        """``submit`` then ``result`` (``Timeout`` past ``timeout`` seconds)."""
+        return self.submit(what, *args).result(timeout)
+
+    def get_run(self, run_id: str) -> SyncRun:
+        return SyncRun(self._loop, self.cluster.get_run(run_id))
+
+    def runs(self) -> list[RunInfo]:
+        return self._loop.call(self.cluster.runs)
+
+    def peers(self) -> list[PeerInfo]:
+        return self._loop.call(self.cluster.peers)
+
+    def drain(self, *peers: str, cluster: str = "") -> list[str]:
+        return self._loop.call(lambda: self.cluster.drain(*peers, cluster=cluster))
+
+    def resume(self, run_id: str) -> SyncRun:
+        return SyncRun(self._loop, self._loop.call(self.cluster.resume, run_id))
+
+
+def connect(
+    to: str | None = None,
+    keys: str | os.PathLike[str] | None = None,
+    *,
+    name: str | None = None,
+    config: str | os.PathLike[str] | config_mod.Config | None = None,
+) -> SyncCluster:
+    """Connect to the peer at ``to`` (HOST:PORT) with the client certificate in ``keys``;
+    defaults: ``$SATIND_TO``, ``$SATIND_KEYS``, then the config's ``[client]`` section (see
+    ``api.target``). Use it in a ``with`` block, or call ``close()``.
+
+    Raises:
+        PeerUnavailable: the peer cannot be reached; ValueError: bad address or keys.
+    """
+    return SyncCluster(api.target(to, keys, name=name, config=config))
+
+
+def run_local(
+    what: Any,
+    *args: Any,
+    peers: int | None = None,
+    plugin_path: Sequence[str | os.PathLike[str]] = (),
+    config: str | os.PathLike[str] | config_mod.Config | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """Run on fresh local peers (the embedded default of ``satind run``) and return the
+    value; see ``api.run_local_async``. Blocks; Ctrl-C stops the peers."""
+    got: list[Any] = []
+
+    async def main(ready: Callable[[], None]) -> None:
+        async def go() -> Any:
+            paths = [Path(p) for p in plugin_path]
+            return await api.run_local_async(
+                what, *args, peers=peers, plugin_path=paths, config=config
+            )
+
+        got.append(await within(timeout, go, "the local run"))
+        ready()
+
+    loop = Loop(main, "satind-run-local")
+    try:
+        loop.start()
+    except KeyboardInterrupt:
+        loop.close()
+        raise
+    return got[0]
