@@ -12,9 +12,8 @@ from typing import Any
 
 from satind import config as config_mod
 from satind.cli.exits import EXIT_USAGE, CliError
+from satind.client import api
 from satind.client import client as remote
-from satind.net import tls
-from satind.net.transport import parse_address
 
 
 def load_config(path: Path | None) -> config_mod.Config:
@@ -57,25 +56,25 @@ async def connected(
     args: argparse.Namespace, cfg: config_mod.Config
 ) -> AsyncIterator[remote.Client]:
     """A client connected to the peer at --to (or $SATIND_TO, or [client] to), with the client
-    certificate from --keys (or $SATIND_KEYS, or [client] keys).
+    certificate from --keys (or $SATIND_KEYS, or [client] keys): the Python API's
+    ``target`` (client/api.py) decides, so the two never differ.
 
     Raises:
         CliError: no keys, a bad address, or unusable keys (usage errors).
         PeerUnavailable: the peer does not answer.
     """
-    to = env_default(args.to, "SATIND_TO", cfg.client.to)
-    keys = env_default(args.keys, "SATIND_KEYS", cfg.client.keys)
-    if not keys:
-        raise CliError(
-            "no keys: pass --keys DIR or set SATIND_KEYS (make them with `satind keys init DIR`)",
-            EXIT_USAGE,
-        )
     try:
-        address = parse_address(to)
-        credentials = tls.Credentials.load(
-            Path(keys), args.as_name or cfg.client.name, tls.ROLE_CLIENT
-        )
-    except (ValueError, tls.KeysError) as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    async with remote.connect(address, cfg, credentials if cfg.net.tls else None) as client:
+        where = api.target(args.to, args.keys, name=args.as_name, config=cfg)
+    except ValueError as exc:
+        raise CliError(str(exc).replace("keys=DIR", "--keys DIR"), EXIT_USAGE) from None
+    async with remote.connect(where.address, cfg, where.credentials) as client:
         yield client
+
+
+@asynccontextmanager
+async def cluster_of(
+    args: argparse.Namespace, cfg: config_mod.Config
+) -> AsyncIterator[api.Cluster]:
+    """The Python API's Cluster over ``connected``: what the commands about runs use."""
+    async with connected(args, cfg) as client:
+        yield api.Cluster(client, cfg)

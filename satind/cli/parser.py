@@ -329,7 +329,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "peer",
         metavar="PEER_ID",
         nargs="?",
-        help="the peer to drain (NAME/INDEX); or use --cluster or --all",
+        help="the peer to drain (NAME/INDEX), or every peer of a machine (NAME); or use --cluster",
     )
     drain.add_argument("--cluster", help="drain every peer of this cluster")
     client_options(drain)

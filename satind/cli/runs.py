@@ -1,5 +1,6 @@
 """Commands about runs on a running system: `submit`, `result`, `resume`, `suspend`,
-`cancel`."""
+`cancel`, `logs`. Made of the Python API (client/api.py): a command is a Cluster call and
+the printing of what it gave."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from collections.abc import Awaitable
 import trio
 
 from satind import plugin as plugins
-from satind.cli.common import connected
+from satind.cli.common import cluster_of, connected
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.cli.report import show_result
+from satind.client import api
 from satind.client import client as remote
+from satind.client.errors import Refused, RunLost
 from satind.client.files import ClientFiles, save_into
 from satind.config import Config
 from satind.net import messages as m
@@ -28,24 +31,24 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
     # The run's files are this machine's: input files go with the submission, outputs are
     # written here (client/files.py).
     run_files = ClientFiles(args.args, cfg.files.max_input_bytes)
-    async with connected(args, cfg) as client:
+    async with cluster_of(args, cfg) as cluster:
         try:
-            run_id = await client.submit(
-                args.plugin, list(args.args), check=not args.no_check, files=run_files
+            run = await cluster.submit(
+                args.plugin, *args.args, check=not args.no_check, files=run_files
             )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
-        except remote.SubmitRefused as exc:
+        except Refused as exc:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
-            return _print_run_id(run_id, args.json)
-        print(f"satind: run {run_id} submitted", file=sys.stderr)
+            return _print_run_id(run.id, args.json)
+        print(f"satind: run {run.id} submitted", file=sys.stderr)
         bar = (args.plugin, list(args.args)) if not args.json and sys.stderr.isatty() else None
-        result = await _until_interrupted(wait_or_follow(client, run_id, cfg, bar))
+        result = await _until_interrupted(wait_or_follow(run, cfg, bar))
         if result is None:
-            return await _interrupted(client, args, run_id, cfg)
+            return await _interrupted(run, args)
         if args.trace is not None:
-            await remote.save_trace(client, run_id, args.trace)
+            await remote.save_trace(cluster.client, run.id, args.trace)
     saved = run_files.save(result)
     return show_result(result, args.plugin, list(args.args), args.json, cfg, saved)
 
@@ -67,20 +70,18 @@ async def _until_interrupted(waiting: Awaitable[m.RunResult]) -> m.RunResult | N
     return got[0] if got else None
 
 
-async def _interrupted(
-    client: remote.Client, args: argparse.Namespace, run_id: str, cfg: Config
-) -> int:
+async def _interrupted(run: api.Run, args: argparse.Namespace) -> int:
     """Ctrl-C on `submit --wait`: the run goes on (as with Ray's `job submit`), and we say
     how to cancel it or fetch its result; with --cancel-on-interrupt, it is cancelled."""
     options = [f"--to {args.to}" if args.to else "", f"--keys {args.keys}" if args.keys else ""]
     where = " ".join(o for o in options if o)
+    run_id = run.id
     if args.cancel_on_interrupt:
-        reply = await client.control(
-            m.CancelRequest(client.requests.new(), run_id), cfg.client.timeout_s
-        )
-        if not reply.ok:
-            raise CliError(f"interrupted; cancelling {run_id} failed: {reply.message}", 130)
-        print(f"satind: interrupted; {reply.message}", file=sys.stderr)
+        try:
+            await run.cancel()
+        except Refused as exc:
+            raise CliError(f"interrupted; cancelling {run_id} failed: {exc}", 130) from None
+        print(f"satind: interrupted; cancelled {run_id}", file=sys.stderr)
         return 130
     print(
         f"satind: interrupted; run {run_id} goes on.\n"
@@ -92,83 +93,68 @@ async def _interrupted(
 
 
 async def wait_or_follow(
-    client: remote.Client,
-    run_id: str,
-    cfg: Config,
-    bar: tuple[str, list[str]] | None = None,
+    run: api.Run, cfg: Config, bar: tuple[str, list[str]] | None = None
 ) -> m.RunResult:
     """The run's result: from the peer it was submitted to (with a progress bar on stderr if
-    ``bar`` names the plugin and its arguments), or, when that peer is lost (a crash; the run
-    goes on under an elected master), through the other members."""
+    ``bar`` names the plugin and its arguments, else its output lines), or, when that peer is
+    lost (a crash; the run goes on under an elected master), through the other members."""
     try:
         if bar is not None:
             from satind.cli.console import follow_run
 
-            return await follow_run(client, run_id, bar[0], bar[1], cfg)
-        return await client.result_with_output(run_id, remote.to_stderr)
-    except remote.PeerUnavailable as exc:
-        print(f"satind: {exc}; following run {run_id} through the other peers", file=sys.stderr)
-    try:
-        return await remote.follow_result(
-            run_id, client.follow_addresses(), cfg, client.transport.credentials
-        )
-    except remote.RunLost as exc:
+            try:
+                return await follow_run(run.cluster.client, run.id, bar[0], bar[1], cfg)
+            except remote.PeerUnavailable as exc:
+                print(
+                    f"satind: {exc}; following run {run.id} through the other peers",
+                    file=sys.stderr,
+                )
+        return await run.result_message(remote.to_stderr)
+    except RunLost as exc:
         raise CliError(str(exc), EXIT_RUNTIME) from None
 
 
 async def resume(args: argparse.Namespace, cfg: Config) -> int:
-    async with connected(args, cfg) as client:
+    async with cluster_of(args, cfg) as cluster:
         try:
-            run_id = await client.resume(args.run_id)
-        except remote.SubmitRefused as exc:
+            run = await cluster.resume(args.run_id)
+        except Refused as exc:
             raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
-            return _print_run_id(run_id, args.json)
-        result = await wait_or_follow(client, run_id, cfg)
-        status = await _status_or_none(client)
-    plugin_name, argv = _plugin_and_argv(status, run_id)
+            return _print_run_id(run.id, args.json)
+        result = await wait_or_follow(run, cfg)
+        status = await _status_or_none(cluster.client)
+    plugin_name, argv = _plugin_and_argv(status, run.id)
     return show_result(result, plugin_name, argv, args.json, cfg)
 
 
 async def suspend(args: argparse.Namespace, cfg: Config) -> int:
-    return await _run_control(args, cfg, m.SuspendRequest, cfg.client.suspend_timeout_s)
-
-
-async def _run_control(
-    args: argparse.Namespace,
-    cfg: Config,
-    kind: type[m.SuspendRequest] | type[m.CancelRequest],
-    within_s: float,
-) -> int:
-    """Ask for something done to a run (any peer relays it to the run's master)."""
-    async with connected(args, cfg) as client:
-        reply = await client.control(kind(client.requests.new(), args.run_id), within_s)
-    if not reply.ok:
-        raise CliError(reply.message, EXIT_FAILED)
-    print(reply.message)
+    async with cluster_of(args, cfg) as cluster:
+        try:
+            print(await cluster.suspend(args.run_id))
+        except Refused as exc:
+            raise CliError(str(exc), EXIT_FAILED) from None
     return EXIT_OK
 
 
 async def logs(args: argparse.Namespace, cfg: Config) -> int:
-    async with connected(args, cfg) as client:
+    async with cluster_of(args, cfg) as cluster:
         try:
-            if args.follow:
-                await client.follow_logs(args.run_id, print, cfg)
-                return EXIT_OK
-            reply = await client.logs(args.run_id, 0, cfg.client.timeout_s)
-        except (remote.RequestFailed, remote.NoOutput) as exc:
+            async for line in cluster.get_run(args.run_id).logs(args.follow):
+                print(line, flush=True)
+        except (remote.RequestFailed, LookupError) as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
-    if reply is None:
-        raise CliError(f"no answer about the output of {args.run_id}", EXIT_RUNTIME)
-    if reply.error and not reply.lines:
-        raise CliError(reply.error, EXIT_FAILED)
-    for line in reply.lines:
-        print(line)
     return EXIT_OK
 
 
 async def cancel(args: argparse.Namespace, cfg: Config) -> int:
-    return await _run_control(args, cfg, m.CancelRequest, cfg.client.timeout_s)
+    async with cluster_of(args, cfg) as cluster:
+        try:
+            await cluster.get_run(args.run_id).cancel()
+        except Refused as exc:
+            raise CliError(str(exc), EXIT_FAILED) from None
+    print(f"cancelled {args.run_id}")
+    return EXIT_OK
 
 
 async def result(args: argparse.Namespace, cfg: Config) -> int:

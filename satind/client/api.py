@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from satind import config as config_mod
 from satind.api import Spawnable
 from satind.client import client as remote
 from satind.client.errors import BadArguments, Refused, run_error
+from satind.client.files import ClientFiles
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.net.transport import Address, parse_address
@@ -132,6 +133,10 @@ class Outcome:
     elapsed_s: float
     peers: int
     stats: dict[str, int | float] = field(default_factory=dict)
+    # The output files the plugin's report made, by the argument naming each (to write where
+    # you like), or, when the master's operator keeps them, where they are ("PEER:PATH").
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
 
 
 def submission(what: Any, args: Sequence[Any], max_frame: int) -> tuple[str, list[str], str, bytes]:
@@ -291,7 +296,15 @@ class Run:
         value = codec.decode_value(result.value, depth)
         report = value if result.report is None else codec.decode_value(result.report, depth)
         return Outcome(
-            self.id, value, report, result.check, result.elapsed_s, result.peers, result.stats
+            self.id,
+            value,
+            report,
+            result.check,
+            result.elapsed_s,
+            result.peers,
+            dict(result.stats),
+            dict(result.outputs),
+            dict(result.kept),
         )
 
     async def result(self) -> Any:
@@ -308,21 +321,32 @@ class Run:
 
     async def _wait(self) -> m.RunResult:
         if self._result is None:
-            self._result = await self._follow()
+            self._result = await self.result_message()
         return self._result
 
-    async def _follow(self) -> m.RunResult:
+    async def result_message(self, output: Callable[[str], None] | None = None) -> m.RunResult:
+        """The run's result as it came (what ``outcome`` and the command line read), passing
+        each line of the run's output to ``output`` meanwhile, if given. When the peer is
+        lost (a crash; the run goes on under an elected master) it is asked of the other
+        members the run was accepted with.
+
+        Raises:
+            RunLost: no other member knew the run for ``client.follow_s``.
+            LookupError: the cluster has no such run.
+        """
         client = self.cluster.client
         try:
             if self._mine:
+                if output is not None:
+                    return await client.result_with_output(self.id, output)
                 return await client.result(self.id)
             reply = await client.fetch_result(self.id, True, self.cluster.cfg.client.timeout_s)
             if reply.result is None:
                 raise LookupError(reply.error or f"no result for run {self.id}")
             return reply.result
-        except remote.PeerUnavailable:
-            # The peer is lost (a crash; the run goes on under an elected master): follow it
-            # through the other members it named.
+        except remote.PeerUnavailable as exc:
+            if output is not None:
+                output(f"satind: {exc}; following run {self.id} through the other peers")
             return await remote.follow_result(
                 self.id, client.follow_addresses(), self.cluster.cfg, client.transport.credentials
             )
@@ -341,10 +365,14 @@ class Cluster:
         """The name of the peer this connection is to."""
         return self.client.peer
 
-    async def submit(self, what: Any, *args: Any, check: bool = True) -> Run:
+    async def submit(
+        self, what: Any, *args: Any, check: bool = True, files: ClientFiles | None = None
+    ) -> Run:
         """Submit a run: ``submit("nqueens", "14")`` by plugin name with command-line
         arguments, or ``submit(fn, *values)`` for a @spawnable function of a plugin's module
-        with Python values. ``check=False``: the master skips the plugin's check.
+        with Python values. ``check=False``: the master skips the plugin's check. An input
+        file an argument names that the master asks for is read here (relative to the
+        current directory), as ``satind submit`` does; ``files`` stands for that.
 
         Raises:
             BadArguments (a ``satind.UsageError``): the plugin refused the arguments.
@@ -353,7 +381,11 @@ class Cluster:
             PeerUnavailable: no answer.
         """
         plugin, argv, entry, values = submission(what, args, self.cfg.net.max_frame_bytes)
-        run_id = await self.client.submit(plugin, argv, check=check, entry=entry, values=values)
+        if files is None and argv:
+            files = ClientFiles(argv, self.cfg.files.max_input_bytes)
+        run_id = await self.client.submit(
+            plugin, argv, check=check, files=files, entry=entry, values=values
+        )
         return Run(self, run_id, mine=True)
 
     async def run(self, what: Any, *args: Any) -> Any:
@@ -391,7 +423,7 @@ class Cluster:
         if bool(peers) == bool(cluster):
             raise ValueError("give peers to drain, or cluster=NAME, not both")
         msg = m.DrainRequest(self.client.requests.new(), list(peers), cluster)
-        return await self._control(msg)
+        return list((await self._control(msg)).affected)
 
     async def resume(self, run_id: str) -> Run:
         """Resume a suspended or checkpointed run from its checkpoints.
@@ -401,11 +433,21 @@ class Cluster:
         """
         return Run(self, await self.client.resume(run_id), mine=True)
 
-    async def _control(self, msg: m.Message) -> list[str]:
-        reply = await self.client.control(msg)
+    async def suspend(self, run_id: str) -> str:
+        """Suspend a run: it stops, and ``resume`` continues it from its checkpoints (the
+        peers need a checkpoint directory). Returns what the master said.
+
+        Raises:
+            Refused: it cannot be (no such run, no checkpoints).
+        """
+        msg = m.SuspendRequest(self.client.requests.new(), run_id)
+        return (await self._control(msg, self.cfg.client.suspend_timeout_s)).message
+
+    async def _control(self, msg: m.Message, within_s: float | None = None) -> m.ControlReply:
+        reply = await self.client.control(msg, within_s)
         if not reply.ok:
             raise Refused(reply.message)
-        return list(reply.affected)
+        return reply
 
 
 @asynccontextmanager

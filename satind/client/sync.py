@@ -222,6 +222,9 @@ class SyncCluster:
     def drain(self, *peers: str, cluster: str = "") -> list[str]:
         return self._loop.call(lambda: self.cluster.drain(*peers, cluster=cluster))
 
+    def suspend(self, run_id: str) -> str:
+        return self._loop.call(self.cluster.suspend, run_id)
+
     def resume(self, run_id: str) -> SyncRun:
         return SyncRun(self._loop, self._loop.call(self.cluster.resume, run_id))
 

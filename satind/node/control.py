@@ -351,13 +351,21 @@ async def encode_and_hand_out(peer: Host, fx: EncodeArgs) -> None:
 
 def alive_named(peer: Host, names: Sequence[str]) -> tuple[list[str], list[str]]:
     """The live members an operator names (``b/0``: the process in that slot now, or
-    ``b/0#k2j9x1``: that very process), and the names that match no live member."""
+    ``b/0#k2j9x1``: that very process, or ``b``: every peer of machine b), and the names
+    that match no live member."""
     found: list[str] = []
     unknown: list[str] = []
     for name in names:
         member = peer.table.named(name)
+        machine = (
+            []
+            if "/" in name
+            else [mem.name for mem in peer.table.alive() if mem.name.startswith(f"{name}/")]
+        )
         if member is not None and member.alive:
             found.append(member.name)
+        elif machine:
+            found.extend(mem for mem in machine if mem not in found)
         else:
             unknown.append(name)
     return found, unknown

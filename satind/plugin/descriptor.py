@@ -167,7 +167,9 @@ class Plugin:
             )
         obj: Any = sys.modules.get(self.home)
         for part in qualname.split("."):
-            obj = getattr(obj, part, None) if part.isidentifier() else None
+            # Names only, no dunders: a client names a function, not any object it can reach.
+            ok = part.isidentifier() and not part.startswith("__")
+            obj = getattr(obj, part, None) if ok else None
         if not isinstance(obj, Spawnable):
             raise UsageError(
                 f"plugin {self.name}: its module has no @spawnable function {qualname!r} at "
