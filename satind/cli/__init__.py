@@ -15,6 +15,7 @@ from satind.cli import daemon, local, parser, runs, system
 from satind.cli.common import load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.client import client as remote
+from satind.client.errors import NotAllowed
 from satind.config import Config
 
 # Commands that need no running system, and commands that talk to one (async, with the
@@ -90,6 +91,9 @@ def run_cli(argv: list[str]) -> int:
     except (remote.PeerUnavailable, remote.RequestFailed) as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
+    except NotAllowed as exc:  # the client certificate's grants (node/permissions.py)
+        print(f"satind: not allowed: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except plugins.PluginFailed as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -201,8 +201,13 @@ def keys(args: argparse.Namespace) -> int:
                     EXIT_USAGE,
                 )
             ca = tls.init_ca(args.directory)
-            tls.issue(args.directory, "client", client=True)
-            print(f"made a cluster CA ({ca}) and a client certificate 'client' in {args.directory}")
+            # The operator's own client: everything but shipping code, which is asked for.
+            operator = (tls.GRANT_SUBMIT, tls.GRANT_OPERATE)
+            tls.issue(args.directory, "client", client=True, grants=operator)
+            print(
+                f"made a cluster CA ({ca}) and a client certificate 'client' (may submit and "
+                f"operate) in {args.directory}"
+            )
             if args.name:
                 cert, _key = tls.issue(args.directory, args.name)
                 print(f"issued node certificate {cert} for machine {args.name}")
@@ -212,8 +217,18 @@ def keys(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.name:
             raise CliError("satind keys issue DIR NAME: give the certificate's NAME", EXIT_USAGE)
-        cert, key = tls.issue(args.directory, args.name, client=args.client)
-        print(f"issued {'client' if args.client else 'node'} certificate {cert} (key {key})")
+        if (args.may_operate or args.may_ship) and not args.client:
+            raise CliError(
+                "--may-operate and --may-ship are for client certificates (--client)", EXIT_USAGE
+            )
+        grants = [tls.GRANT_SUBMIT]
+        grants += [tls.GRANT_OPERATE] if args.may_operate else []
+        grants += [tls.GRANT_SHIP] if args.may_ship else []
+        cert, key = tls.issue(args.directory, args.name, client=args.client, grants=grants)
+        what = (
+            f"client certificate (may {', '.join(grants)})" if args.client else "node certificate"
+        )
+        print(f"issued {what} {cert} (key {key})")
         return EXIT_OK
     except tls.KeysError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None

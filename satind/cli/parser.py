@@ -367,7 +367,11 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
             "`satind keys init DIR [NAME]` makes a cluster CA and a client certificate "
             "'client' (and, with NAME, a node certificate for machine NAME); "
             "`satind keys issue DIR NAME` a node certificate for machine NAME; "
-            "`--client` a client certificate. Keys are written 0600."
+            "`--client` a client certificate. Keys are written 0600. A client certificate "
+            "says what its holder may do (checked by every peer): submit runs and cancel or "
+            "read its own (always); --may-operate: drain, reclaim, release and stop peers, "
+            "reload plugins, cancel or read any run; --may-ship: submit runs with their code "
+            "sent along. `keys init` makes 'client' with submit and operate."
         ),
     )
     keys.add_argument(
@@ -376,6 +380,18 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     keys.add_argument("directory", type=Path, metavar="DIR", help="the keys directory")
     keys.add_argument("name", nargs="?", metavar="NAME", help="the certificate's (machine's) name")
     keys.add_argument("--client", action="store_true", help="issue a client certificate")
+    keys.add_argument(
+        "--may-operate",
+        action="store_true",
+        help="the client may also drain, reclaim, release and stop peers, reload plugins, "
+        "and cancel or read any run",
+    )
+    keys.add_argument(
+        "--may-ship",
+        action="store_true",
+        help="the client may also submit runs with their code sent along (the peers must "
+        "accept shipped code too: [plugins] accept_shipped)",
+    )
 
     sim = commands["simulate"] = sub.add_parser(
         "simulate",

@@ -18,7 +18,7 @@ from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Cli
 from satind.cli.report import show_result
 from satind.client import api
 from satind.client import client as remote
-from satind.client.errors import Refused, RunLost
+from satind.client.errors import NotAllowed, Refused, RunLost
 from satind.client.files import ClientFiles, save_into
 from satind.config import Config
 from satind.net import messages as m
@@ -38,6 +38,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
+        except NotAllowed:
+            raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
@@ -79,6 +81,8 @@ async def _interrupted(run: api.Run, args: argparse.Namespace) -> int:
     if args.cancel_on_interrupt:
         try:
             await run.cancel()
+        except NotAllowed:
+            raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(f"interrupted; cancelling {run_id} failed: {exc}", 130) from None
         print(f"satind: interrupted; cancelled {run_id}", file=sys.stderr)
@@ -118,6 +122,8 @@ async def resume(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
             run = await cluster.resume(args.run_id)
+        except NotAllowed:
+            raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
@@ -132,6 +138,8 @@ async def suspend(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
             print(await cluster.suspend(args.run_id))
+        except NotAllowed:
+            raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
     return EXIT_OK
@@ -151,6 +159,8 @@ async def cancel(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
             await cluster.get_run(args.run_id).cancel()
+        except NotAllowed:
+            raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
     print(f"cancelled {args.run_id}")

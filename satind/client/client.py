@@ -19,7 +19,7 @@ import trio
 
 from satind import trace
 from satind._trio import single_errors
-from satind.client.errors import BadArguments, NoSuchPlugin, Refused
+from satind.client.errors import BadArguments, NoSuchPlugin, NotAllowed, Refused
 from satind.client.errors import PeerUnavailable as PeerUnavailable
 from satind.client.errors import RunLost as RunLost
 from satind.client.files import ClientFiles, NotAnArgument
@@ -143,6 +143,8 @@ class Client:
                 raise BadArguments(reply.error.message)
             if reply.error.type.endswith("UnknownPlugin"):
                 raise NoSuchPlugin(plugin, reply.error.message)
+            if reply.error.type == "NotAllowed":
+                raise NotAllowed(reply.error.message)
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
@@ -168,6 +170,8 @@ class Client:
         # Loading the logs takes time on a big checkpoint: wait longer than for a submit.
         reply = await self._wait_reply(req, self.cfg.client.resume_timeout_s)
         assert isinstance(reply, m.Submitted)
+        if reply.error is not None and reply.error.type == "NotAllowed":
+            raise NotAllowed(reply.error.message)
         if reply.error is not None:
             raise SubmitRefused(reply.error)
         self._accepted(reply)
@@ -186,6 +190,8 @@ class Client:
             nursery.cancel_scope.cancel()
         if reply is None:
             raise PeerUnavailable(f"peer {self.peer} did not answer")
+        if isinstance(reply, m.ErrorReply) and reply.error.type == "NotAllowed":
+            raise NotAllowed(reply.error.message)
         if isinstance(reply, m.ErrorReply):
             raise RequestFailed(self.peer, reply.error)
         return reply
@@ -221,7 +227,7 @@ class Client:
         """The run's progress, or None when no answer came in time (or an error)."""
         req = self.requests.new()
         self.conn.post(m.ProgressRequest(req, run_id))
-        reply = await self.requests.reply_within(req, within_s)
+        reply = _allowed(await self.requests.reply_within(req, within_s))
         return reply if isinstance(reply, m.ProgressReply) else None
 
     async def result_with_output(self, run_id: str, emit: Callable[[str], None]) -> m.RunResult:
@@ -233,7 +239,7 @@ class Client:
         async with trio.open_nursery() as nursery:
 
             async def output() -> None:
-                with contextlib.suppress(PeerUnavailable, RequestFailed, NoOutput):
+                with contextlib.suppress(PeerUnavailable, RequestFailed, NoOutput, NotAllowed):
                     await self.follow_logs(run_id, emit, self.cfg, done)
 
             nursery.start_soon(output)
@@ -251,7 +257,7 @@ class Client:
         """A run's output from line ``start`` on, or None when no answer came in time."""
         req = self.requests.new()
         self.conn.post(m.LogsRequest(req, run_id, start))
-        reply = await self.requests.reply_within(req, within_s)
+        reply = _allowed(await self.requests.reply_within(req, within_s))
         return reply if isinstance(reply, m.LogsReply) else None
 
     async def follow_logs(
@@ -356,6 +362,13 @@ class Client:
         reply = await self._wait_reply(msg.req, wait)  # type: ignore[attr-defined]
         assert isinstance(reply, m.ControlReply)
         return reply
+
+
+def _allowed(reply: m.Message | None) -> m.Message | None:
+    """The reply, unless it says the client may not ask (then NotAllowed is raised)."""
+    if isinstance(reply, m.ErrorReply) and reply.error.type == "NotAllowed":
+        raise NotAllowed(reply.error.message)
+    return reply
 
 
 @asynccontextmanager

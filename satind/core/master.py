@@ -51,6 +51,7 @@ from satind.core.start import announce, queue_or_start, start, start_next
 from satind.membership.view import Member
 from satind.net import codec
 from satind.net import messages as m
+from satind.net.names import client_base_name
 from satind.work.errors import error_info
 from satind.work.jobs import RunState
 from satind.work.rng import seeded
@@ -261,6 +262,7 @@ def submit(
         branching=parsed.branching,
         check=msg.check,
         entry=parsed.entry,
+        owner=client_base_name(link.remote_name),
     )
     run = PeerRun(
         info, RunState(info.run_id, info.plugin, 1.0 / info.branching, info.epoch), parsed.plugin

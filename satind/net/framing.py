@@ -49,6 +49,9 @@ class Identity:
     name: str
     cluster: str
     role: str  # "peer" or "client"
+    # What a client's certificate allows (tls.GRANTS); without TLS, nothing is checked and a
+    # client may do everything.
+    grants: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -55,12 +55,13 @@ async def secure(
     raise HandshakeError(why)
 
 
-def check_certificate(stream: trio.abc.Stream, hello: m.Hello) -> None:
-    """The Hello's name and role must be those the verified certificate grants."""
+def check_certificate(stream: trio.abc.Stream, hello: m.Hello) -> frozenset[str]:
+    """The Hello's name and role must be those the verified certificate grants; returns what
+    the certificate allows a client (every grant without TLS)."""
     if not isinstance(stream, trio.SSLStream):
-        return
+        return frozenset(tls.GRANTS)
     try:
-        cert_name, cert_role = tls.certificate_identity(stream.getpeercert())
+        cert_name, cert_role, grants = tls.certificate_identity(stream.getpeercert())
     except ValueError as exc:
         why = f"bad peer certificate: {exc}"  # raised outside the block (see secure)
     else:
@@ -72,6 +73,7 @@ def check_certificate(stream: trio.abc.Stream, hello: m.Hello) -> None:
             f"{hello.sender!r} ({hello.role}) presented the certificate of "
             f"{cert_name!r} ({cert_role or 'no role'})"
         )
+    return grants
 
 
 async def exchange_hellos(
@@ -100,8 +102,10 @@ async def exchange_hellos(
         )
     if msg.role not in ("peer", "client"):
         raise HandshakeError(f"unknown role {codec.describe(msg.role)}")
-    check_certificate(stream, msg)
-    return Identity(msg.sender, msg.cluster, msg.role)
+    grants = check_certificate(stream, msg)
+    return Identity(
+        msg.sender, msg.cluster, msg.role, grants if msg.role == "client" else frozenset()
+    )
 
 
 async def close_stream(stream: trio.abc.Stream, timeout_s: float) -> None:

@@ -14,6 +14,9 @@ from __future__ import annotations
 # Between a slot and its instance tag: a character neither a certificate name, the peer
 # separator "/" nor a client name's "~" uses (net/tls.py).
 INSTANCE_SEPARATOR = "#"
+# Between a client certificate's name and a connection's suffix (``alice~3f2a``): every
+# connection of a client is the same client (its limits, its runs).
+CLIENT_SEPARATOR = "~"
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _TAG_RANGE = 36**6
 
@@ -44,3 +47,9 @@ def answers_to(remote: str, expected: str) -> bool:
     if INSTANCE_SEPARATOR in expected:
         return remote == expected
     return slot_of(remote) == expected
+
+
+def client_base_name(claimed: str) -> str:
+    """The certificate name behind a client's connection name (``client~3f2a`` -> ``client``):
+    whose runs it submits, and what per-client limits count by."""
+    return claimed.split(CLIENT_SEPARATOR, 1)[0]

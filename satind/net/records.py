@@ -38,6 +38,9 @@ class RunInfo:
     # The root's function when it is not the plugin's entry (a run submitted as a function
     # with Python values): its registry name, "module:qualname", in the plugin's module.
     entry: str = ""
+    # The name of the client certificate that submitted it: a client with the "submit" grant
+    # may cancel and read its own runs only (node/permissions.py). "" before owners existed.
+    owner: str = ""
 
 
 @dataclass(frozen=True)

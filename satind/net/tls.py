@@ -17,6 +17,7 @@ import datetime
 import ipaddress
 import os
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +26,28 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from satind.net.names import CLIENT_SEPARATOR as CLIENT_SEPARATOR
+from satind.net.names import client_base_name as client_base_name
+
 CA_CERT = "ca.pem"
 CA_KEY = "ca.key"
 ROLE_PEER = "peer"
 ROLE_CLIENT = "client"
+
+# What a client certificate allows (docs/operations.md, "What a client may do"): each grant is
+# one more organizational unit of its subject, "may:<grant>", set when it is issued, read by
+# every peer from the verified certificate. "submit": submit runs, and cancel, suspend and
+# read one's own; "operate": drain, reclaim, release, stop, reload plugins, and cancel or
+# read any run; "ship": submit runs with code sent along (client API, `--ship`).
+GRANT_SUBMIT = "submit"
+GRANT_OPERATE = "operate"
+GRANT_SHIP = "ship"
+GRANTS = (GRANT_SUBMIT, GRANT_OPERATE, GRANT_SHIP)
+GRANT_PREFIX = "may:"
+# A client certificate issued before grants existed allows what every client could do then.
+LEGACY_GRANTS = frozenset({GRANT_SUBMIT, GRANT_OPERATE})
 # Separators between a certificate's name and the instance suffix of a party's name.
 PEER_SEPARATOR = "/"
-CLIENT_SEPARATOR = "~"
 
 
 class KeysError(Exception):
@@ -111,8 +127,10 @@ def _new_certificate(
     client: bool,
     days: int,
     not_before: datetime.datetime | None = None,
+    grants: Sequence[str] = (),
 ) -> tuple[bytes, bytes]:
-    """A node or client certificate signed by the CA: (certificate PEM, key PEM)."""
+    """A node or client certificate signed by the CA: (certificate PEM, key PEM); a client's
+    with its ``grants``."""
     key = ec.generate_private_key(ec.SECP256R1())
     role = ROLE_CLIENT if client else ROLE_PEER
     start = not_before or (_now() - datetime.timedelta(minutes=5))
@@ -128,6 +146,10 @@ def _new_certificate(
                 [
                     x509.NameAttribute(NameOID.COMMON_NAME, name),
                     x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role),
+                    *(
+                        x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, GRANT_PREFIX + g)
+                        for g in (grants if client else ())
+                    ),
                 ]
             )
         )
@@ -171,12 +193,17 @@ def issue(
     client: bool = False,
     days: int = 825,
     not_before: datetime.datetime | None = None,
+    grants: Sequence[str] = (GRANT_SUBMIT,),
 ) -> tuple[Path, Path]:
-    """Issue a node (or client) certificate ``NAME.pem`` with key ``NAME.key``, signed by the CA.
+    """Issue a node (or client) certificate ``NAME.pem`` with key ``NAME.key``, signed by the
+    CA; a client's allows ``grants`` (``GRANTS``).
 
     Raises:
-        KeysError: no CA here, a bad name, or the files exist already.
+        KeysError: no CA here, a bad name, an unknown grant, or the files exist already.
     """
+    unknown = [g for g in grants if g not in GRANTS]
+    if unknown:
+        raise KeysError(f"unknown grant {unknown[0]!r}: a client may {', '.join(GRANTS)}")
     if (
         not name
         or any(c in name for c in f"{PEER_SEPARATOR}{CLIENT_SEPARATOR}\\ ")
@@ -198,7 +225,7 @@ def issue(
     ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    cert_pem, key_pem = _new_certificate(ca_cert, ca_key, name, client, days, not_before)
+    cert_pem, key_pem = _new_certificate(ca_cert, ca_key, name, client, days, not_before, grants)
     _write_private(key_path, key_pem)
     cert_path.write_bytes(cert_pem)
     return cert_path, key_path
@@ -347,30 +374,43 @@ class EphemeralKeys:
         ca_cert, ca_key = _new_ca("satind ephemeral CA", days=2)
         ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
         node_cert, node_key = _new_certificate(ca_cert, ca_key, node, False, 2)
-        client_cert, client_key = _new_certificate(ca_cert, ca_key, client, True, 2)
+        # The embedded default's client is its user's own: it may do everything.
+        client_cert, client_key = _new_certificate(ca_cert, ca_key, client, True, 2, None, GRANTS)
         return cls(
             Credentials(ca_pem, node_cert, node_key, node, ROLE_PEER),
             Credentials(ca_pem, client_cert, client_key, client, ROLE_CLIENT),
         )
 
 
-def certificate_identity(peercert: dict[str, object] | None) -> tuple[str, str]:
-    """(common name, role) of a verified peer certificate (``SSLObject.getpeercert()``).
+def certificate_identity(
+    peercert: dict[str, object] | None,
+) -> tuple[str, str, frozenset[str]]:
+    """(common name, role, grants) of a verified peer certificate
+    (``SSLObject.getpeercert()``); a client certificate without grants has ``LEGACY_GRANTS``.
 
     Raises:
         ValueError: no certificate or no common name.
     """
     if not peercert:
         raise ValueError("no certificate")
-    fields: dict[str, str] = {}
+    names: list[str] = []
+    units: list[str] = []
     subject = peercert.get("subject", ())
     assert isinstance(subject, tuple)
     for rdn in subject:
         for key, value in rdn:
-            fields[key] = value
-    if "commonName" not in fields:
+            if key == "commonName":
+                names.append(value)
+            elif key == "organizationalUnitName":
+                units.append(value)
+    if not names:
         raise ValueError("certificate has no common name")
-    return fields["commonName"], fields.get("organizationalUnitName", "")
+    roles = [u for u in units if not u.startswith(GRANT_PREFIX)]
+    grants = frozenset(u[len(GRANT_PREFIX) :] for u in units if u.startswith(GRANT_PREFIX))
+    role = roles[0] if roles else ""
+    if role == ROLE_CLIENT and not grants:
+        grants = LEGACY_GRANTS
+    return names[0], role, grants
 
 
 def name_allowed(claimed: str, role: str, cert_name: str, cert_role: str) -> bool:
@@ -379,9 +419,3 @@ def name_allowed(claimed: str, role: str, cert_name: str, cert_role: str) -> boo
         return False
     separator = PEER_SEPARATOR if role == ROLE_PEER else CLIENT_SEPARATOR
     return claimed == cert_name or claimed.startswith(cert_name + separator)
-
-
-def client_base_name(claimed: str) -> str:
-    """The certificate name behind a client's connection name (``client~3f2a`` -> ``client``):
-    what per-client limits count by."""
-    return claimed.split(CLIENT_SEPARATOR, 1)[0]

@@ -20,9 +20,9 @@ import satind.stats as stats
 from satind.core import lifecycle, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.master import RunRefused
-from satind.net import codec
+from satind.net import codec, tls
 from satind.net import messages as m
-from satind.node import parsing
+from satind.node import parsing, permissions
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
 from satind.work.errors import error_info
@@ -252,6 +252,18 @@ def on_resume_request(peer: Host, link: Link, msg: m.ResumeRequest) -> None:
             why = f"no checkpoint of run {msg.run_id} in {store.where}"
             link.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
             return
+        if link.remote is not None and link.remote.role == "client":
+            who = permissions.client_name(link)
+            grants = link.remote.grants
+            # Its owner is known only now, from the checkpoint (node/permissions.py).
+            if tls.GRANT_OPERATE not in grants and info.owner != who:
+                why = (
+                    f"client {who} may resume only its own runs, and run {msg.run_id} was "
+                    f"submitted by {info.owner or 'a client of an older version'}; that takes "
+                    f"the {tls.GRANT_OPERATE!r} grant"
+                )
+                link.post(m.Submitted(msg.req, "", m.ErrorInfo("NotAllowed", why)))
+                return
         results = list(contents.results.get(msg.run_id, {}).values())
         peer.apply(master.resume(peer.state, link, msg.req, info, results, peer.now()))
 

@@ -15,7 +15,7 @@ from satind.core import messages
 from satind.core.handle import Received, handle
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import adapt, control, logs, plugins, status, tracing
+from satind.node import adapt, control, logs, permissions, plugins, status, tracing
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
@@ -29,17 +29,31 @@ class Shell(LogsHost, ParsingHost, Protocol):
 
 
 def dispatch(peer: Shell, link: Link, msg: m.Message) -> None:
-    """Hand a message to its handler. A client may send only client requests; a request
-    whose handler fails is answered with an ErrorReply; any other failure closes the
-    connection (transport.handle_frame)."""
+    """Hand a message to its handler. A client may send only client requests, and only those
+    its certificate allows (node/permissions.py: refused with an ErrorReply saying which
+    grant it takes); a request whose handler fails is answered with an ErrorReply; any other
+    failure closes the connection (transport.handle_frame)."""
     handler = _HANDLERS.get(type(msg))
     if handler is None:
         log.warning("unexpected %s from %s", type(msg).__name__, link.remote_name)
         return
-    if link.remote is not None and link.remote.role == "client" and type(msg) not in _CLIENT_OK:
-        log.warning("client %s may not send %s", link.remote_name, type(msg).__name__)
-        link.close()
-        return
+    if link.remote is not None and link.remote.role == "client":
+        if type(msg) not in _CLIENT_OK:
+            log.warning("client %s may not send %s", link.remote_name, type(msg).__name__)
+            link.close()
+            return
+        why = permissions.refusal(peer.state, link, msg)
+        if why:
+            # Refused by what its certificate allows: said to the client, which goes on.
+            log.warning("refused %s from %s: %s", type(msg).__name__, link.remote_name, why)
+            refused = m.ErrorInfo("NotAllowed", why)
+            if isinstance(msg, m.Submit):
+                link.post(m.Submitted(msg.req, "", refused))
+            elif hasattr(msg, "req"):
+                link.post(m.ErrorReply(msg.req, refused))
+            else:
+                link.close()
+            return
     try:
         handler(peer, link, msg)
     except Exception as exc:

@@ -23,6 +23,7 @@ import trio
 
 from satind.membership.view import State
 from satind.net.memory import LinkFaults, MemoryNetwork
+from satind.net.tls import GRANTS
 from satind.net.transport import Address, Identity
 from satind.sim.client import CLIENT, SimClient
 from satind.sim.convergence import ConvergenceWatch
@@ -73,7 +74,9 @@ class Simulation(FaultInjector, SimClient, ConvergenceWatch):
                 for peer in self.peers.values():
                     peer.table.add_known(everyone)
             client = network.attach(
-                Identity(CLIENT, "", "client"), Address("10.255.255.1", 1), self._client_message
+                Identity(CLIENT, "", "client", frozenset(GRANTS)),
+                Address("10.255.255.1", 1),
+                self._client_message,
             )
             self.client = client
             self._faults_left = len(sc.faults)

@@ -91,3 +91,21 @@ def test_example_runs_as_written(system: tuple[Path, Daemon], index: int) -> Non
         if line in RUNS[index]:
             for text in printed:
                 assert text in proc.stdout, why
+
+
+def test_the_readmes_python_quickstart_runs_as_written(tmp_path: Path) -> None:
+    readme = (PAGE.parent.parent / "README.md").read_text()
+    code = next(
+        block
+        for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+        if "satind.run_local(" in block
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "14200\n75025\n"
