@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import satind
-from tests.integration.test_daemon import Daemon, client, satind as satind_cli, status, wait_for
+from tests.integration.test_daemon import Daemon, client, status, wait_for
+from tests.integration.test_daemon import satind as satind_cli
 
 pytestmark = pytest.mark.slow
 
