@@ -67,11 +67,19 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     assert first == {"m1/0": "alive", "m2/0": "alive", "m3/0": "standby"}
 
     # Every thread: pinning the process alone left its compute thread free, and then the
-    # standby peer, once admitted, shared the hog's CPU and was the one drained.
-    pin(m1.children[0], cpus[0])
-    pin(m3.children[0], cpus[0])
-    pin(m2.children[0], cpus[1])
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    # standby peer, once admitted, shared the hog's CPU and was the one drained. The loaded
+    # peer gets a third of its CPU; the master and the standby peer half of theirs each.
+    # By slot: a daemon's first child need not be its peer (a plugin vetting process).
+    pin(m1.pid_of("m1/0"), cpus[0])
+    pin(m3.pid_of("m3/0"), cpus[0])
+    pin(m2.pid_of("m2/0"), cpus[1])
+    # Each hog in a session of its own, as each peer is (ops/launcher.py): with the kernel's
+    # autogroups (sched_autogroup_enabled) a CPU is shared by session, so two hogs of one
+    # session would take half of it, the loaded peer as much as the others.
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(2)
+    ]
     try:
         for hog in hogs:
             os.sched_setaffinity(hog.pid, {cpus[1]})

@@ -58,7 +58,7 @@ def test_a_submitter_uses_its_own_runs_and_nothing_else(system: tuple[Path, Daem
         assert long.status() in ("queued", "running")
 
         # Nor drain peers; the refusal costs it nothing else.
-        with pytest.raises(satind.NotAllowed, match="'operate' grant.*--may-operate"):
+        with pytest.raises(satind.NotAllowed, match=r"'operate' grant.*--may-operate"):
             bob.drain("m1/1")
         assert {p.state for p in bob.peers()} == {"alive"}
 

@@ -317,7 +317,8 @@ def test_the_speculative_search_example_of_the_guide_runs_and_aborts(tmp_path: P
 
 def test_the_readme_example_runs(tmp_path: Path) -> None:
     readme = Path(__file__).parent.parent.parent / "README.md"
-    (tmp_path / "squares.py").write_text(_python_blocks(readme.read_text())[0])
+    plugin = next(b for b in _python_blocks(readme.read_text()) if "PLUGIN = " in b)
+    (tmp_path / "squares.py").write_text(plugin)
     out = run_json("squares", "100000", "--peers", "2", "--plugin-path", str(tmp_path))
     assert out["result"] == sum(i * i for i in range(100000))
 
