@@ -47,7 +47,8 @@ POLL_S = 0.2
 
 @dataclass(frozen=True)
 class Unit:
-    """One plugin module to vet: a file (``kind`` "file", ``target`` its absolute path) or an
+    """One plugin module to vet: a file (``kind`` "file", ``target`` its absolute path), a
+    shipped version's file ("shipped", in the directory named by its code hash), or an
     importable module (``kind`` "module", ``target`` ``pkg.mod`` or ``pkg.mod:attr``, as an
     entry point names it)."""
 

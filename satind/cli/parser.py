@@ -246,6 +246,15 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         metavar="FILE",
         help="with --wait: write the run's trace to FILE (as `satind run --trace`)",
     )
+    submit.add_argument(
+        "--ship",
+        type=Path,
+        metavar="DIR",
+        help="send the plugin's code with the run: DIR's *.py files (a package root: a plugin "
+        "imports its helpers relatively, `from . import helper`), instead of what the peers "
+        "have installed. The peers must accept shipped code ([plugins] accept_shipped) and "
+        "the client certificate allow it (`keys issue --client --may-ship`)",
+    )
     client_options(submit)
 
     result = commands["result"] = sub.add_parser("result", help="fetch a run's result")

@@ -34,7 +34,7 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
             run = await cluster.submit(
-                args.plugin, *args.args, check=not args.no_check, files=run_files
+                args.plugin, *args.args, check=not args.no_check, files=run_files, ship=args.ship
             )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
@@ -42,6 +42,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             raise  # said as such by the command line (cli/__init__.py)
         except Refused as exc:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
+        except ValueError as exc:  # nothing to ship there (client/api.py ``shipment``)
+            raise CliError(str(exc), EXIT_USAGE) from None
         if not args.wait:
             return _print_run_id(run.id, args.json)
         print(f"satind: run {run.id} submitted", file=sys.stderr)

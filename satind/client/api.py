@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from satind.client.files import ClientFiles
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.net.transport import Address, parse_address
-from satind.plugin import Plugin, is_plugin_name
+from satind.plugin import Plugin, is_plugin_name, shipped
 
 # The bytes a Submit needs besides its arguments' values (ids, names, the message's frame).
 SUBMIT_OVERHEAD = 4096
@@ -172,6 +173,50 @@ def submission(what: Any, args: Sequence[Any], max_frame: int) -> tuple[str, lis
             "docs/plugins.md 'Inputs and outputs')"
         ) from None
     return plugin.name, [], qualname, values
+
+
+# What ``submit(..., ship=...)`` takes: a directory, a module, True (the function's own
+# plugin directory), or None (do not ship).
+Ship = str | os.PathLike[str] | types.ModuleType | bool | None
+
+
+def shipment(what: Any, ship: Ship, cfg: config_mod.Config) -> tuple[dict[str, bytes] | None, str]:
+    """The code to ship with a submission and its hash; (None, "") for none.
+
+    Raises:
+        ValueError: nothing to ship there (not a directory, no plugin file, too large), or
+            ``ship=True`` for a plugin name (name the directory).
+    """
+    if ship is None or ship is False:
+        return None, ""
+    if ship is True:
+        if not isinstance(what, Spawnable):
+            raise ValueError(
+                "ship=True ships a submitted function's plugin directory: for a "
+                "plugin name, give ship=DIR"
+            )
+        module = sys.modules.get(plugin_of(what).home)
+        path = getattr(module, "__file__", None)
+        if path is None:
+            raise ValueError(
+                f"cannot ship {what.fn.__qualname__}: its module has no file (a function "
+                "defined in a notebook or with exec cannot travel); put it in a plugin file "
+                "(docs/plugins.md) and import it from there"
+            )
+        directory = Path(path).parent
+    elif isinstance(ship, types.ModuleType):
+        path = getattr(ship, "__file__", None)
+        if path is None:
+            raise ValueError(f"cannot ship module {ship.__name__}: it has no file")
+        directory = Path(path).parent
+    else:
+        directory = Path(ship).expanduser()
+    limits = cfg.plugins
+    try:
+        code = shipped.pack(directory, limits.max_shipped_bytes, limits.max_shipped_files)
+    except shipped.BadBundle as exc:
+        raise ValueError(str(exc)) from None
+    return code, shipped.bundle_hash(code)
 
 
 def plugin_of(fn: Spawnable[Any]) -> Plugin:
@@ -366,13 +411,23 @@ class Cluster:
         return self.client.peer
 
     async def submit(
-        self, what: Any, *args: Any, check: bool = True, files: ClientFiles | None = None
+        self,
+        what: Any,
+        *args: Any,
+        check: bool = True,
+        files: ClientFiles | None = None,
+        ship: Ship = None,
     ) -> Run:
         """Submit a run: ``submit("nqueens", "14")`` by plugin name with command-line
         arguments, or ``submit(fn, *values)`` for a @spawnable function of a plugin's module
         with Python values. ``check=False``: the master skips the plugin's check. An input
         file an argument names that the master asks for is read here (relative to the
         current directory), as ``satind submit`` does; ``files`` stands for that.
+
+        ``ship``: send the plugin's code with the run instead of relying on what the peers
+        have installed — a directory (its ``*.py`` files, a package root), a module (its
+        file's directory), or True (the directory of the submitted function's plugin file).
+        The peers must accept shipped code and the certificate have the "ship" grant.
 
         Raises:
             BadArguments (a ``satind.UsageError``): the plugin refused the arguments.
@@ -383,8 +438,16 @@ class Cluster:
         plugin, argv, entry, values = submission(what, args, self.cfg.net.max_frame_bytes)
         if files is None and argv:
             files = ClientFiles(argv, self.cfg.files.max_input_bytes)
+        code, code_hash = shipment(what, ship, self.cfg)
         run_id = await self.client.submit(
-            plugin, argv, check=check, files=files, entry=entry, values=values
+            plugin,
+            argv,
+            code_hash,
+            check=check,
+            files=files,
+            entry=entry,
+            values=values,
+            code=code,
         )
         return Run(self, run_id, mine=True)
 

@@ -99,10 +99,12 @@ class Client:
         files: ClientFiles | None = None,
         entry: str = "",
         values: bytes = b"",
+        code: dict[str, bytes] | None = None,
     ) -> str:
         """Submit a run; returns its id (``contacts`` then holds where else to follow it).
         With ``entry``, the run is of that function of the plugin's module with the encoded
-        argument tuple ``values`` (and ``argv`` is empty).
+        argument tuple ``values`` (and ``argv`` is empty). With ``code``, the plugin's code is
+        shipped with the run (plugin/shipped.py; ``code_hash`` is its hash).
         When the master asks for input files the arguments name, ``files`` sends them (the
         submission is made again with their content); without it, the run is refused.
 
@@ -116,7 +118,9 @@ class Client:
         inputs: dict[str, bytes] = {}
         while True:
             req = self.requests.new()
-            submit = m.Submit(req, plugin, argv, code_hash, check, inputs, entry, values)
+            submit = m.Submit(
+                req, plugin, argv, code_hash, check, inputs, entry, values, code or {}
+            )
             if not self.conn.post(submit):
                 if self.conn.closed:
                     raise PeerUnavailable(f"lost the connection to {self.peer}")

@@ -19,6 +19,7 @@ from typing import Any
 from satind.net import messages as m
 from satind.plugin import UnknownPlugin, UsageError
 from satind.plugin.importing import PATH_PACKAGE as PATH_PLUGIN_PACKAGE
+from satind.plugin.importing import SHIPPED_PREFIX
 from satind.work.errors import exception_from
 
 
@@ -112,7 +113,8 @@ def run_error(run_id: str, info: m.ErrorInfo) -> Exception:
 def _imported_class(type_name: str) -> type[Exception] | None:
     """An exception class named ``module.qualname`` on a peer, from a module this process has
     imported already (never importing one): the same module name, or, for a plugin file the
-    peers import as ``satind_path_plugins.<stem>``, a module of this process named ``<stem>``
+    peers import as ``satind_path_plugins.<stem>`` (or shipped, as
+    ``satind_shipped_<hash>.<stem>``), a module of this process named ``<stem>``
     (or ending in ``.<stem>``, or run from ``<stem>.py`` as ``__main__``): the plugin file
     the script imported, or is."""
     module_name, _, qualname = type_name.rpartition(".")
@@ -121,9 +123,9 @@ def _imported_class(type_name: str) -> type[Exception] | None:
         module_name, _, outer = module_name.rpartition(".")
         qualname = f"{outer}.{qualname}"
     candidates = [sys.modules[module_name]] if module_name in sys.modules else []
-    if type_name.startswith(PATH_PLUGIN_PACKAGE + "."):
-        stem = type_name[len(PATH_PLUGIN_PACKAGE) + 1 :].split(".", 1)[0]
-        qualname = type_name[len(PATH_PLUGIN_PACKAGE) + len(stem) + 2 :]
+    package, _, rest = type_name.partition(".")
+    if package == PATH_PLUGIN_PACKAGE or package.startswith(SHIPPED_PREFIX):
+        stem, _, qualname = rest.partition(".")
         candidates = [
             module
             for name, module in list(sys.modules.items())

@@ -30,6 +30,19 @@ class PluginsConfig:
     # import_timeout_s: a loaded machine is slow to start processes, and a plugin must not
     # be refused for that.
     vetter_start_timeout_s: float = 30.0
+    # Shipped code (plugin/shipped.py): plugin directories clients send with a submission.
+    # Off by default: shipping runs the client's code on every peer that takes part. On, it
+    # is still taken only from client certificates with the "ship" grant (docs/operations.md).
+    accept_shipped: bool = False
+    # Where a peer keeps the versions it was sent, a directory each; "" (the default): a
+    # private temporary directory per peer process, removed when it stops.
+    shipped_dir: str = ""
+    # bytes. The most Python one shipped version may hold (its files together), and files.
+    max_shipped_bytes: int = 8 * 1024 * 1024
+    max_shipped_files: int = 256
+    # count. Versions kept when no run uses them (the least recently used go first): a run
+    # submitted again with the same code does not send or vet it again.
+    shipped_keep: int = 8
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,8 @@ def heir(state: PeerState, info: m.RunInfo) -> str | None:
     members that stay and have the run's plugin (same code), or None."""
 
     def can_run(member_plugins: dict[str, str]) -> bool:
-        return member_plugins.get(info.plugin) == info.code_hash
+        # Any member can run a shipped run: it fetches the code (core/shipping.py).
+        return info.shipped or member_plugins.get(info.plugin) == info.code_hash
 
     capable = {mem.name for mem in state.table.alive() if can_run(mem.plugins)}
     name = successor(state, but=state.name, among=capable)

@@ -148,6 +148,16 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchCode:
+    """Get a shipped version of plugin code this peer lacks (plugin/shipped.py): ask
+    ``sources`` in turn (the run's master first), check, vet and load it, and report
+    ``CodeArrived`` (core/shipping.py) either way."""
+
+    code_hash: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Changed:
     """Wake whoever waits for this peer's state to change (a drain, a join)."""
 
@@ -167,5 +177,6 @@ Effect = (
     | StealUpdate
     | Changed
     | Timer
+    | FetchCode
 )
 Effects = list[Effect]

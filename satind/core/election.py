@@ -17,7 +17,6 @@ import dataclasses
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-import satind.plugin as plugins
 from satind.core.effects import ERROR, INFO, WARNING, Effects, ToCompute
 from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
@@ -101,25 +100,16 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     epoch, and starts it when a slot is free, as its own submissions. The submitter follows
     it through the other members (client.follow_result)."""
     state.runs.queued_elsewhere.pop(info.run_id, None)
-    try:
-        plugin = state.plugin_named(info.plugin)
-    except plugins.UnknownPlugin as exc:
-        state.note(
-            ERROR,
-            __name__,
-            "run %s lost its master but this peer cannot run it: %s",
-            info.run_id,
-            exc,
+    # Installed, or shipped and fetched here (a queued shipped run's code may not be: it is
+    # then lost with its master; core/shipping.py).
+    plugin = state.plugin_version(info.plugin, info.code_hash)
+    if plugin is None:
+        why = (
+            f"this peer has another version of {info.plugin}"
+            if info.plugin in state.plugins
+            else f"this peer has no plugin {info.plugin} in version {info.code_hash[:12]}"
         )
-        return []
-    if plugin.code_hash != info.code_hash:
-        state.note(
-            ERROR,
-            __name__,
-            "run %s lost its master; this peer has another version of %s",
-            info.run_id,
-            info.plugin,
-        )
+        state.note(ERROR, __name__, "run %s lost its master: %s", info.run_id, why)
         return []
     new = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
     state.note(

@@ -4,7 +4,8 @@ Every stimulus a peer's core decides on is one call here, with plain data (Dask'
 machine and h11 in shape): a member's message (``Received``), a membership change SWIM
 reported (``MemberChanged``), runs and orphan tuples gossip brought (``RunsHeard``,
 ``TuplesHeard``), an orphan table that came with a steal reply (``OrphanTable``), what the
-compute side reported (``work/reports.py``) and a timer that fired (``core/model/timers.py``).
+compute side reported (``work/reports.py``), a timer that fired (``core/model/timers.py``) and
+shipped code that arrived, or could not (``CodeArrived``, core/shipping.py).
 A test feeds the same call and compares the effects by equality. The procedures that wait for
 other members (a run's finish, a submission's parse: node/control.py) call the rules of
 ``core/master.py`` at their steps instead.
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from satind.core import lifecycle, messages, orphans, reports, restart, timers
+from satind.core import lifecycle, messages, orphans, reports, restart, shipping, timers
 from satind.core.effects import Effects, Link
 from satind.core.model.timers import TIMER_EVENTS, TimerEvent
 from satind.membership.view import Change
@@ -63,7 +64,16 @@ class OrphanTable:
     tuples: list[m.OrphanTuple]
 
 
-Event = Received | MemberChanged | RunsHeard | TuplesHeard | OrphanTable | TimerEvent | Report
+Event = (
+    Received
+    | MemberChanged
+    | RunsHeard
+    | TuplesHeard
+    | OrphanTable
+    | TimerEvent
+    | Report
+    | shipping.CodeArrived
+)
 
 
 def handle(state: PeerState, event: Event, now: float) -> Effects:
@@ -80,4 +90,6 @@ def handle(state: PeerState, event: Event, now: float) -> Effects:
         return orphans.got_table(state, event.tuples)
     if isinstance(event, TIMER_EVENTS):
         return timers.fire(state, event, now)
+    if isinstance(event, shipping.CodeArrived):
+        return shipping.on_code(state, event, now)
     return reports.on_report(state, event, now)

@@ -22,6 +22,7 @@ from satind.core.effects import (
     Changed,
     Checkpoint,
     Effects,
+    FetchCode,
     Log,
     Send,
     Spread,
@@ -62,20 +63,38 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
             run.info = info  # a stolen job's stub learns the full descriptor
         return run, []
     refused = None
-    plugin = None
-    try:
-        plugin = state.plugin_named(info.plugin)
-        if info.code_hash and plugin.code_hash != info.code_hash:
+    fx: Effects = []
+    plugin = state.plugin_version(info.plugin, info.code_hash)
+    if plugin is None and info.shipped:
+        fx += _fetch_code(state, info)
+    elif plugin is None:
+        try:
+            installed = state.plugin_named(info.plugin)
             refused = (
                 f"peer {state.name} has plugin {info.plugin} with code hash "
-                f"{plugin.code_hash[:12]}, the run's master {info.master} has "
+                f"{installed.code_hash[:12]}, the run's master {info.master} has "
                 f"{info.code_hash[:12]}"
             )
-    except plugins.UnknownPlugin as exc:
-        refused = f"peer {state.name}: {exc}"
+        except plugins.UnknownPlugin as exc:
+            refused = f"peer {state.name}: {exc}"
     if refused:
         state.note(ERROR, __name__, "refusing run %s: %s", info.run_id, refused)
-    return runs.add(info, plugin, refused, state.peer_counters()), []
+    return runs.add(info, plugin, refused, state.peer_counters()), fx
+
+
+def _fetch_code(state: PeerState, info: m.RunInfo) -> Effects:
+    """A run whose shipped code this peer lacks: known, not refused, and not run here until
+    the code comes (core/shipping.py takes it from there); fetched once per version, from the
+    run's master first, then any other member."""
+    if info.code_hash in state.fetching:
+        return []
+    state.fetching.add(info.code_hash)
+    others = [name for name in state.others() if name != info.master]
+    sources = ([info.master] if info.master != state.name else []) + others
+    state.note(
+        INFO, __name__, "run %s: fetching its shipped code %s", info.run_id, info.code_hash[:12]
+    )
+    return [FetchCode(info.code_hash, tuple(sources))]
 
 
 def on_announces(state: PeerState, announces: list[m.RunAnnounce], now: float) -> Effects:

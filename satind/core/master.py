@@ -196,6 +196,12 @@ def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list
                 f"peer {member.name} has {plugin.name} with code hash {theirs[:12]}, "
                 f"this master has {plugin.code_hash[:12]}"
             )
+    if problems:
+        problems.append(
+            "to fix: put the same plugin directory on every peer's --plugin-path and run "
+            "`satind plugins reload`, or ship the code with the run "
+            "(`satind submit --ship DIR ...`, where the peers accept shipped code)"
+        )
     return problems
 
 
@@ -207,6 +213,21 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
     """
     if state.draining:
         raise RunRefused(f"peer {state.name} is draining; submit to another peer")
+    if msg.files:
+        # Shipped with it, loaded here by the node first (node/shipping.py); every member
+        # fetches it (core/shipping.py), so no member's installed plugins matter.
+        shipped = state.plugin_version(msg.plugin, msg.code_hash)
+        if shipped is None:
+            has = ", ".join(sorted(state.shipped.get(msg.code_hash, {}))) or "none"
+            raise plugins.UnknownPlugin(
+                msg.plugin, [], f"the shipped code has no plugin {msg.plugin!r} (it has: {has})"
+            )
+        if shipped.kind != "divide-and-conquer":
+            raise RunRefused(
+                f"plugin {msg.plugin} is an {shipped.kind} plugin: only divide-and-conquer "
+                "plugins can be shipped yet; install it on every peer (--plugin-path)"
+            )
+        return shipped
     plugin = _plugin_or_what_the_system_has(state, msg.plugin)
     if msg.code_hash and msg.code_hash != plugin.code_hash:
         raise plugins.UsageError(
@@ -263,6 +284,7 @@ def submit(
         check=msg.check,
         entry=parsed.entry,
         owner=client_base_name(link.remote_name),
+        shipped=bool(msg.files),
     )
     run = PeerRun(
         info, RunState(info.run_id, info.plugin, 1.0 / info.branching, info.epoch), parsed.plugin
@@ -294,13 +316,20 @@ def resume(
     results become this peer's orphans, found at spawn and used; then the root is respawned."""
     runs = state.runs
     try:
-        plugin = state.plugin_named(info.plugin)
+        found = state.plugin_version(info.plugin, info.code_hash)
+        if found is None and info.shipped:
+            raise RunRefused(
+                f"run {info.run_id} ran shipped code {info.code_hash[:12]}, which peer "
+                f"{state.name} does not have (any more): resume it on a peer that ran it, or "
+                "submit it again with its code (--ship)"
+            )
+        plugin = found or state.plugin_named(info.plugin)
         if plugin.code_hash != info.code_hash:
             raise RunRefused(
                 f"the checkpoint of {info.run_id} was written by plugin {info.plugin} with "
                 f"code hash {info.code_hash[:12]}; peer {state.name} has {plugin.code_hash[:12]}"
             )
-        problems = plugin_mismatches(plugin, state.members())
+        problems = [] if info.shipped else plugin_mismatches(plugin, state.members())
         if problems:
             raise RunRefused("; ".join(problems))
         if info.run_id in runs.active:

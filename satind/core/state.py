@@ -27,6 +27,7 @@ from satind.core.model.spmd import Spmd
 from satind.core.runs import RunTable
 from satind.core.stealing import Candidates, StealCounters, candidates
 from satind.membership.view import Member, MemberTable
+from satind.net import messages as m
 from satind.net.transport import TrafficCounters
 from satind.work.jobs import Job
 from satind.work.workqueue import WorkQueue
@@ -47,6 +48,12 @@ class PeerState:
     cfg: Config
     table: MemberTable
     plugins: dict[str, plugin_mod.Plugin]
+    # Shipped code this peer has loaded (plugin/shipped.py): plugins by name, by code hash;
+    # the versions being fetched; and jobs stolen for a run whose code is still coming, with
+    # their victims (taken when it comes: core/shipping.py).
+    shipped: dict[str, dict[str, plugin_mod.Plugin]] = field(default_factory=dict)
+    fetching: set[str] = field(default_factory=set)
+    held: dict[str, list[tuple[m.JobSpec, str]]] = field(default_factory=dict)
     queue: WorkQueue = field(default_factory=WorkQueue)
     custody: Custody = field(default_factory=Custody)
     orphans: Orphans = field(default_factory=lambda: Orphans(100_000))
@@ -139,6 +146,21 @@ class PeerState:
             return self.plugins[name]
         except KeyError:
             raise plugin_mod.UnknownPlugin(name, self.plugins) from None
+
+    def plugin_version(self, name: str, code_hash: str) -> plugin_mod.Plugin | None:
+        """Plugin ``name`` in version ``code_hash`` ("": any), installed or shipped here."""
+        installed = self.plugins.get(name)
+        if installed is not None and (not code_hash or installed.code_hash == code_hash):
+            return installed
+        return self.shipped.get(code_hash, {}).get(name)
+
+    def awaiting_code(self) -> list[str]:
+        """The runs this peer knows but cannot run yet: their shipped code is coming."""
+        return [
+            run_id
+            for run_id, run in self.runs.active.items()
+            if run.plugin is None and run.refused is None and run.info.shipped
+        ]
 
     def peer_counters(self) -> dict[str, float]:
         """This peer's counters that are not per run (stats.PER_RUN are the run's own)."""

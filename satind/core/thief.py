@@ -40,10 +40,22 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
     its run is over (a late reply: nobody waits for it), or this peer cannot run it (the
     victim is told why, as the job's error)."""
     stub = m.RunInfo(
-        spec.run_id, spec.plugin, spec.code_hash, [], b"", spec.master, spec.branching, spec.epoch
+        spec.run_id,
+        spec.plugin,
+        spec.code_hash,
+        [],
+        b"",
+        spec.master,
+        spec.branching,
+        spec.epoch,
+        shipped=spec.shipped,
     )
     run, fx = register(state, stub)
     if run is None:
+        return None, fx
+    if run.plugin is None and run.refused is None:
+        # Its shipped code is coming: the job waits for it here (core/shipping.py).
+        state.held.setdefault(spec.code_hash, []).append((spec, victim))
         return None, fx
     error: BaseException | None = None
     spawnable = None

@@ -58,6 +58,10 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
         # of an aborted frame or job (core/aborts.py): nobody waits for it. Given away, it
         # would be run again under the run's id.
         job = queue.steal(msg.run)
+    if job is not None and job.run.run_id in msg.skip:
+        # The thief cannot run it yet (its shipped code is coming there): it stays the oldest.
+        queue.give_back(job)
+        job = None
     if job is not None and job.parent is not None and job.run.orphans is not None:
         holder = job.run.orphans.get(job.path)
         if holder is not None:
@@ -124,6 +128,7 @@ def job_spec(
         branching=info.branching,
         path=job.path,
         fn=name_of(job.fn),
+        shipped=info.shipped,
         args=args,
         epoch=info.epoch,
         shared=shared,

@@ -74,6 +74,8 @@ from satind.net.messages_swim import Ping as Ping
 from satind.net.messages_swim import PingReq as PingReq
 from satind.net.messages_swim import PushPull as PushPull
 from satind.net.messages_work import Abort as Abort
+from satind.net.messages_work import CodeReply as CodeReply
+from satind.net.messages_work import CodeRequest as CodeRequest
 from satind.net.messages_work import HandOver as HandOver
 from satind.net.messages_work import JobQuery as JobQuery
 from satind.net.messages_work import JobResult as JobResult
@@ -105,7 +107,9 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-PROTOCOL_VERSION = 12
+# 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
+# RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
+PROTOCOL_VERSION = 13
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.
@@ -171,6 +175,8 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     GhostRequest,
     LoadRequest,
     LoadReply,
+    CodeRequest,
+    CodeReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -186,6 +192,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     PluginsReply,
     TraceReply,
     LoadReply,
+    CodeReply,
     ErrorReply,
 )
 
@@ -209,5 +216,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         PluginsRequest,
         TraceRequest,
         LoadRequest,
+        CodeRequest,
     }
 )

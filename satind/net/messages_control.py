@@ -44,6 +44,9 @@ class Submit(Message):
     # arguments' tuple. ``argv`` is then empty and the plugin's parse does not run.
     entry: str = ""
     values: bytes = b""
+    # Shipped code (plugin/shipped.py): the plugin directory's Python files by relative path;
+    # ``code_hash`` is then their hash, which the master checks. Empty: installed code.
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

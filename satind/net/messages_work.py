@@ -37,6 +37,8 @@ class StealRequest(Message):
     # The share of a CPU one more entity of an SPMD run would get at the thief (its resource
     # profile, core/spmd/); -1: not measured.
     cpu: float = -1.0
+    # Runs the thief cannot run yet (their shipped code is coming): no job of those.
+    skip: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -182,3 +184,28 @@ class HandOver(Message):
     results: list[JobResult]
     runs: list[RunInfo] = field(default_factory=list)
     queued: list[RunInfo] = field(default_factory=list)
+
+
+# -- shipped code --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeRequest(Message):
+    """A member asks for a shipped version of a run's plugin code that it lacks
+    (plugin/shipped.py), by its code hash: of the run's master, or of any member with it."""
+
+    TYPE: ClassVar[int] = 110
+    req: int
+    code_hash: str
+
+
+@dataclass(frozen=True)
+class CodeReply(Message):
+    """The version's files by relative path, or why not (``error``); the asker checks the
+    hash before it writes or imports anything."""
+
+    TYPE: ClassVar[int] = 111
+    req: int
+    code_hash: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    error: str = ""

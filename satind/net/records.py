@@ -41,6 +41,9 @@ class RunInfo:
     # The name of the client certificate that submitted it: a client with the "submit" grant
     # may cancel and read its own runs only (node/permissions.py). "" before owners existed.
     owner: str = ""
+    # Its plugin's code was shipped with it (plugin/shipped.py): a member that lacks this
+    # version fetches it from the master (CodeRequest) instead of refusing the run.
+    shipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class JobSpec:
     shared: list[str] = field(default_factory=list)
     # A task of an iterative run, pushed by its master (core/iterative.py): never stolen on.
     pushed: bool = False
+    # Its run's code was shipped (RunInfo.shipped): a thief without it fetches it first.
+    shipped: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.master import RunRefused
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.node import parsing, permissions
+from satind.node import parsing, permissions, shipping
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
 from satind.work.errors import error_info
@@ -221,6 +221,22 @@ def on_progress(peer: Host, link: Link, msg: m.ProgressRequest) -> None:
 
 
 def on_submit(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
+    if msg.files:
+        # Its code first (node/shipping.py): checked, stored, vetted, loaded; then as below.
+        async def ship_then_submit() -> None:
+            why = await shipping.receive(peer, link, msg)
+            if why:
+                link.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+            else:
+                _submit_loaded(peer, link, msg)
+
+        peer.spawn_answer(link, msg.req, ship_then_submit)
+        return
+    _submit_loaded(peer, link, msg)
+
+
+def _submit_loaded(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
+    """A submission whose plugin code is here: checked, parsed in a thread, then accepted."""
     try:
         plugin = master.check_submission(peer.state, msg)
     except (plugins.UnknownPlugin, plugins.UsageError, RunRefused) as exc:

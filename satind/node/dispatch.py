@@ -15,7 +15,16 @@ from satind.core import messages
 from satind.core.handle import Received, handle
 from satind.net import messages as m
 from satind.net.transport import Link
-from satind.node import adapt, control, logs, permissions, plugins, status, tracing
+from satind.node import (
+    adapt,
+    control,
+    logs,
+    permissions,
+    plugins,
+    shipping,
+    status,
+    tracing,
+)
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
@@ -116,6 +125,7 @@ _HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
     m.LogsRequest: logs.on_logs_request,
     m.PluginsRequest: plugins.on_plugins_request,
     m.TraceRequest: tracing.on_trace_request,
+    m.CodeRequest: shipping.on_code_request,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),

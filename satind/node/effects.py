@@ -17,6 +17,7 @@ from satind.core.effects import (
     Checkpoint,
     Effects,
     EncodeArgs,
+    FetchCode,
     HandOut,
     Log,
     QueueRoot,
@@ -32,7 +33,7 @@ from satind.core.effects import (
 from satind.core.handle import handle
 from satind.core.state import PeerState
 from satind.net import messages as m
-from satind.node import control
+from satind.node import control, shipping
 from satind.node.logs import LogsHost
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             peer.changed()
         elif isinstance(fx, Timer):
             peer.spawn_task(_timer, peer, fx)
+        elif isinstance(fx, FetchCode):
+            peer.spawn_task(shipping.fetch, peer, fx)
 
 
 async def _timer(peer: EffectsHost, fx: Timer) -> None:

@@ -34,6 +34,7 @@ from satind.net.transport import Address, Link
 from satind.node.checkpoint import Checkpointer, LogStore
 from satind.node.compute import ComputeDriver
 from satind.node.thief import Thief
+from satind.plugin.shipped import Cache
 from satind.trace import Traces
 
 
@@ -81,6 +82,8 @@ class Host(Protocol):
     requests: Requests
     checkpointer: Checkpointer
     traces: Traces
+    # Shipped code it was sent or fetched (plugin/shipped.py), made on first use.
+    code_cache: Cache | None
     # Clients waiting for a run's result here, woken when it arrives.
     result_waiters: dict[str, list[trio.Event]]
     # (process CPU s, monotonic s, last share): status's CPU figure between two samples.

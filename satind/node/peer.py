@@ -58,6 +58,7 @@ from satind.node.profiler import profile_loop
 from satind.node.tasks import Tasks
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
+from satind.plugin.shipped import Cache
 from satind.trace import Traces
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class Peer:
         self.checkpointer = Checkpointer(
             cfg.checkpoint, options.name, options.checkpoint_store, self.state.checkpoint
         )
+        self.code_cache: Cache | None = None
         identity = Identity(self.name, options.cluster, "peer")
         self.transport: PeerTransport
         if transport is not None:
@@ -258,6 +260,8 @@ class Peer:
                 nursery.cancel_scope.cancel()
         finally:
             self.compute.stop()
+            if self.code_cache is not None:
+                self.code_cache.close()
 
     def join(self, seeds: Sequence[Address]) -> None:
         """Join the system through ``seeds`` (none: start it); sets ``joined`` when done."""

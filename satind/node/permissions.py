@@ -67,7 +67,10 @@ def refusal(state: PeerState, link: Link, msg: m.Message) -> str:
     grants = remote.grants
     name = client_name(link)
     if isinstance(msg, m.Submit):
-        return _lacks(name, grants, tls.GRANT_SUBMIT, "submit a run")
+        why = _lacks(name, grants, tls.GRANT_SUBMIT, "submit a run")
+        if not why and msg.files:
+            why = _lacks(name, grants, tls.GRANT_SHIP, "ship code with a run")
+        return why
     if isinstance(msg, _OPERATE) or (isinstance(msg, m.PluginsRequest) and msg.reload):
         return _lacks(name, grants, tls.GRANT_OPERATE, f"send a {type(msg).__name__}")
     if isinstance(msg, (*_ANYONE, m.PluginsRequest)):

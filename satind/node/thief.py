@@ -132,7 +132,12 @@ class Thief:
         self.host.post(
             victim,
             m.StealRequest(
-                req, wide, self.host.state.needs_orphans, for_run, offer(self.host.state)
+                req,
+                wide,
+                self.host.state.needs_orphans,
+                for_run,
+                offer(self.host.state),
+                self.host.state.awaiting_code(),
             ),
         )
         reply = await requests.reply_within(req, within_s)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from satind.plugin import describe_failure, load_entry_point, load_path_module
+from satind.plugin.importing import shipped_package
 
 
 def vet_units(units: Sequence[tuple[str, str]], report: IO[str]) -> None:
@@ -29,6 +30,9 @@ def vet_units(units: Sequence[tuple[str, str]], report: IO[str]) -> None:
         try:
             if kind == "file":
                 load_path_module(Path(target))
+            elif kind == "shipped":
+                # A shipped version's file, in the directory named by its hash (shipped.py).
+                load_path_module(Path(target), shipped_package(Path(target).parent.name))
             else:
                 load_entry_point(target)
             error = ""

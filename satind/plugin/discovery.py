@@ -33,13 +33,14 @@ def module_hash(module: types.ModuleType) -> str:
 def directory_hash(directory: Path) -> str:
     """sha256 over every ``*.py`` under a plugin directory (names and contents, in order)."""
     digest = hashlib.sha256()
-    for file in _sources_under(directory):
+    for file in sources_under(directory):
         digest.update(str(file.relative_to(directory)).encode() + b"\0")
         digest.update(file.read_bytes())
     return digest.hexdigest()
 
 
-def _sources_under(directory: Path) -> list[Path]:
+def sources_under(directory: Path) -> list[Path]:
+    """The files a plugin directory's code hash covers (and a shipped bundle holds)."""
     return sorted(
         f
         for f in directory.rglob("*.py")

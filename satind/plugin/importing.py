@@ -21,6 +21,13 @@ from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import Candidate, module_hash
 
 PATH_PACKAGE = "satind_path_plugins"
+# Shipped code (plugin/shipped.py): a package per version, named by its code hash.
+SHIPPED_PREFIX = "satind_shipped_"
+
+
+def shipped_package(code_hash: str) -> str:
+    """The package a shipped version's modules are imported under."""
+    return f"{SHIPPED_PREFIX}{code_hash[:24]}"
 
 
 def plugins_in(module: types.ModuleType, source: str, code_hash: str = "") -> list[Plugin]:
@@ -56,23 +63,26 @@ def builtin_plugins() -> list[Plugin]:
     return found
 
 
-def load_path_module(path: Path) -> types.ModuleType:
-    """Import one plugin file under ``satind_path_plugins.<stem>`` (once per process)."""
-    name = f"{PATH_PACKAGE}.{path.stem}"
+def load_path_module(path: Path, package_name: str = PATH_PACKAGE) -> types.ModuleType:
+    """Import one plugin file under ``<package_name>.<stem>`` (once per process):
+    ``satind_path_plugins`` for a ``--plugin-path`` file, a shipped version's own package
+    (``shipped_package``) for shipped code."""
+    name = f"{package_name}.{path.stem}"
     module = sys.modules.get(name)
     if module is not None and getattr(module, "__file__", None) == str(path):
         return module
-    package = sys.modules.get(PATH_PACKAGE)
+    package = sys.modules.get(package_name)
     if package is None:
-        package = types.ModuleType(PATH_PACKAGE)
+        package = types.ModuleType(package_name)
         package.__path__ = []
-        sys.modules[PATH_PACKAGE] = package
+        sys.modules[package_name] = package
     # The directory is a package root: `from . import helper` finds the sibling file, and
-    # `import helper` too (appended to sys.path: it cannot shadow an installed module).
+    # for an installed plugin directory `import helper` too (appended to sys.path: it cannot
+    # shadow an installed module). Not for shipped code: two versions would share `helper`.
     directory = str(path.parent)
     if directory not in package.__path__:
         package.__path__.append(directory)
-    if directory not in sys.path:
+    if package_name == PATH_PACKAGE and directory not in sys.path:
         sys.path.append(directory)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

@@ -1,0 +1,218 @@
+"""Shipped plugin code: a plugin directory sent with a submission (``satind submit --ship DIR``,
+``cluster.submit(..., ship=DIR)``) instead of installed on every peer.
+
+A **bundle** is the directory's ``*.py`` files (the files a plugin directory's code hash
+covers, discovery.py), by relative path. It is content-addressed: its hash is the directory's
+code hash, computed the same way, so a peer verifies what it was sent and a run names its
+code by the hash satind already gossips and checks. A peer keeps each version in a directory
+of its own under its cache (``Cache``) and imports it under a package of its own,
+``satind_shipped_<hash>``: two versions of one plugin name never share a module, a spawnable
+function's registry name or an absolute import. So a shipped plugin imports its helpers
+relatively (``from . import helper``); ``import helper`` finds nothing.
+
+Shipping runs code on every peer that takes part: peers accept it only when their operator
+says so (``[plugins] accept_shipped``) and only from client certificates with the "ship" grant
+(node/permissions.py). Before it is imported here, each plugin file of a bundle is vetted in a
+process of its own (satind/vetting.py), as any plugin file is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+
+from satind.api import forget_module
+from satind.plugin.descriptor import Plugin
+from satind.plugin.discovery import directory_hash, plugin_files, sources_under
+from satind.plugin.importing import (
+    NoPlugin,
+    describe_failure,
+    load_path_module,
+    plugins_in,
+    shipped_package,
+)
+from satind.vetting import Unit, vet
+
+# A bundle: file contents by relative POSIX path ("helpers/geometry.py").
+Bundle = dict[str, bytes]
+
+
+class BadBundle(ValueError):
+    """A bundle that is not what it claims (the message says what is wrong)."""
+
+
+def bundle_hash(bundle: Mapping[str, bytes]) -> str:
+    """The code hash of a bundle: ``directory_hash`` of the directory it came from."""
+    digest = hashlib.sha256()
+    for name in sorted(bundle, key=lambda n: PurePosixPath(n).parts):
+        digest.update(str(PurePosixPath(name)).encode() + b"\0")
+        digest.update(bundle[name])
+    return digest.hexdigest()
+
+
+def pack(directory: Path, max_bytes: int, max_files: int) -> Bundle:
+    """The bundle of a plugin directory: every ``*.py`` under it, as discovery sees them.
+
+    Raises:
+        BadBundle: not a directory, no plugin file in it, or more than the bounds allow.
+    """
+    if not directory.is_dir():
+        raise BadBundle(f"cannot ship {directory}: not a directory")
+    files = sources_under(directory)
+    if not plugin_files(directory)[0]:
+        raise BadBundle(
+            f"cannot ship {directory}: no plugin file in it (a *.py directly in it that "
+            "assigns PLUGIN = satind.Plugin(...) at its top level; docs/plugins.md)"
+        )
+    if len(files) > max_files:
+        raise BadBundle(
+            f"cannot ship {directory}: {len(files)} Python files, more than "
+            f"{max_files} (plugins.max_shipped_files)"
+        )
+    bundle: Bundle = {}
+    size = 0
+    for file in files:
+        data = file.read_bytes()
+        size += len(data)
+        if size > max_bytes:
+            raise BadBundle(
+                f"cannot ship {directory}: more than {max_bytes:,} bytes of Python "
+                "(plugins.max_shipped_bytes)"
+            )
+        bundle[file.relative_to(directory).as_posix()] = data
+    assert bundle_hash(bundle) == directory_hash(directory)
+    return bundle
+
+
+def check(bundle: Mapping[str, bytes], code_hash: str, max_bytes: int, max_files: int) -> None:
+    """That a bundle received is what it claims and is safe to write: its hash, its bounds,
+    and names that stay inside its directory.
+
+    Raises:
+        BadBundle: what is wrong with it.
+    """
+    if len(bundle) > max_files:
+        raise BadBundle(f"{len(bundle)} files, more than {max_files} (plugins.max_shipped_files)")
+    size = sum(len(data) for data in bundle.values())
+    if size > max_bytes:
+        raise BadBundle(f"{size:,} bytes, more than {max_bytes:,} (plugins.max_shipped_bytes)")
+    for name in bundle:
+        parts = PurePosixPath(name).parts
+        if (
+            not name.endswith(".py")
+            or name.startswith("/")
+            or "\\" in name
+            or not parts
+            or any(p in ("", ".", "..") or p.startswith(".") or p == "__pycache__" for p in parts)
+            or any(not p.removesuffix(".py").isidentifier() for p in parts)
+        ):
+            raise BadBundle(f"bad file name {name!r} (relative *.py names only)")
+    actual = bundle_hash(bundle)
+    if actual != code_hash:
+        raise BadBundle(f"its content has hash {actual[:12]}, not the {code_hash[:12]} it claims")
+
+
+class Cache:
+    """This peer's shipped code: a directory per version under ``root`` (made private to the
+    peer when ``root`` is empty, and removed with it), at most ``keep`` versions that no run
+    uses; older unused ones are evicted."""
+
+    def __init__(self, root: str, keep: int) -> None:
+        self.keep = keep
+        self._own = not root
+        self.root = Path(root or tempfile.mkdtemp(prefix="satind-shipped-"))
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Versions in the order they were last used (oldest first).
+        self._used: dict[str, None] = {}
+
+    def path(self, code_hash: str) -> Path:
+        return self.root / code_hash
+
+    def has(self, code_hash: str) -> bool:
+        return self.path(code_hash).is_dir()
+
+    def store(self, code_hash: str, bundle: Mapping[str, bytes]) -> Path:
+        """Write a checked bundle (``check``) to its directory, atomically: a directory that
+        exists is whole."""
+        target = self.path(code_hash)
+        if not target.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.root))
+            for name, data in bundle.items():
+                file = staging.joinpath(*PurePosixPath(name).parts)
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_bytes(data)
+            try:
+                os.rename(staging, target)
+            except OSError:  # another store of the same version won
+                shutil.rmtree(staging, ignore_errors=True)
+        self.touch(code_hash)
+        return target
+
+    def bundle(self, code_hash: str) -> Bundle:
+        """A stored version's bundle again (to send to a member that lacks it)."""
+        root = self.path(code_hash)
+        return {f.relative_to(root).as_posix(): f.read_bytes() for f in sources_under(root)}
+
+    def touch(self, code_hash: str) -> None:
+        self._used.pop(code_hash, None)
+        self._used[code_hash] = None
+
+    def evict(self, in_use: Iterable[str]) -> list[str]:
+        """Forget the least recently used versions beyond ``keep`` that no run uses: their
+        directories, and their modules in this process. Returns the hashes evicted."""
+        busy = set(in_use)
+        idle = [h for h in self._used if h not in busy]
+        evicted = idle[: max(0, len(idle) - self.keep)]
+        for code_hash in evicted:
+            del self._used[code_hash]
+            shutil.rmtree(self.path(code_hash), ignore_errors=True)
+            unload(code_hash)
+        return evicted
+
+    def close(self) -> None:
+        if self._own:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def load(
+    directory: Path, code_hash: str, import_timeout_s: float, start_timeout_s: float
+) -> list[Plugin]:
+    """The plugins of a stored version: each plugin file vetted in a process of its own, then
+    imported here under ``satind_shipped_<hash>`` and stamped with the version's hash.
+
+    Raises:
+        BadBundle: no plugin came through (the message says why, file by file).
+    """
+    files, problems = plugin_files(directory)
+    units = {file: Unit("shipped", str(file.resolve())) for file in files}
+    verdicts = vet(list(units.values()), import_timeout_s, start_timeout_s)
+    found: list[Plugin] = []
+    for file, unit in units.items():
+        error = verdicts.get(unit, "")
+        if not error:
+            try:
+                module = load_path_module(file.resolve(), shipped_package(code_hash))
+                plugins = plugins_in(module, f"shipped {code_hash[:12]}", code_hash)
+                if not plugins:
+                    raise NoPlugin("it defines no Plugin of its own")
+                found.extend(plugins)
+                continue
+            except (Exception, SystemExit) as exc:
+                error = describe_failure(exc) if not isinstance(exc, NoPlugin) else str(exc)
+        problems.append(f"{file.name}: not loaded: {error}")
+    if not found:
+        raise BadBundle("no plugin in it could be loaded: " + "; ".join(problems or ["none"]))
+    return found
+
+
+def unload(code_hash: str) -> None:
+    """Forget a version's modules in this process (jobs that hold its functions keep them)."""
+    package = shipped_package(code_hash)
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+        forget_module(name)
