@@ -1,0 +1,166 @@
+"""Shipped code on real daemons (plugin/shipped.py): a plugin directory with a helper module,
+sent with a submission to two daemons that do not have it, runs exactly; a client without
+the "ship" grant, or peers that do not accept shipped code, are refused at once, saying why;
+a member that joins mid-run fetches the code and takes part; two versions of one plugin name
+shipped one after the other never mix."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import satind
+from tests.integration.test_daemon import Daemon, client, satind as satind_cli, status, wait_for
+
+pytestmark = pytest.mark.slow
+
+PLUGIN = '''"""shipsum LO HI [LEAF_MS]: the sum of WEIGHT * i for LO <= i < HI (WEIGHT: helper.py)."""
+
+import time
+
+import satind
+
+from . import helper
+
+
+@satind.spawnable
+def weighted(lo: int, hi: int, leaf_ms: float) -> int:
+    if hi - lo <= 1000:
+        end = time.perf_counter() + leaf_ms / 1000
+        while time.perf_counter() < end:
+            pass
+        return helper.WEIGHT * sum(range(lo, hi))
+    mid = (lo + hi) // 2
+    a = weighted.spawn(lo, mid, leaf_ms)
+    b = weighted.spawn(mid, hi, leaf_ms)
+    satind.sync()
+    return a.result() + b.result()
+
+
+PLUGIN = satind.Plugin(
+    name="shipsum",
+    entry=weighted,
+    usage="shipsum LO HI [LEAF_MS]",
+    parse=lambda argv: (int(argv[0]), int(argv[1]), float(argv[2]) if len(argv) > 2 else 0.0),
+    max_branching=2,
+)
+'''
+
+CONFIG = """
+[plugins]
+accept_shipped = true
+"""
+
+
+def plugin_dir(root: Path, weight: int) -> Path:
+    directory = root / f"weight{weight}"
+    directory.mkdir()
+    (directory / "shipsum.py").write_text(PLUGIN)
+    (directory / "helper.py").write_text(f"WEIGHT = {weight}\n")
+    return directory
+
+
+def expected(lo: int, hi: int, weight: int) -> int:
+    return weight * sum(range(lo, hi))
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Daemon]]]:
+    keys = tmp_path_factory.mktemp("keys")
+    assert satind_cli("keys", "init", str(keys)).returncode == 0
+    for name in ("m1", "m2", "m3", "lone"):
+        assert satind_cli("keys", "issue", str(keys), name).returncode == 0
+    assert satind_cli("keys", "issue", str(keys), "plain", "--client").returncode == 0
+    issued = satind_cli("keys", "issue", str(keys), "shipper", "--client", "--may-ship")
+    assert "may submit, ship)" in issued.stdout
+    config = keys / "ship.toml"
+    config.write_text(CONFIG)
+    started: list[Daemon] = []
+    try:
+        started.append(Daemon(keys, "m1", "c0", "", "--config", str(config)))
+        started.append(Daemon(keys, "m2", "c0", started[0].first, "--config", str(config)))
+        wait_for(lambda: len(status(keys, started[0].first)["peers"]) == 4)
+        yield keys, started
+    finally:
+        for daemon in started:
+            daemon.kill()
+
+
+def test_a_shipped_plugin_with_a_helper_runs_exactly(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    m1, m2 = daemons[0], daemons[1]
+    directory = plugin_dir(tmp_path, 3)
+    with satind.connect(m1.first, keys, name="shipper") as cluster:
+        run = cluster.submit("shipsum", "0", "200000", "2", ship=directory)
+        assert run.result(timeout=180) == expected(0, 200000, 3)
+    # The other machine had no such plugin: its peers fetched the code and took part.
+    wait_for(lambda: "shipped code" in m2.log.read_text())
+    assert "plugins shipsum" in m2.log.read_text()
+    # The command line ships the same way; the version is cached: nothing is vetted again.
+    proc = client(
+        keys, m1.first, "submit", "shipsum", "0", "5000", "--ship", str(directory),
+        "--wait", "--json", "--as", "shipper",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"] == expected(0, 5000, 3)
+
+
+def test_shipping_is_refused_without_the_grant(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    directory = plugin_dir(tmp_path, 5)
+    with satind.connect(daemons[0].first, keys, name="plain") as cluster:
+        with pytest.raises(satind.NotAllowed, match="'ship' grant.*--may-ship"):
+            cluster.submit("shipsum", "0", "10", ship=directory)
+        assert {p.state for p in cluster.peers()} == {"alive"}  # nothing else lost
+
+
+def test_peers_that_do_not_accept_shipped_code_refuse_it(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, _ = system
+    lone = Daemon(keys, "lone", "c9", "", "--peers", "1")  # shipped defaults: not accepted
+    try:
+        with satind.connect(lone.first, keys, name="shipper") as cluster:
+            with pytest.raises(satind.Refused, match="does not accept shipped code"):
+                cluster.submit("shipsum", "0", "10", ship=plugin_dir(tmp_path, 7))
+    finally:
+        lone.kill()
+
+
+def test_two_versions_of_one_plugin_never_mix(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    one, two = plugin_dir(tmp_path, 1), plugin_dir(tmp_path, 2)
+    with satind.connect(daemons[0].first, keys, name="shipper") as cluster:
+        first = cluster.submit("shipsum", "0", "100000", "1", ship=one)
+        second = cluster.submit("shipsum", "0", "100000", "1", ship=two)
+        assert first.result(timeout=180) == expected(0, 100000, 1)
+        assert second.result(timeout=180) == expected(0, 100000, 2)
+
+
+def test_a_member_joining_mid_run_fetches_the_code(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    m1 = daemons[0]
+    config = keys / "ship.toml"
+    directory = plugin_dir(tmp_path, 4)
+    with satind.connect(m1.first, keys, name="shipper") as cluster:
+        # 2,000 leaves of 20 ms: about 10 s on four peers, long enough to join in the middle.
+        run = cluster.submit("shipsum", "0", "2000000", "20", ship=directory)
+        wait_for(lambda: run.progress() > 0.1, limit=60)
+        daemons.append(Daemon(keys, "m3", "c0", m1.first, "--config", str(config)))
+        m3 = daemons[-1]
+        assert run.result(timeout=240) == expected(0, 2000000, 4)
+    log = m3.log.read_text()
+    assert "fetching its shipped code" in log and "plugins shipsum" in log, log[-3000:]
+    ran = {p["slot"]: p["jobs_run"] for p in status(keys, m1.first)["peers"]}
+    assert ran.get("m3/0", 0) + ran.get("m3/1", 0) > 0, ran
