@@ -201,9 +201,9 @@ class SyncCluster:
         """Close the connection (runs submitted go on)."""
         self._loop.close()
 
-    def submit(self, what: Any, *args: Any, check: bool = True) -> SyncRun:
+    def submit(self, what: Any, *args: Any, check: bool = True, ship: api.Ship = None) -> SyncRun:
         """See ``api.Cluster.submit``."""
-        run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check))
+        run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check, ship=ship))
         return SyncRun(self._loop, run)
 
     def run(self, what: Any, *args: Any, timeout: float | None = None) -> Any:

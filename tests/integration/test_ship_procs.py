@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import satind
-from tests.integration.test_daemon import Daemon, client, satind as satind_cli, status, wait_for
+from tests.integration.test_daemon import Daemon, client, status, wait_for
+from tests.integration.test_daemon import satind as satind_cli
 
 pytestmark = pytest.mark.slow
 
@@ -103,8 +104,18 @@ def test_a_shipped_plugin_with_a_helper_runs_exactly(
     assert "plugins shipsum" in m2.log.read_text()
     # The command line ships the same way; the version is cached: nothing is vetted again.
     proc = client(
-        keys, m1.first, "submit", "shipsum", "0", "5000", "--ship", str(directory),
-        "--wait", "--json", "--as", "shipper",
+        keys,
+        m1.first,
+        "submit",
+        "shipsum",
+        "0",
+        "5000",
+        "--ship",
+        str(directory),
+        "--wait",
+        "--json",
+        "--as",
+        "shipper",
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["result"] == expected(0, 5000, 3)
