@@ -18,7 +18,7 @@ from tests.integration.test_daemon import satind as satind_cli
 
 pytestmark = pytest.mark.slow
 
-PLUGIN = '''"""shipsum LO HI [LEAF_MS]: the sum of WEIGHT * i for LO <= i < HI (WEIGHT: helper.py)."""
+PLUGIN = '''"""shipsum LO HI [LEAF_MS]: the sum of WEIGHT * i for LO <= i < HI (helper.py)."""
 
 import time
 
@@ -127,7 +127,7 @@ def test_shipping_is_refused_without_the_grant(
     keys, daemons = system
     directory = plugin_dir(tmp_path, 5)
     with satind.connect(daemons[0].first, keys, name="plain") as cluster:
-        with pytest.raises(satind.NotAllowed, match="'ship' grant.*--may-ship"):
+        with pytest.raises(satind.NotAllowed, match=r"'ship' grant.*--may-ship"):
             cluster.submit("shipsum", "0", "10", ship=directory)
         assert {p.state for p in cluster.peers()} == {"alive"}  # nothing else lost
 
@@ -138,9 +138,11 @@ def test_peers_that_do_not_accept_shipped_code_refuse_it(
     keys, _ = system
     lone = Daemon(keys, "lone", "c9", "", "--peers", "1")  # shipped defaults: not accepted
     try:
-        with satind.connect(lone.first, keys, name="shipper") as cluster:
-            with pytest.raises(satind.Refused, match="does not accept shipped code"):
-                cluster.submit("shipsum", "0", "10", ship=plugin_dir(tmp_path, 7))
+        with (
+            satind.connect(lone.first, keys, name="shipper") as cluster,
+            pytest.raises(satind.Refused, match="does not accept shipped code"),
+        ):
+            cluster.submit("shipsum", "0", "10", ship=plugin_dir(tmp_path, 7))
     finally:
         lone.kill()
 
