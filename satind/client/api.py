@@ -10,6 +10,7 @@ types included, never pickle), and every member has the function because it has 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import types
@@ -326,14 +327,19 @@ class Run:
         """
         await self.cluster._control(m.CancelRequest(self.cluster.client.requests.new(), self.id))
 
-    async def outcome(self) -> Outcome:
+    async def outcome(self, progress: Callable[[float], None] | None = None) -> Outcome:
         """Wait for the run to end; its value with the plugin's report and check, and its
-        statistics. (To bound the wait: ``with trio.fail_after(seconds):``.)
+        statistics. (To bound the wait: ``with trio.fail_after(seconds):``.) ``progress``,
+        if given, is called with the share of the work done every ``client.watch_interval_s``
+        meanwhile (what the synchronous form draws a bar with).
 
         Raises:
             RunCancelled, RunSuspended, RunLost; the job's exception (see ``result``).
         """
-        result = await self._wait()
+        if progress is None:
+            result = await self._wait()
+        else:
+            result = await self._wait_watched(progress)
         if result.error is not None:
             raise run_error(self.id, result.error)
         depth = self.cluster.cfg.net.max_depth
@@ -352,7 +358,7 @@ class Run:
             dict(result.kept),
         )
 
-    async def result(self) -> Any:
+    async def result(self, progress: Callable[[float], None] | None = None) -> Any:
         """Wait for the run to end and return its value, decoded here (a registered type as
         itself when this process registered it too). To bound the wait, as anywhere in trio:
         ``with trio.fail_after(seconds):`` (the run goes on).
@@ -362,7 +368,23 @@ class Run:
             RunLost: no peer could give its result any more.
             the job's exception, as itself when it can be rebuilt here, else RunFailed.
         """
-        return (await self.outcome()).value
+        return (await self.outcome(progress)).value
+
+    async def _wait_watched(self, progress: Callable[[float], None]) -> m.RunResult:
+        async with trio.open_nursery() as nursery:
+
+            async def poll() -> None:
+                while True:
+                    # A question unanswered in time is no reason to stop waiting for the run.
+                    with contextlib.suppress(remote.PeerUnavailable, LookupError):
+                        progress(max(0.0, await self.progress()))
+                    await trio.sleep(self.cluster.cfg.client.watch_interval_s)
+
+            nursery.start_soon(poll)
+            result = await self._wait()
+            nursery.cancel_scope.cancel()
+        progress(1.0)
+        return result
 
     async def _wait(self) -> m.RunResult:
         if self._result is None:

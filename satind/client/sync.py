@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -129,18 +130,41 @@ class SyncRun:
     def cancel(self) -> None:
         self._loop.call(self._run.cancel)
 
-    def result(self, timeout: float | None = None) -> Any:
-        """The run's value (see ``api.Run.result``).
+    def result(self, timeout: float | None = None, progress: bool | None = None) -> Any:
+        """The run's value (see ``api.Run.result``). ``progress``: draw a progress bar while
+        waiting (on stderr in a terminal, as a widget in a notebook); None (the default):
+        when stderr is a terminal or this runs in a Jupyter kernel.
 
         Raises:
             Timeout: the run did not end within ``timeout`` seconds (it goes on).
         """
-        return self.outcome(timeout).value
+        return self.outcome(timeout, progress).value
 
-    def outcome(self, timeout: float | None = None) -> Outcome:
-        """See ``api.Run.outcome``; ``Timeout`` as ``result``."""
-        got: Outcome = self._loop.call(within, timeout, self._run.outcome, f"run {self.id}")
-        return got
+    def outcome(self, timeout: float | None = None, progress: bool | None = None) -> Outcome:
+        """See ``api.Run.outcome``; ``Timeout`` and ``progress`` as ``result``."""
+        if not (progress if progress is not None else _interactive()):
+            got: Outcome = self._loop.call(within, timeout, self._run.outcome, f"run {self.id}")
+            return got
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
+
+        with Progress(
+            f"run {self.id}",
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+        ) as bar:
+            task = bar.add_task("", total=1.0)
+
+            def update(done: float) -> None:
+                bar.update(task, completed=done)
+
+            async def watched() -> Outcome:
+                return await self._run.outcome(update)
+
+            shown: Outcome = self._loop.call(within, timeout, watched, f"run {self.id}")
+            return shown
 
     def logs(self, follow: bool = False) -> Iterator[str]:
         """The run's output lines; with ``follow``, until the run ends (see ``api.Run.logs``)."""
@@ -227,6 +251,11 @@ class SyncCluster:
 
     def resume(self, run_id: str) -> SyncRun:
         return SyncRun(self._loop, self._loop.call(self.cluster.resume, run_id))
+
+
+def _interactive() -> bool:
+    """Whether someone watches: stderr is a terminal, or this is a Jupyter kernel."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
 def connect(

@@ -67,7 +67,10 @@ PLUGIN_RUNS: dict[str, tuple[str, ...]] = {
 
 # What CI runs (the suite's time is bounded): every plugin once, every kind of run with its
 # master killed and with a thief and then the master killed. `benchmarks/crashes.py` runs
-# all of cases(), many times.
+# all of cases(), many times. In two files (test_crash_procs.py: plain divide-and-conquer;
+# test_crash_kinds_procs.py: shared objects, iterative and SPMD runs), so that the suite's
+# two workers share them.
+KINDS = {"tsp", "knapsack", "barneshut", "kmeans", "heat2d"}
 IN_CI = {
     "fib-master",
     "nqueens-thief-master",

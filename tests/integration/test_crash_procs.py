@@ -3,7 +3,8 @@ tuned, the daemons restarting crashed peers. Every built-in plugin — every kin
 its master SIGKILLed while it computes (on the machine that joined second), or a thief and
 then the master; the restarted process in the master's slot is a newcomer, never taken for
 the old one, and the answer equals an independent reference (tests/references.py).
-`benchmarks/crashes.py` runs every plugin in both ways, many times."""
+`benchmarks/crashes.py` runs every plugin in both ways, many times. Here the plain
+divide-and-conquer plugins; the other kinds in test_crash_kinds_procs.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.crashes import IN_CI, Case, cases, run_case, two_machines
+from tests.integration.crashes import IN_CI, KINDS, Case, cases, run_case, two_machines
 from tests.integration.test_daemon import Daemon, status
 
 pytestmark = pytest.mark.slow
@@ -25,10 +26,19 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, D
         yield keys, m1, m2
 
 
-@pytest.mark.parametrize("case", [c for c in cases() if c.name in IN_CI], ids=lambda c: c.name)
+def in_ci(kinds: bool) -> list[Case]:
+    """The cases CI runs: of plain divide-and-conquer plugins, or of the other kinds."""
+    return [c for c in cases() if c.name in IN_CI and (c.argv[0] in KINDS) == kinds]
+
+
+@pytest.mark.parametrize("case", in_ci(kinds=False), ids=lambda c: c.name)
 def test_a_killed_master_is_replaced_and_the_answer_is_exact(
     machines: tuple[Path, Daemon, Daemon], case: Case
 ) -> None:
+    check_case(machines, case)
+
+
+def check_case(machines: tuple[Path, Daemon, Daemon], case: Case) -> None:
     keys, m1, m2 = machines
     masters = {p["slot"]: p["name"] for p in status(keys, m1.first)["peers"]}
     outcome = run_case(keys, (m1, m2), case)

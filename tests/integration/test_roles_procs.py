@@ -78,3 +78,14 @@ def test_the_command_line_says_what_grant_a_request_takes(system: tuple[Path, Da
     assert len(status(keys, m1.first)["peers"]) == 2
     submitted = client(keys, m1.first, "submit", "fib", "20", "--wait", "--json", "--as", "bob")
     assert submitted.returncode == 0, submitted.stderr
+
+
+def test_a_waiting_script_sees_a_progress_bar(
+    system: tuple[Path, Daemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys, m1 = system
+    with satind.connect(m1.first, keys, name="alice") as alice:
+        run = alice.submit("fib", "27")
+        assert run.result(timeout=120, progress=True) == 196418
+    err = capsys.readouterr().err
+    assert f"run {run.id}" in err and "100%" in err, err
