@@ -145,6 +145,9 @@ def print_status(reply: m.StatusReply) -> None:
         console.print(runs_table(reply))
     else:
         console.print("no runs")
+    for p in reply.peers:
+        for line in p.not_serving:  # a run it takes no part in, and why
+            console.print(f"{slot_of(p.name)} takes no part in run {line}", markup=False)
 
 
 def run_bars(console: Console) -> Progress:

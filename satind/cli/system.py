@@ -83,6 +83,8 @@ async def plugins(args: argparse.Namespace, cfg: Config) -> int:
         print(f"{', '.join(members)}:")
         for p in listed or ():
             print(f"  {p.name:12} {p.code_hash[:12]:12} {p.usage:36} {p.source}")
+            if p.unmet:
+                print(f"  {'':12} takes no part in its runs: it requires {p.unmet}")
         if not listed:
             print("  (no plugins)")
     return EXIT_OK

@@ -77,6 +77,8 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
             )
         except plugins.UnknownPlugin as exc:
             refused = f"peer {state.name}: {exc}"
+    if plugin is not None and (why := state.unmet_why(plugin)):
+        refused = f"peer {state.name} takes no part: plugin {info.plugin} requires {why}"
     if refused:
         state.note(ERROR, __name__, "refusing run %s: %s", info.run_id, refused)
     return runs.add(info, plugin, refused, state.peer_counters()), fx

@@ -189,6 +189,8 @@ def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list
         theirs = member.plugins.get(plugin.name)
         if not member.plugins:
             continue  # no list gossiped (yet): the member itself refuses jobs it cannot run
+        if theirs is not None and theirs.startswith(plugins.UNMET):
+            continue  # it lacks the plugin's requirements: it takes no part (and says so)
         if theirs is None:
             problems.append(f"peer {member.name} has no plugin {plugin.name}")
         elif theirs != plugin.code_hash:
@@ -222,6 +224,7 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
             raise plugins.UnknownPlugin(
                 msg.plugin, [], f"the shipped code has no plugin {msg.plugin!r} (it has: {has})"
             )
+        _refuse_if_unmet(state, shipped)
         if shipped.kind != "divide-and-conquer":
             raise RunRefused(
                 f"plugin {msg.plugin} is an {shipped.kind} plugin: only divide-and-conquer "
@@ -229,6 +232,7 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
             )
         return shipped
     plugin = _plugin_or_what_the_system_has(state, msg.plugin)
+    _refuse_if_unmet(state, plugin)
     if msg.code_hash and msg.code_hash != plugin.code_hash:
         raise plugins.UsageError(
             f"plugin {msg.plugin}: the client has code hash {msg.code_hash[:12]}, "
@@ -238,6 +242,21 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
     if problems:
         raise RunRefused("; ".join(problems))
     return plugin
+
+
+def _refuse_if_unmet(state: PeerState, plugin: plugins.Plugin) -> None:
+    """A master must run its run's root: one whose environment lacks the plugin's
+    requirements refuses, naming the members that can serve it.
+
+    Raises:
+        RunRefused: this peer lacks a requirement.
+    """
+    why = state.unmet_why(plugin)
+    if not why:
+        return
+    able = sorted(m.name for m in state.members() if m.plugins.get(plugin.name) == plugin.code_hash)
+    where = f"submit to one that has them: {', '.join(able)}" if able else "no member has them"
+    raise RunRefused(f"plugin {plugin.name} requires {why} on peer {state.name}; {where}")
 
 
 def _plugin_or_what_the_system_has(state: PeerState, name: str) -> plugins.Plugin:

@@ -32,6 +32,8 @@ class CodeArrived:
     plugins: Mapping[str, plugins.Plugin] = field(default_factory=dict)
     error: str = ""
     evicted: tuple[str, ...] = ()
+    # Its plugins whose requirements this peer lacks, and which (plugin/requirements.py).
+    unmet: Mapping[str, str] = field(default_factory=dict)
 
 
 def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
@@ -41,6 +43,7 @@ def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
     state.fetching.discard(code_hash)
     if event.plugins:
         state.shipped[code_hash] = dict(event.plugins)
+        state.unmet.update({(name, code_hash): why for name, why in event.unmet.items()})
     for run in state.runs.active.values():
         info = run.info
         if info.code_hash != code_hash or run.plugin is not None or run.refused is not None:
@@ -51,6 +54,9 @@ def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
                 f"peer {state.name} could not get the shipped code {code_hash[:12]} of run "
                 f"{info.run_id}: {event.error or f'it has no plugin {info.plugin}'}"
             )
+            state.note(ERROR, __name__, "refusing run %s: %s", info.run_id, run.refused)
+        elif why := state.unmet_why(plugin):
+            run.refused = f"peer {state.name} takes no part: plugin {info.plugin} requires {why}"
             state.note(ERROR, __name__, "refusing run %s: %s", info.run_id, run.refused)
         else:
             run.plugin = plugin

@@ -52,6 +52,9 @@ class PeerState:
     # the versions being fetched; and jobs stolen for a run whose code is still coming, with
     # their victims (taken when it comes: core/shipping.py).
     shipped: dict[str, dict[str, plugin_mod.Plugin]] = field(default_factory=dict)
+    # The plugin versions (name, code hash) whose requirements this peer's environment lacks,
+    # and which (plugin/requirements.py): it takes no part in their runs.
+    unmet: dict[tuple[str, str], str] = field(default_factory=dict)
     fetching: set[str] = field(default_factory=set)
     held: dict[str, list[tuple[m.JobSpec, str]]] = field(default_factory=dict)
     queue: WorkQueue = field(default_factory=WorkQueue)
@@ -154,13 +157,18 @@ class PeerState:
             return installed
         return self.shipped.get(code_hash, {}).get(name)
 
-    def awaiting_code(self) -> list[str]:
-        """The runs this peer knows but cannot run yet: their shipped code is coming."""
+    def cannot_run(self) -> list[str]:
+        """The runs this peer knows but does not run: refused here (a plugin it lacks, or its
+        requirements), or waiting for their shipped code (its thief asks for none of them)."""
         return [
             run_id
             for run_id, run in self.runs.active.items()
-            if run.plugin is None and run.refused is None and run.info.shipped
+            if run.refused is not None or (run.plugin is None and run.info.shipped)
         ]
+
+    def unmet_why(self, plugin: plugin_mod.Plugin) -> str:
+        """Why this peer cannot serve ``plugin`` ("" if it can)."""
+        return self.unmet.get((plugin.name, plugin.code_hash), "")
 
     def peer_counters(self) -> dict[str, float]:
         """This peer's counters that are not per run (stats.PER_RUN are the run's own)."""

@@ -37,7 +37,8 @@ class StealRequest(Message):
     # The share of a CPU one more entity of an SPMD run would get at the thief (its resource
     # profile, core/spmd/); -1: not measured.
     cpu: float = -1.0
-    # Runs the thief cannot run yet (their shipped code is coming): no job of those.
+    # Runs the thief does not run (refused there, or their shipped code is coming): no job
+    # of those.
     skip: list[str] = field(default_factory=list)
 
 

@@ -198,6 +198,10 @@ class PeerStatus:
     availability: float = -1.0
     # Entities of SPMD runs it holds (core/spmd/).
     entities: int = 0
+    # The runs it takes no part in, and why ("RUN_ID: why"): a plugin's requirements it
+    # lacks (plugin/requirements.py), another version of the plugin, shipped code it could
+    # not get.
+    not_serving: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,8 @@ class PluginInfo:
     source: str
     usage: str = ""
     description: str = ""
+    # The requirements this member lacks (it takes no part in the plugin's runs), or "".
+    unmet: str = ""
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from satind.node.profiler import profile_loop
 from satind.node.tasks import Tasks
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
+from satind.plugin import requirements
 from satind.plugin.shipped import Cache
 from satind.trace import Traces
 
@@ -116,9 +117,12 @@ class Peer:
             options.listen,
             options.cluster,
             instance=instance,
-            plugins={p.name: p.code_hash for p in found.values()},
+            plugins=requirements.gossiped(found),
         )
         self.state = PeerState(self.name, options.cluster, cfg, MemberTable(me), found)
+        self.state.unmet = requirements.unmet_here(found)
+        for (name, _), why in self.state.unmet.items():
+            log.warning("plugin %s: this peer takes no part in its runs: it requires %s", name, why)
         self.state.orphans.keep_results = cfg.ft.keep_results
         self.state.runs.keep_results = cfg.run.keep_results
         self.state.runs.keep_results_s = cfg.run.keep_results_s

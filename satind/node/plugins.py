@@ -19,6 +19,7 @@ import satind.plugin as plugin_mod
 from satind.net import messages as m
 from satind.node.host import Host
 from satind.node.rpc import ask_all
+from satind.plugin import requirements
 
 if TYPE_CHECKING:
     from satind.net.transport import Link
@@ -30,7 +31,9 @@ def listing(peer: Host, note: str = "") -> m.MemberPlugins:
     return m.MemberPlugins(
         peer.name,
         [
-            m.PluginInfo(p.name, p.code_hash, p.source, p.usage, p.description)
+            m.PluginInfo(
+                p.name, p.code_hash, p.source, p.usage, p.description, peer.state.unmet_why(p)
+            )
             for p in sorted(peer.state.plugins.values(), key=lambda p: p.name)
         ],
         note,
@@ -70,7 +73,10 @@ def adopt(peer: Host, found: dict[str, plugin_mod.Plugin]) -> str:
                 + f", the run's master {run.info.master} has {run.info.code_hash[:12]}"
             )
             log.warning("run %s: %s", run.info.run_id, run.refused)
-    peer.swim.set_plugins({p.name: p.code_hash for p in found.values()})
+    peer.state.unmet = {
+        key: why for key, why in peer.state.unmet.items() if key[1] in peer.state.shipped
+    } | requirements.unmet_here(found)
+    peer.swim.set_plugins(requirements.gossiped(found))
     parts = [
         f"{what} {', '.join(names)}"
         for what, names in (("added", added), ("changed", changed), ("removed", removed))

@@ -18,7 +18,7 @@ from satind.net import messages as m
 from satind.node.host import Host
 from satind.node.permissions import client_name
 from satind.node.rpc import ask
-from satind.plugin import Plugin
+from satind.plugin import Plugin, requirements
 from satind.plugin import shipped as code
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,8 @@ async def _take(peer: Host, code_hash: str, files: dict[str, bytes], whence: str
     in_use = {run.info.code_hash for run in peer.state.runs.active.values()}
     evicted = tuple(cache.evict(in_use | {code_hash}))
     plugins = {p.name: p for p in found}
+    unmet = {p.name: why for p in found if (why := requirements.unmet(p))}
     log.info("shipped code %s %s: plugins %s", code_hash[:12], whence, ", ".join(sorted(plugins)))
-    peer.apply(handle(peer.state, CodeArrived(code_hash, plugins, "", evicted), peer.now()))
+    arrived = CodeArrived(code_hash, plugins, "", evicted, unmet)
+    peer.apply(handle(peer.state, arrived, peer.now()))
     return ""

@@ -110,6 +110,11 @@ def local_status(peer: Host) -> m.PeerStatus:
         checkpoint_age_s=-1.0 if last is None else round(peer.now() - last, 1),
         address=str(state.table.me.address),
         entities=len(state.spmd.held),
+        not_serving=[
+            f"{run_id}: {run.refused}"
+            for run_id, run in state.runs.active.items()
+            if run.refused is not None
+        ],
     )
 
 

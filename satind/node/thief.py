@@ -137,7 +137,7 @@ class Thief:
                 self.host.state.needs_orphans,
                 for_run,
                 offer(self.host.state),
-                self.host.state.awaiting_code(),
+                self.host.state.cannot_run(),
             ),
         )
         reply = await requests.reply_within(req, within_s)

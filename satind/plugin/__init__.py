@@ -28,6 +28,7 @@ what came through; reloading; a plugin by name). Import every name from ``satind
 
 from __future__ import annotations
 
+from satind.plugin.descriptor import UNMET as UNMET
 from satind.plugin.descriptor import CheckFailed as CheckFailed
 from satind.plugin.descriptor import NotChecked as NotChecked
 from satind.plugin.descriptor import Plugin as Plugin

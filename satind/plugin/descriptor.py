@@ -48,6 +48,10 @@ class PluginFailed(RuntimeError):
     __module__ = "satind.plugin"  # the name it travels under (see the module docstring)
 
 
+# How a member gossips a plugin version whose requirements its environment lacks: this and
+# why, instead of the code hash (plugin/requirements.py). It takes no part in its runs.
+UNMET = "unmet:"
+
 # The run kinds a plugin's root can start (``Plugin.kind``).
 RunKind = Literal["divide-and-conquer", "iterative", "spmd"]
 
@@ -75,6 +79,9 @@ class Plugin:
             ``satind.output_file`` (never by writing them: it runs on the run's master, and
             the files go to the submitter). Default: the raw result.
         description: one line for ``satind plugins``.
+        requires: what the plugin needs installed where it runs, as PEP 508 requirements
+            (``("numpy>=1.26",)``); a peer that lacks one takes no part in its runs and says
+            why (plugin/requirements.py).
     """
 
     name: str
@@ -95,6 +102,7 @@ class Plugin:
     # one of satind's drivers, which schedules an iterative or SPMD run from the master
     # (``driven``). The core reads this, so it never imports the drivers' modules.
     kind: RunKind = "divide-and-conquer"
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.entry, Spawnable):
@@ -103,6 +111,19 @@ class Plugin:
             )
         if isinstance(self.max_branching, int) and self.max_branching < 1:
             raise ValueError(f"plugin {self.name!r}: max_branching must be >= 1")
+        if isinstance(self.requires, str):
+            raise TypeError(f"plugin {self.name!r}: requires is a list of requirements")
+        if self.requires:
+            # Imported only for a plugin that has requirements (plugin/requirements.py).
+            from packaging.requirements import InvalidRequirement, Requirement
+
+            for text in self.requires:
+                try:
+                    Requirement(text)
+                except InvalidRequirement as exc:
+                    raise ValueError(
+                        f"plugin {self.name!r}: bad requirement {text!r}: {exc}"
+                    ) from None
 
     def branching(self, args: tuple[Any, ...]) -> int:
         """The maximum branching factor of a run with these entry arguments (2 if unknown).
