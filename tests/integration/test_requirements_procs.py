@@ -84,7 +84,7 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, D
 def test_members_without_a_requirement_take_no_part_and_say_why(
     machines: tuple[Path, Daemon, Daemon],
 ) -> None:
-    keys, m1, m2 = machines
+    keys, m1, _ = machines
     before = {p["slot"]: p["jobs_run"] for p in status(keys, m1.first)["peers"]}
     proc = client(keys, m1.first, "submit", "needy", "200000", "--wait", "--json")
     assert proc.returncode == 0, proc.stderr

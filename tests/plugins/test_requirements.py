@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from satind import Plugin, spawnable
-from satind.plugin.requirements import UNMET, gossiped, unmet, unmet_here
+from satind.plugin import UNMET
+from satind.plugin.requirements import gossiped, unmet, unmet_here
 
 
 @spawnable
