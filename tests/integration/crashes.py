@@ -81,7 +81,7 @@ IN_CI = {
     "othello-master",
     "tsp-thief-master",
     "knapsack-master",
-    "barneshut-thief-master",
+    "barneshut-master",  # its thief case (40 s under the suite): benchmarks/crashes.py
     "kmeans-master",
     "kmeans-thief-master",
     "heat2d-master",
