@@ -10,6 +10,8 @@ as ``Encoded`` bytes.
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +69,12 @@ def _encode_tuple(encoder: Any, value: tuple[Any, ...]) -> None:
 
 def _default(encoder: Any, value: Any, refs: list[Any] | None = None) -> None:
     entry = _APP_TYPES.get(type(value))
+    if entry is None and type(value).__module__ == "numpy":
+        if _numpy_support():  # NumPy is imported already: the value is one of its
+            entry = _APP_TYPES.get(type(value))
+        if entry is None and hasattr(value, "item") and getattr(value, "shape", None) == ():
+            encoder.encode(value.item())  # a NumPy scalar travels as the Python number
+            return
     if entry is None:
         for base, (tag, to_ref) in _REF_TYPES.items():
             if isinstance(value, base):
@@ -96,9 +104,54 @@ def _tag_hook(tag: Any, immutable: bool) -> Any:
     if resolve is not None:
         return resolve(tag.value)
     entry = _APP_TAGS.get(tag.tag)
+    if entry is None and tag.tag == NDARRAY_TAG:
+        if not _numpy_support(load=True):
+            raise DecodeError("a NumPy array arrived, but NumPy is not installed here")
+        entry = _APP_TAGS.get(tag.tag)
     if entry is None:
         raise DecodeError(f"unknown CBOR tag {tag.tag} in an application value")
     return entry[2](tag.value)
+
+
+# NumPy arrays (when NumPy is installed) travel under satind's own tag: dtype, shape and the
+# raw bytes. Registered on first use — an array met while encoding (NumPy is imported then),
+# the tag met while decoding (NumPy imported then) — so a peer that never sees one never
+# imports NumPy. Encoding copies the data once (into the message); decoding does not: the
+# array is a read-only view of the message's bytes (``.copy()`` to change it).
+NDARRAY_TAG = 39003
+
+
+def _numpy_support(load: bool = False) -> bool:
+    """Register NumPy arrays (see above); whether NumPy is there. ``load``: import it."""
+    if NDARRAY_TAG in _APP_TAGS:
+        return True
+    numpy = sys.modules.get("numpy")
+    if numpy is None and load:
+        try:
+            numpy = importlib.import_module("numpy")
+        except ImportError:
+            return False
+    if numpy is None:
+        return False
+
+    def to_plain(array: Any) -> list[Any]:
+        if array.dtype.hasobject:
+            raise EncodeError("a NumPy array of Python objects cannot travel: use a numeric dtype")
+        return [array.dtype.str, list(array.shape), array.tobytes()]
+
+    def from_plain(plain: Any) -> Any:
+        try:
+            dtype_str, shape, data = plain
+            dtype = numpy.dtype(dtype_str)
+            if dtype.hasobject or not isinstance(data, bytes):
+                raise ValueError("not a numeric array")
+            return numpy.frombuffer(data, dtype=dtype).reshape([int(n) for n in shape])
+        except (ValueError, TypeError) as exc:
+            raise DecodeError(f"bad NumPy array: {exc}") from None
+
+    _APP_TAGS[NDARRAY_TAG] = (numpy.ndarray, to_plain, from_plain)
+    _APP_TYPES[numpy.ndarray] = (NDARRAY_TAG, to_plain)
+    return True
 
 
 # Room a frame keeps for what travels beside an application value (ids, paths, a traceback).
