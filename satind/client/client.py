@@ -131,7 +131,10 @@ class Client:
                     "have the operator put them in the peers' input directory ([files] "
                     "input_dir)"
                 )
-            reply = await self._wait_reply(req, self.cfg.client.timeout_s)
+            wait = self.cfg.client.timeout_s
+            if code:  # the master vets and loads the code first (plugin/shipped.py)
+                wait += self.cfg.plugins.import_timeout_s + self.cfg.plugins.vetter_start_timeout_s
+            reply = await self._wait_reply(req, wait)
             assert isinstance(reply, m.Submitted)
             # Each round sends at least one file more, and only files the arguments name
             # (files.send refuses others): this ends.

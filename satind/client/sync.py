@@ -83,10 +83,27 @@ class Loop:
             raise self._failed
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        if self._token is None or not self._thread.is_alive():
+        """``await fn(*args)`` in the loop. Ctrl-C while it waits stops the wait here and
+        what it was doing there (a run it waited for goes on)."""
+        token = self._token
+        if token is None or not self._thread.is_alive():
             raise RuntimeError("this satind connection is closed")
-        with single_errors():
-            return trio.from_thread.run(fn, *args, trio_token=self._token)
+        scopes: list[trio.CancelScope] = []
+
+        async def cancellable() -> T:
+            with trio.CancelScope() as scope:
+                scopes.append(scope)
+                return await fn(*args)
+            raise RuntimeError("cancelled")  # only after Ctrl-C below: nobody waits for it
+
+        try:
+            with single_errors():
+                return trio.from_thread.run(cancellable, trio_token=token)
+        except KeyboardInterrupt:
+            for scope in scopes:
+                with contextlib.suppress(trio.RunFinishedError):
+                    trio.from_thread.run_sync(scope.cancel, trio_token=token)
+            raise
 
     def close(self) -> None:
         if self._token is not None and self._thread.is_alive() and self._stop is not None:

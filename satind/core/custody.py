@@ -87,6 +87,14 @@ def on_job_query(state: PeerState, link: Link, msg: m.JobQuery) -> Effects:
     """A victim asks about a job it gave us: we run it, we finished it (the result again),
     we keep it as an orphan, the run is over here, or we never had it."""
     reply = state.custody.answer(msg, link.remote_name)
+    held = state.held.values()
+    if any(
+        s.run_id == msg.run_id and s.path == msg.path and v == link.remote_name
+        for specs in held
+        for s, v in specs
+    ):
+        # Stolen before its shipped code was here: it waits for it (core/shipping.py).
+        return [Reply(link, m.JobState(msg.run_id, msg.path, "running"))]
     if isinstance(reply, m.JobState) and reply.state == "unknown":
         kept = state.orphans.kept_result((msg.run_id, msg.path))
         end = state.runs.ended.get(msg.run_id)

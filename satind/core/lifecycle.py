@@ -65,7 +65,10 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
     refused = None
     fx: Effects = []
     plugin = state.plugin_version(info.plugin, info.code_hash)
-    if plugin is None and info.shipped:
+    if plugin is None and info.shipped and not state.cfg.plugins.accept_shipped:
+        # Its operator did not accept shipped code: it takes no part (its thief skips it).
+        refused = f"peer {state.name} takes no part: it does not accept shipped code"
+    elif plugin is None and info.shipped:
         fx += _fetch_code(state, info)
     elif plugin is None:
         try:

@@ -63,5 +63,6 @@ def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
             state.note(INFO, __name__, "run %s: its shipped code is here", info.run_id)
     fx: Effects = []
     for spec, victim in state.held.pop(code_hash, []):
+        # Taken now, or (the code could not be had) given back to its victim, which runs it.
         fx += thief.take(state, spec, victim, now)[1]
     return [*fx, StealUpdate()]

@@ -57,16 +57,25 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
         # Its shipped code is coming: the job waits for it here (core/shipping.py).
         state.held.setdefault(spec.code_hash, []).append((spec, victim))
         return None, fx
-    error: BaseException | None = None
-    spawnable = None
     if run.refused is not None:
-        error = RuntimeError(run.refused)
-    else:
-        spawnable = lookup_spawnable(spec.fn)
-        if spawnable is None:
-            error = LookupError(
-                f"peer {state.name} has no spawnable function {spec.fn} (plugin {spec.plugin})"
-            )
+        # This peer takes no part in the run (a plugin or a requirement it lacks, shipped
+        # code it does not accept or could not get): the victim takes the job back ("unknown"
+        # to custody) and runs it; the run goes on without this peer.
+        state.note(
+            WARNING,
+            __name__,
+            "gave back a job of run %s to %s: %s",
+            spec.run_id,
+            victim,
+            run.refused,
+        )
+        return None, [*fx, Send(victim, m.JobState(spec.run_id, spec.path, "unknown"))]
+    error: BaseException | None = None
+    spawnable = lookup_spawnable(spec.fn)
+    if spawnable is None:
+        error = LookupError(
+            f"peer {state.name} has no spawnable function {spec.fn} (plugin {spec.plugin})"
+        )
     if error is not None or spawnable is None:
         assert error is not None
         state.note(ERROR, __name__, "cannot run job stolen from %s: %s", victim, error)

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 # encoded on the network side at once; larger ones in a worker thread (a big argument takes
 # seconds, during which the network side could not answer a probe).
 SMALL_ARGS = 2_000
+# Jobs of runs a thief does not run (``StealRequest.skip``) a victim looks past for one it
+# may have: the oldest of another run is rarely far behind.
+SKIP_LOOK = 16
 
 
 def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: float) -> Effects:
@@ -59,9 +62,18 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
         # would be run again under the run's id.
         job = queue.steal(msg.run)
     if job is not None and job.run.run_id in msg.skip:
-        # The thief cannot run it yet (its shipped code is coming there): it stays the oldest.
-        queue.give_back(job)
-        job = None
+        # The thief does not run that run (refused there, or its shipped code is coming):
+        # look past its jobs, a few at most, and put them back as they were (oldest first).
+        passed = [job]
+        job = queue.steal(msg.run)
+        while job is not None and job.run.run_id in msg.skip and len(passed) < SKIP_LOOK:
+            passed.append(job)
+            job = queue.steal(msg.run)
+        if job is not None and job.run.run_id in msg.skip:
+            passed.append(job)
+            job = None
+        for skipped in reversed(passed):
+            queue.give_back(skipped)
     if job is not None and job.parent is not None and job.run.orphans is not None:
         holder = job.run.orphans.get(job.path)
         if holder is not None:

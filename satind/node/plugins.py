@@ -62,7 +62,7 @@ def adopt(peer: Host, found: dict[str, plugin_mod.Plugin]) -> str:
     peer.state.plugins = found
     for run in peer.state.runs.active.values():
         name = run.info.plugin
-        if run.refused is None and (name in removed or name in changed):
+        if run.refused is None and not run.info.shipped and (name in removed or name in changed):
             run.refused = (
                 f"peer {peer.name} reloaded its plugins: it has "
                 + (

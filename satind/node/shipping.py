@@ -10,6 +10,7 @@ cache is made on first use: a peer that is never sent code has none.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from satind.core.effects import FetchCode, Link
 from satind.core.handle import handle
@@ -27,7 +28,14 @@ log = logging.getLogger(__name__)
 def cache_of(peer: Host) -> code.Cache:
     if peer.code_cache is None:
         limits = peer.cfg.plugins
-        peer.code_cache = code.Cache(limits.shipped_dir, limits.shipped_keep)
+        # A directory of its own per peer process under a configured one: peers of a daemon
+        # never evict or rewrite a version another is vetting or serving.
+        root = (
+            str(Path(limits.shipped_dir) / peer.name.replace("/", "-"))
+            if limits.shipped_dir
+            else ""
+        )
+        peer.code_cache = code.Cache(root, limits.shipped_keep)
     return peer.code_cache
 
 
@@ -57,6 +65,10 @@ async def receive(peer: Host, link: Link, msg: m.Submit) -> str:
 async def fetch(peer: Host, fx: FetchCode) -> None:
     """Get a version a run needs from the members named (in turn) and tell the core."""
     why = "no member to ask"
+    if not peer.cfg.plugins.accept_shipped:  # (the core asks only when it does: a backstop)
+        why = f"peer {peer.name} does not accept shipped code"
+        peer.apply(handle(peer.state, CodeArrived(fx.code_hash, error=why), peer.now()))
+        return
     for source in fx.sources:
         reply = await ask(
             peer,
@@ -106,8 +118,21 @@ async def _take(peer: Host, code_hash: str, files: dict[str, bytes], whence: str
     except code.BadBundle as exc:
         log.warning("shipped code %s %s refused: %s", code_hash[:12], whence, exc)
         return f"shipped code {code_hash[:12]}: {exc}"
-    in_use = {run.info.code_hash for run in peer.state.runs.active.values()}
-    evicted = tuple(cache.evict(in_use | {code_hash}))
+    except Exception as exc:  # a full disk, a cache removed under us: said, not stranded
+        log.error(
+            "shipped code %s %s could not be stored or loaded", code_hash[:12], whence, exc_info=exc
+        )
+        return f"shipped code {code_hash[:12]}: {type(exc).__name__}: {exc}"
+    runs = peer.state.runs
+    in_use = {
+        *(run.info.code_hash for run in runs.active.values()),
+        *(run.info.code_hash for run in runs.queue),
+        *(info.code_hash for info in runs.queued_elsewhere.values()),
+        *peer.state.held,
+        *peer.state.fetching,
+        code_hash,
+    }
+    evicted = tuple(cache.evict(in_use))
     plugins = {p.name: p for p in found}
     unmet = {p.name: why for p in found if (why := requirements.unmet(p))}
     log.info("shipped code %s %s: plugins %s", code_hash[:12], whence, ", ".join(sorted(plugins)))

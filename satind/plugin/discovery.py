@@ -44,7 +44,10 @@ def sources_under(directory: Path) -> list[Path]:
     return sorted(
         f
         for f in directory.rglob("*.py")
-        if not any(part.startswith(".") or part == "__pycache__" for part in f.parts)
+        # The parts under ``directory`` only: a directory in ~/.cache is not hidden for that.
+        if not any(
+            part.startswith(".") or part == "__pycache__" for part in f.relative_to(directory).parts
+        )
     )
 
 

@@ -131,15 +131,30 @@ class Cache:
         self._used: dict[str, None] = {}
 
     def path(self, code_hash: str) -> Path:
+        """A version's directory. Only a code hash names one (64 hex digits): a member asking
+        for ``../..`` gets nothing.
+
+        Raises:
+            BadBundle: not a code hash.
+        """
+        if len(code_hash) != 64 or any(c not in "0123456789abcdef" for c in code_hash):
+            raise BadBundle(f"{code_hash[:80]!r} is not a code hash")
         return self.root / code_hash
 
     def has(self, code_hash: str) -> bool:
-        return self.path(code_hash).is_dir()
+        try:
+            return self.path(code_hash).is_dir()
+        except BadBundle:
+            return False
 
     def store(self, code_hash: str, bundle: Mapping[str, bytes]) -> Path:
         """Write a checked bundle (``check``) to its directory, atomically: a directory that
         exists is whole."""
         target = self.path(code_hash)
+        if target.is_dir() and bundle_hash(self.bundle(code_hash)) != code_hash:
+            # Not what this peer wrote (a cache directory kept across restarts, changed by
+            # someone): written again, never imported as it is.
+            shutil.rmtree(target, ignore_errors=True)
         if not target.is_dir():
             staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.root))
             for name, data in bundle.items():

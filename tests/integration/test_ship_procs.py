@@ -72,7 +72,7 @@ def expected(lo: int, hi: int, weight: int) -> int:
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Daemon]]]:
     keys = tmp_path_factory.mktemp("keys")
     assert satind_cli("keys", "init", str(keys)).returncode == 0
-    for name in ("m1", "m2", "m3", "lone"):
+    for name in ("m1", "m2", "m3", "lone", "nay"):
         assert satind_cli("keys", "issue", str(keys), name).returncode == 0
     assert satind_cli("keys", "issue", str(keys), "plain", "--client").returncode == 0
     issued = satind_cli("keys", "issue", str(keys), "shipper", "--client", "--may-ship")
@@ -177,3 +177,34 @@ def test_a_member_joining_mid_run_fetches_the_code(
     assert "fetching its shipped code" in log and "plugins shipsum" in log, log[-3000:]
     ran = {p["slot"]: p["jobs_run"] for p in status(keys, m1.first)["peers"]}
     assert ran.get("m3/0", 0) + ran.get("m3/1", 0) > 0, ran
+
+
+def test_a_member_that_does_not_accept_shipped_code_takes_no_part(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    m1 = daemons[0]
+    nay = Daemon(keys, "nay", "c0", m1.first)  # the shipped defaults: accept_shipped off
+    daemons.append(nay)
+    wait_for(
+        lambda: (
+            sum(
+                p["state"] == "alive" and p["slot"].startswith("nay/")
+                for p in status(keys, m1.first)["peers"]
+            )
+            == 2
+        )
+    )
+    with satind.connect(m1.first, keys, name="shipper") as cluster:
+        run = cluster.submit("shipsum", "0", "600000", "20", ship=plugin_dir(tmp_path, 6))
+
+        def saying() -> list[str]:
+            peers = status(keys, m1.first)["peers"]
+            return [x for p in peers if p["slot"].startswith("nay/") for x in p["not_serving"]]
+
+        wait_for(lambda: len(saying()) == 2, limit=60)
+        assert all("does not accept shipped code" in line for line in saying())
+        assert run.result(timeout=240) == expected(0, 600000, 6)
+    assert "plugins shipsum" not in nay.log.read_text()  # it never loaded the code
+    ran = {p["slot"]: p["jobs_run"] for p in status(keys, m1.first)["peers"]}
+    assert ran.get("nay/0", 0) + ran.get("nay/1", 0) == 0, ran

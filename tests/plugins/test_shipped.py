@@ -99,3 +99,19 @@ def test_two_versions_load_side_by_side_and_never_mix(tmp_path: Path) -> None:
         for plugin in loaded:
             unload(plugin.code_hash)
         cache.close()
+
+
+def test_only_a_code_hash_names_a_version_in_the_cache(tmp_path: Path) -> None:
+    cache = Cache(str(tmp_path / "cache"), keep=1)
+    try:
+        for bad in ("../..", "/etc", "ab" * 31, "AB" * 32, ".staging-x"):
+            assert not cache.has(bad)
+            with pytest.raises(BadBundle, match="not a code hash"):
+                cache.bundle(bad)
+    finally:
+        cache.close()
+
+
+def test_a_plugin_directory_under_a_dotted_directory_is_not_hidden(tmp_path: Path) -> None:
+    directory = version(tmp_path / ".cache", 2)
+    assert sorted(pack(directory, MAX, 10)) == ["helper.py", "sub/__init__.py", "weighted.py"]
