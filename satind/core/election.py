@@ -1,14 +1,15 @@
 """Election: a run whose master is lost gets a new one (satin-fault-tolerance §3.4).
 
 The rule is deterministic over the membership view: the alive member with the smallest name
-(``successor``: among those not draining, if any are not) takes over every run whose master is
-no longer alive, under the next **epoch**, and respawns the root. Views converge, so the
-members agree; if they differ for a moment and two take over, the higher epoch — then the
-smaller master name — wins (``runs.supersedes``), and the loser follows the winner. A
-draining master hands its runs over to the same choice of peer itself (core/drain.py,
-``take_over_handed``). The run's arguments travel with its descriptor, so any peer that
-knows the run can respawn it; the same run state goes on, so whatever the old epoch finished
-— here, or kept as orphans anywhere — is reused by the new one (orphans.py).
+(``successor``: among those not draining, if any are not, and among those that can run it:
+``able``, by their gossiped plugins) takes over every run whose master is no longer alive,
+under the next **epoch**, and respawns the root. Views converge, so the members agree; if
+they differ for a moment and two take over, the higher epoch — then the smaller master name —
+wins (``runs.supersedes``), and the loser follows the winner. A draining master hands its
+runs over to the same choice of peer itself (core/drain.py, ``take_over_handed``). The run's
+arguments travel with its descriptor, so any peer that knows the run can respawn it; the
+same run state goes on, so whatever the old epoch finished — here, or kept as orphans
+anywhere — is reused by the new one (orphans.py).
 """
 
 from __future__ import annotations
@@ -85,14 +86,30 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
         since.setdefault(run_id, now)
     runs = [r for r in runs if now - since[r.info.run_id] >= grace]
     queued = [i for i in queued if now - since[i.run_id] >= grace]
-    if not (runs or queued) or successor(state) != state.name:
+    if not (runs or queued):
         return []
     fx: Effects = []
     for run in runs:
-        fx += take_over(state, run, now)
+        if successor(state, among=able(state, run.info)) == state.name:
+            fx += take_over(state, run, now)
     for info in queued:
-        fx += take_over_queued(state, info, now)
+        if successor(state, among=able(state, info)) == state.name:
+            fx += take_over_queued(state, info, now)
     return fx
+
+
+def able(state: PeerState, info: m.RunInfo) -> set[str] | None:
+    """The members that can master a run, from their gossiped plugins: those with its
+    plugin's version, not those that lack it or its requirements (plugin/requirements.py).
+    A member that has gossiped no list yet counts as able. None: any member (a shipped run:
+    each fetches its code, core/shipping.py)."""
+    if info.shipped:
+        return None
+    return {
+        mem.name
+        for mem in state.table.alive()
+        if not mem.plugins or mem.plugins.get(info.plugin) == info.code_hash
+    }
 
 
 def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:

@@ -407,3 +407,36 @@ def test_a_joiner_decides_no_election_until_its_view_is_whole() -> None:
     fx = election.elect(state, 3.0)
     assert state.runs.active["r2"].info.master == "a/0"
     assert any(isinstance(f, QueueRoot) for f in fx)
+
+
+def _gossiping(me: str, plugins: dict[str, dict[str, str]]) -> PeerState:
+    """A state whose members gossiped these plugin lists (name -> code hash, or unmet)."""
+    from satind.config import Config
+    from satind.membership.view import Member, MemberTable
+    from tests.core.support import PLUGINS, member
+
+    def with_plugins(name: str) -> Member:
+        return dataclasses.replace(member(name), plugins=plugins.get(name, {}))
+
+    table = MemberTable(with_plugins(me))
+    table.add_known([with_plugins(n) for n in ("a/0", "b/0", "c/0") if n != me])
+    state = PeerState(me, "c0", Config(), table, dict(PLUGINS))
+    state.settled = True
+    return state
+
+
+def test_the_election_passes_over_a_member_that_cannot_run_the_run() -> None:
+    # a/0 is the smallest name, but it lacks the plugin's requirements: b/0 takes over.
+    gossip = {
+        "a/0": {"fib": "unmet:numpy>=1.26 (not installed)"},
+        "b/0": {"fib": FIB.code_hash},
+        "c/0": {"fib": FIB.code_hash},
+    }
+    a = _gossiping("a/0", gossip)
+    run_a = known_run(a, info(master="c/0"))
+    declare(a, "c/0", State.DEAD)
+    assert election.elect(a, 3.0) == [] and run_a.info.master == "c/0"
+    b = _gossiping("b/0", gossip)
+    run_b = known_run(b, info(master="c/0"))
+    declare(b, "c/0", State.DEAD)
+    assert election.elect(b, 3.0) and run_b.info.master == "b/0" and run_b.info.epoch == 1
