@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.test_daemon import Daemon, client
+from tests.integration.test_daemon import Daemon, client, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +43,9 @@ def test_metrics_parse_grow_with_a_run_and_survive_garbage(keys: Path) -> None:
         assert all(u.startswith("http://127.0.0.1:") for u in urls.values())
         assert len(set(urls.values())) == 2
 
+        # The daemon logs its metrics URLs once its peers are up, not once they know each
+        # other: the gauge may say 1 for a moment (CI failed so once).
+        wait_for(lambda: all(scrape(u)["satind_members_alive"] == 2 for u in urls.values()))
         befores = [scrape(u) for u in urls.values()]
         before = befores[0]
         for name in ("satind_jobs_run_total", "satind_spawns_total", "satind_stolen_local_total"):
