@@ -218,3 +218,7 @@ class RunTable:
         while len(self.finished) > self.keep_results:
             fetched = next((k for k, f in self.finished.items() if f.fetched), None)
             del self.finished[fetched if fetched is not None else next(iter(self.finished))]
+
+
+class RunRefused(Exception):
+    """The run cannot run on this system as it is (a member lacks the plugin's version)."""

@@ -17,9 +17,9 @@ import trio
 
 import satind.plugin as plugins
 import satind.stats as stats
-from satind.core import lifecycle, master, victim
+from satind.core import admission, lifecycle, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
-from satind.core.master import RunRefused
+from satind.core.runs import RunRefused
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.node import parsing, permissions, shipping
@@ -238,7 +238,7 @@ def on_submit(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
 def _submit_loaded(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
     """A submission whose plugin code is here: checked, parsed in a thread, then accepted."""
     try:
-        plugin = master.check_submission(peer.state, msg)
+        plugin = admission.check_submission(peer.state, msg)
     except (plugins.UnknownPlugin, plugins.UsageError, RunRefused) as exc:
         link.post(m.Submitted(msg.req, "", error_info(exc)))
         return

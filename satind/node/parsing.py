@@ -18,7 +18,7 @@ import trio
 
 import satind.files as files
 import satind.plugin as plugins
-from satind.core import master
+from satind.core import admission
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.node.host import Host
@@ -65,20 +65,20 @@ def client_of(link: Link) -> str:
 
 async def parse(
     peer: ParsingHost, link: Link, msg: m.Submit, plugin: plugins.Plugin
-) -> master.Parsed | Exception | files.InputNeeded:
+) -> admission.Parsed | Exception | files.InputNeeded:
     """The submission's parsed arguments, or why there are none (an exception to answer
     with). Never raises for the plugin's sake."""
     who = client_of(link)
     slots = peer.parses
     started: list[bool] = []  # set by the thread once it has a slot
 
-    def parse_here() -> master.Parsed:
+    def parse_here() -> admission.Parsed:
         started.append(True)
         if msg.entry:
-            return master.parse_function_submission(
+            return admission.parse_function_submission(
                 plugin, msg.entry, msg.values, peer.cfg.net.max_depth
             )
-        return master.parse_submission(
+        return admission.parse_submission(
             plugin, msg.argv, peer.cfg.net.max_frame_bytes, msg.inputs, peer.cfg.files
         )
 

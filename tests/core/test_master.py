@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from satind import files
-from satind.core import master
+from satind.core import admission, master
 from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, WakeWaiters
-from satind.core.master import RunRefused
+from satind.core.runs import RunRefused
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -22,7 +22,7 @@ def _submit(state: object, link: FakeLink, argv: tuple[str, ...] = ("12",)) -> l
 
     assert isinstance(state, PeerState)
     msg = m.Submit(7, "fib", list(argv), FIB.code_hash)
-    parsed = master.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+    parsed = admission.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
     return list(master.submit(state, link, msg, parsed, 1.0))
 
 
@@ -49,7 +49,7 @@ def test_a_refused_submission_says_why() -> None:
     link = FakeLink("client~1", role="client")
     msg = m.Submit(7, "fib", ["x"], FIB.code_hash)
     with pytest.raises(Exception) as caught:
-        master.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+        admission.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
     assert isinstance(caught.value, Exception)
     fx = master.submit(state, link, msg, caught.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
@@ -63,14 +63,14 @@ def test_a_submission_whose_parse_needs_a_file_asks_the_client_for_it() -> None:
     link = FakeLink("client~1", role="client")
     msg = m.Submit(7, "sat", ["/etc/passwd"], sat.PLUGIN.code_hash)
     with pytest.raises(files.InputNeeded) as needed:
-        master.parse_submission(sat.PLUGIN, msg.argv, 1 << 20)
+        admission.parse_submission(sat.PLUGIN, msg.argv, 1 << 20)
     fx = master.submit(state, link, msg, needed.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
     assert fx[0].msg.needs == ["/etc/passwd"] and fx[0].msg.run_id == ""
     assert fx[0].msg.error is not None and fx[0].msg.error.type.endswith("InputNeeded")
     # Sent with the submission again: parsed from what the client sent.
     sent = {"/etc/passwd": b"p cnf 1 1\n1 0\n"}
-    parsed = master.parse_submission(sat.PLUGIN, msg.argv, 1 << 20, sent)
+    parsed = admission.parse_submission(sat.PLUGIN, msg.argv, 1 << 20, sent)
     assert parsed.args[0] == ((1,),)
 
 
@@ -90,7 +90,7 @@ def test_a_draining_peer_takes_no_run() -> None:
     state = make_state()
     state.draining = True
     with pytest.raises(RunRefused, match="draining"):
-        master.check_submission(state, m.Submit(1, "fib", ["5"], FIB.code_hash))
+        admission.check_submission(state, m.Submit(1, "fib", ["5"], FIB.code_hash))
 
 
 def test_the_end_of_a_run_sums_the_shares_and_starts_the_next() -> None:
