@@ -42,7 +42,8 @@ __version__ = "0.1.0"
 
 # The client API, imported when first used (PEP 562): a peer, a plugin or the compute thread
 # that imports satind does not pay for the client's modules, and no layer below the client
-# depends on it through this package. (Typed, for mypy: ``from satind.client import ...``.)
+# depends on it through this package. (Typed, for mypy: ``from satind.client.sync import
+# connect`` and the like.)
 _CLIENT = {
     "connect": "satind.client.sync",
     "run_local": "satind.client.sync",

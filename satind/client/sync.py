@@ -31,6 +31,7 @@ from satind.client import api
 from satind.client import client as remote
 from satind.client.api import Outcome, PeerInfo, RunInfo
 from satind.client.errors import Timeout
+from satind.client.submission import Ship
 
 T = TypeVar("T")
 
@@ -242,7 +243,7 @@ class SyncCluster:
         """Close the connection (runs submitted go on)."""
         self._loop.close()
 
-    def submit(self, what: Any, *args: Any, check: bool = True, ship: api.Ship = None) -> SyncRun:
+    def submit(self, what: Any, *args: Any, check: bool = True, ship: Ship = None) -> SyncRun:
         """See ``api.Cluster.submit``."""
         run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check, ship=ship))
         return SyncRun(self._loop, run)

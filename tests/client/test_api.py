@@ -11,7 +11,6 @@ from satind_plugins.fib import PLUGIN as FIB
 from satind_plugins.fib import fib, fib_seq
 
 import satind
-from satind.client.api import plugin_of, submission
 from satind.client.errors import (
     BadArguments,
     Refused,
@@ -20,6 +19,7 @@ from satind.client.errors import (
     RunSuspended,
     run_error,
 )
+from satind.client.submission import plugin_of, submission
 from satind.net import codec
 from satind.net import messages as m
 from satind.plugin import UsageError
