@@ -61,6 +61,12 @@ STATS: tuple[Stat, ...] = (
     Stat("orphan_table_size", "tuples", "recovery", "entries in the orphan tables"),
     Stat("results_reused", "jobs", "recovery", "kept results used instead of computing"),
     Stat("results_kept", "results", "recovery", "results kept for others"),
+    Stat(
+        "results_from_logs",
+        "results",
+        "recovery",
+        "results read from a lost member's checkpoint log instead of computed again",
+    ),
     Stat("leaves_redone", "jobs", "recovery", "leaves computed again below restarted jobs"),
     Stat("aborts", "calls", "speculation", "abort() calls that cancelled children"),
     Stat("abort_messages", "messages", "speculation", "Abort messages sent to thieves"),
@@ -101,6 +107,12 @@ STATS: tuple[Stat, ...] = (
     Stat("rollbacks", "rollbacks", "spmd", "SPMD runs rolled back to a checkpoint (holder lost)"),
     Stat("checkpoint_bytes", "bytes", "checkpoint", "bytes appended to checkpoint logs"),
     Stat("checkpoint_records", "records", "checkpoint", "records appended to checkpoint logs"),
+    Stat(
+        "checkpoint_bytes_copied",
+        "bytes",
+        "checkpoint",
+        "bytes of the log sent to members keeping a copy ([checkpoint] copies)",
+    ),
 )
 BY_NAME: dict[str, Stat] = {s.name: s for s in STATS}
 
@@ -123,6 +135,7 @@ RECOVERY: tuple[str, ...] = (
     "tuples_received",
     "orphan_table_size",
     "results_reused",
+    "results_from_logs",
     "leaves_redone",
 )
 # Printed when a run aborted anything (satin-grid-programming-model §3.3).

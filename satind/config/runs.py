@@ -120,6 +120,14 @@ class CheckpointConfig:
     # seconds a "tic" checkpoint waits for the compute side's snapshot (it answers at its
     # next sync; a long leaf delays it). Past it, the snapshot goes with the next batch.
     snapshot_wait_s: float = 1.0
+    # count. Members that keep a copy of this peer's log (sent as it is written, on other
+    # machines when there are any), so that when this peer is lost the survivors reuse what
+    # it logged without a shared directory. 0: no copies (a shared mount already lets every
+    # peer read every log: there, copies only cost network bytes).
+    copies: int = 1
+    # seconds. A survivor about to restart the jobs a lost member took first reads what that
+    # member logged (core/logged.py); it restarts them without it after this long.
+    read_wait_s: float = 5.0
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,19 @@ class FetchCode:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadLog:
+    """Read what lost member ``peer`` logged at or below the jobs ``wanted`` (run id, path):
+    from the checkpoint directory if it has the log (a shared one), else from ``keepers``
+    (members that may keep a copy of it), in turn. Report ``LogRead`` (core/logged.py) with
+    ``token`` either way, within ``[checkpoint] read_wait_s``."""
+
+    token: int
+    peer: str
+    wanted: tuple[tuple[str, bytes], ...]
+    keepers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Changed:
     """Wake whoever waits for this peer's state to change (a drain, a join)."""
 
@@ -178,5 +191,6 @@ Effect = (
     | Changed
     | Timer
     | FetchCode
+    | ReadLog
 )
 Effects = list[Effect]

@@ -5,7 +5,8 @@ machine and h11 in shape): a member's message (``Received``), a membership chang
 reported (``MemberChanged``), runs and orphan tuples gossip brought (``RunsHeard``,
 ``TuplesHeard``), an orphan table that came with a steal reply (``OrphanTable``), what the
 compute side reported (``work/reports.py``), a timer that fired (``core/model/timers.py``) and
-shipped code that arrived, or could not (``CodeArrived``, core/shipping.py).
+shipped code that arrived, or could not (``CodeArrived``, core/shipping.py), and what a
+lost member's checkpoint log held (``LogRead``, core/logged.py).
 A test feeds the same call and compares the effects by equality. The procedures that wait for
 other members (a run's finish, a submission's parse: node/control.py) call the rules of
 ``core/master.py`` at their steps instead.
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from satind.core import lifecycle, messages, orphans, reports, restart, shipping, timers
+from satind.core import lifecycle, logged, messages, orphans, reports, restart, shipping, timers
 from satind.core.effects import Effects, Link
 from satind.core.model.timers import TIMER_EVENTS, TimerEvent
 from satind.membership.view import Change
@@ -73,6 +74,7 @@ Event = (
     | TimerEvent
     | Report
     | shipping.CodeArrived
+    | logged.LogRead
 )
 
 
@@ -92,4 +94,6 @@ def handle(state: PeerState, event: Event, now: float) -> Effects:
         return timers.fire(state, event, now)
     if isinstance(event, shipping.CodeArrived):
         return shipping.on_code(state, event, now)
+    if isinstance(event, logged.LogRead):
+        return logged.on_read(state, event)
     return reports.on_report(state, event, now)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from satind.core import kinds
+from satind.core import kinds, logged
 from satind.core.effects import INFO, Changed, Effects, ToCompute
 from satind.core.election import elect
 from satind.core.model.orphans import Orphans
 from satind.core.orphans import keep_orphan
 from satind.membership.view import Change
 from satind.work.events import JobArrived, Orphaned
+from satind.work.jobs import Job
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -47,6 +48,7 @@ def on_member_change(state: PeerState, change: Change, now: float) -> Effects:
 def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
     """Jobs ``thief`` stole from us are lost with it: back in our queue they go."""
     fx: Effects = []
+    again: list[Job] = []
     for job in state.custody.take_back_all(thief):
         if job.run.aborted:
             continue
@@ -59,7 +61,12 @@ def restart_jobs_of(state: PeerState, thief: str, why: str) -> Effects:
         state.note(
             INFO, __name__, "restarting %s%s: %s is %s", job.run.run_id, job.path.hex(), thief, why
         )
-        fx.append(ToCompute(JobArrived(job, restarted=True)))
+        again.append(job)
+    if again and state.checkpoint.enabled and state.cfg.ft.orphans:
+        # What it logged below them is reused, not computed again (core/logged.py).
+        fx += logged.hold(state, thief, again)
+    else:
+        fx += [ToCompute(JobArrived(job, restarted=True)) for job in again]
     if state.cfg.ft.orphans:
         # Jobs we took from it have no parent to return to: abort their unfinished frames and
         # keep what they finished (§3.2; abort.py).

@@ -82,6 +82,9 @@ from satind.net.messages_work import JobResult as JobResult
 from satind.net.messages_work import JobState as JobState
 from satind.net.messages_work import LoadReply as LoadReply
 from satind.net.messages_work import LoadRequest as LoadRequest
+from satind.net.messages_work import LogCopy as LogCopy
+from satind.net.messages_work import LogQuery as LogQuery
+from satind.net.messages_work import LogReply as LogReply
 from satind.net.messages_work import RunLog as RunLog
 from satind.net.messages_work import RunShare as RunShare
 from satind.net.messages_work import RunStatsReply as RunStatsReply
@@ -107,9 +110,10 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
+# 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
-PROTOCOL_VERSION = 13
+PROTOCOL_VERSION = 14
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.
@@ -177,6 +181,9 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     LoadReply,
     CodeRequest,
     CodeReply,
+    LogCopy,
+    LogQuery,
+    LogReply,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -193,6 +200,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     TraceReply,
     LoadReply,
     CodeReply,
+    LogReply,
     ErrorReply,
 )
 
@@ -217,5 +225,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         TraceRequest,
         LoadRequest,
         CodeRequest,
+        LogQuery,
     }
 )

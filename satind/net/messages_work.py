@@ -210,3 +210,41 @@ class CodeReply(Message):
     code_hash: str
     files: dict[str, bytes] = field(default_factory=dict)
     error: str = ""
+
+
+# -- checkpoint logs of lost members ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogCopy(Message):
+    """Records a peer appended to its checkpoint log, for a member that keeps a copy of it
+    (``[checkpoint] copies``): a survivor reads a lost member's log from the copy when no
+    shared directory has it. ``reset``: the records are the whole log (it was pruned, or the
+    keeper is new); what the keeper had is replaced."""
+
+    TYPE: ClassVar[int] = 112
+    peer: str
+    records: bytes
+    reset: bool = False
+
+
+@dataclass(frozen=True)
+class LogQuery(Message):
+    """A survivor about to restart the jobs a lost member took asks a keeper of that member's
+    log for the logged results at or below them (``runs[i]``, ``paths[i]``)."""
+
+    TYPE: ClassVar[int] = 113
+    req: int
+    peer: str
+    runs: list[str]
+    paths: list[bytes]
+
+
+@dataclass(frozen=True)
+class LogReply(Message):
+    """The logged results a keeper has (``error``: why none)."""
+
+    TYPE: ClassVar[int] = 114
+    req: int
+    results: list[JobResult] = field(default_factory=list)
+    error: str = ""

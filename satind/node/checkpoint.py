@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -17,17 +17,23 @@ from satind.config import CheckpointConfig
 from satind.core.model.checkpoint import CheckpointCounters
 from satind.net import messages as m
 from satind.recovery.checkpoint import (
+    COPIES,
+    MAX_COPY,
     LogContents,
     append,
+    copy_path,
     frame,
     load_blobs,
     load_directory,
     log_path,
+    logs_of,
     prune_file,
     prune_log,
 )
 
 log = logging.getLogger(__name__)
+
+K = TypeVar("K")
 
 
 class LogStore(Protocol):
@@ -42,7 +48,22 @@ class LogStore(Protocol):
     async def load(self) -> LogContents: ...
 
     async def prune(self, peer: str) -> int:
-        """Drop the records of ended runs from ``peer``'s log; returns bytes dropped."""
+        """Drop the records of ended runs from ``peer``'s log and the copies it keeps of other
+        peers' logs; returns bytes dropped."""
+        ...
+
+    async def read(self, peer: str) -> tuple[LogContents, bool]:
+        """Every log here (own logs, copies of others'), and whether ``peer``'s is among them
+        (a shared directory, or a copy of it). A result is the same wherever it was logged:
+        the logs of other lost members, or of live ones, serve as well."""
+        ...
+
+    async def whole(self, peer: str) -> bytes:
+        """``peer``'s own log as it is (for a member that starts keeping a copy)."""
+        ...
+
+    async def keep_copy(self, holder: str, peer: str, records: bytes, reset: bool) -> int:
+        """Append to (``reset``: replace) ``holder``'s copy of ``peer``'s log."""
         ...
 
 
@@ -64,7 +85,34 @@ class FileStore:
         return await trio.to_thread.run_sync(load_directory, self.directory)
 
     async def prune(self, peer: str) -> int:
-        return await trio.to_thread.run_sync(prune_file, log_path(self.directory, peer), self.fsync)
+        def prune_all() -> int:
+            paths = [log_path(self.directory, peer)]
+            paths += (self.directory / COPIES / peer.replace("/", "_")).glob("*")
+            return sum(prune_file(path, self.fsync) for path in paths if path.exists())
+
+        return await trio.to_thread.run_sync(prune_all)
+
+    async def read(self, peer: str) -> tuple[LogContents, bool]:
+        def read_all() -> tuple[LogContents, bool]:
+            has = bool(logs_of(self.directory, peer))
+            return load_directory(self.directory), has
+
+        return await trio.to_thread.run_sync(read_all)
+
+    async def whole(self, peer: str) -> bytes:
+        path = log_path(self.directory, peer)
+        return await trio.to_thread.run_sync(lambda: path.read_bytes() if path.exists() else b"")
+
+    async def keep_copy(self, holder: str, peer: str, records: bytes, reset: bool) -> int:
+        path = copy_path(self.directory, holder, peer)
+
+        def write() -> int:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if reset:
+                path.unlink(missing_ok=True)
+            return append(path, [records], self.fsync)
+
+        return await trio.to_thread.run_sync(write)
 
 
 class MemoryStore:
@@ -75,6 +123,8 @@ class MemoryStore:
     def __init__(self, where: str = "memory") -> None:
         self.where = where
         self.logs: dict[str, bytearray] = {}
+        # (holder, peer) -> holder's copy of peer's log
+        self.copies: dict[tuple[str, str], bytearray] = {}
 
     async def append(self, peer: str, records: list[bytes]) -> int:
         data = b"".join(records)
@@ -88,10 +138,35 @@ class MemoryStore:
 
     async def prune(self, peer: str) -> int:
         await trio.lowlevel.checkpoint()
-        data = bytes(self.logs.get(peer, b""))
-        pruned = prune_log(data)
-        self.logs[peer] = bytearray(pruned)
-        return len(data) - len(pruned)
+        dropped = _prune_in(self.logs, peer)
+        for key in [key for key in self.copies if key[0] == peer]:
+            dropped += _prune_in(self.copies, key)
+        return dropped
+
+    async def read(self, peer: str) -> tuple[LogContents, bool]:
+        await trio.lowlevel.checkpoint()
+        has = peer in self.logs or any(p == peer for _, p in self.copies)
+        blobs = [(name, bytes(self.logs[name])) for name in sorted(self.logs)]
+        blobs += [(f"{h}:{p}", bytes(d)) for (h, p), d in sorted(self.copies.items())]
+        return load_blobs(blobs), has
+
+    async def whole(self, peer: str) -> bytes:
+        await trio.lowlevel.checkpoint()
+        return bytes(self.logs.get(peer, b""))
+
+    async def keep_copy(self, holder: str, peer: str, records: bytes, reset: bool) -> int:
+        await trio.lowlevel.checkpoint()
+        if reset:
+            self.copies.pop((holder, peer), None)
+        self.copies.setdefault((holder, peer), bytearray()).extend(records)
+        return len(records)
+
+
+def _prune_in(logs: dict[K, bytearray], key: K) -> int:
+    data = bytes(logs.get(key, b""))
+    pruned = prune_log(data)
+    logs[key] = bytearray(pruned)
+    return len(data) - len(pruned)
 
 
 class Checkpointer:
@@ -130,6 +205,12 @@ class Checkpointer:
         self._writing = trio.Lock()
         # A run's end was logged since the last prune: the next flush drops its records.
         self._ended_since_prune = False
+        # Copies of the log on other members ([checkpoint] copies): who should keep one now
+        # (set by the peer from its members: core/logged.keepers), how to send them records,
+        # and who was sent the whole log so far.
+        self.keepers: Callable[[], tuple[str, ...]] | None = None
+        self.post: Callable[[str, m.Message], object] | None = None
+        self._copied_to: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -188,9 +269,13 @@ class Checkpointer:
                 # grows with the runs that are not over.
                 self._ended_since_prune = False
                 try:
-                    self.bytes_pruned += await self.store.prune(self.peer)
+                    pruned = await self.store.prune(self.peer)
                 except OSError as exc:
                     log.error("pruning the checkpoint log in %s failed: %s", self.store.where, exc)
+                else:
+                    self.bytes_pruned += pruned
+                    if pruned:
+                        await self._copy([], whole=True)  # the keepers' copies shrink too
 
     async def _append(self) -> None:
         if not self.pending or self.store is None:
@@ -208,6 +293,36 @@ class Checkpointer:
         self.counters.bytes_written += written
         self.counters.records_written += len(batch)
         self.last_at = trio.current_time()
+        await self._copy(batch)
+
+    async def _copy(self, batch: list[bytes], whole: bool = False) -> None:
+        """Send what was appended to the members keeping a copy of the log; a new keeper
+        (or every keeper, ``whole``: the log was pruned) gets the whole log instead."""
+        if self.keepers is None or self.post is None or self.store is None:
+            return
+        keepers = self.keepers()
+        fresh = keepers if whole else tuple(k for k in keepers if k not in self._copied_to)
+        self._copied_to = keepers
+        if fresh:
+            try:
+                data = await self.store.whole(self.peer)
+            except OSError as exc:
+                log.error("reading the checkpoint log to copy it failed: %s", exc)
+                data = b""
+            for keeper in fresh:
+                self._send(keeper, data, reset=True)
+        if batch:
+            data = b"".join(batch)
+            for keeper in keepers:
+                if keeper not in fresh:
+                    self._send(keeper, data, reset=False)
+
+    def _send(self, keeper: str, data: bytes, reset: bool) -> None:
+        assert self.post is not None
+        # In pieces under the wire's frame cap; appended in order, they make the log again.
+        for at in range(0, max(len(data), 1), MAX_COPY):
+            self.post(keeper, m.LogCopy(self.peer, data[at : at + MAX_COPY], reset and at == 0))
+        self.counters.bytes_copied += len(data)
 
     @property
     def bytes_written(self) -> int:

@@ -18,6 +18,7 @@ from satind.net.transport import Link
 from satind.node import (
     adapt,
     control,
+    logged,
     logs,
     permissions,
     plugins,
@@ -126,6 +127,8 @@ _HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
     m.PluginsRequest: plugins.on_plugins_request,
     m.TraceRequest: tracing.on_trace_request,
     m.CodeRequest: shipping.on_code_request,
+    m.LogCopy: logged.on_log_copy,
+    m.LogQuery: logged.on_log_query,
     m.Ping: _swim("on_ping"),
     m.Ack: _swim("on_ack"),
     m.Nack: _swim("on_nack"),

@@ -21,6 +21,7 @@ from satind.core.effects import (
     HandOut,
     Log,
     QueueRoot,
+    ReadLog,
     Reply,
     Send,
     Spread,
@@ -33,7 +34,7 @@ from satind.core.effects import (
 from satind.core.handle import handle
 from satind.core.state import PeerState
 from satind.net import messages as m
-from satind.node import control, shipping
+from satind.node import control, logged, shipping
 from satind.node.logs import LogsHost
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             peer.spawn_task(_timer, peer, fx)
         elif isinstance(fx, FetchCode):
             peer.spawn_task(shipping.fetch, peer, fx)
+        elif isinstance(fx, ReadLog):
+            peer.spawn_task(logged.read, peer, fx)
 
 
 async def _timer(peer: EffectsHost, fx: Timer) -> None:

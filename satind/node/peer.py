@@ -28,6 +28,7 @@ from satind.core import (
     custody,
     drain,
     election,
+    logged,
     thief,
 )
 from satind.core.effects import (
@@ -168,6 +169,10 @@ class Peer:
         self.worker.replicas.peer_name = self.state.name
         if self.checkpointer.enabled and cfg.checkpoint.policy == "sel":
             self.worker.log_all = True
+        if self.checkpointer.enabled:
+            # Copies of the log on other members (core/logged.py, node/logged.py).
+            self.checkpointer.keepers = lambda: logged.keepers(self.state, self.state.name)
+            self.checkpointer.post = self.post
         if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
             self.checkpointer.request_snapshot = lambda: self.compute.post(Snapshot())
         self.thief = Thief(cfg.steal, random.Random(rng.random()), self)

@@ -48,11 +48,46 @@ HEADER = struct.Struct(">2sII")
 SUFFIX = ".satlog"
 # A record is one result or one run descriptor: the wire's frame cap bounds it as well.
 MAX_RECORD = 64 * 1024 * 1024
+# Records go to a member keeping a copy of the log in messages of at most this many bytes
+# (under the wire's frame cap, net.max_frame_bytes, with room for the envelope).
+MAX_COPY = 16 * 1024 * 1024
 
 
 def log_path(directory: Path, peer: str) -> Path:
     """The log of ``peer`` in ``directory`` (peer names contain '/': NODE/INDEX)."""
     return directory / (peer.replace("/", "_") + SUFFIX)
+
+
+# Copies of other peers' logs that this directory's peers keep (``[checkpoint] copies``): one
+# folder per keeping peer, so that peers sharing a directory never append to one file.
+COPIES = "copies"
+
+
+def copy_path(directory: Path, holder: str, peer: str) -> Path:
+    """Where ``holder`` keeps its copy of ``peer``'s log."""
+    return log_path(directory / COPIES / holder.replace("/", "_"), peer)
+
+
+def logs_of(directory: Path, peer: str) -> list[Path]:
+    """Every log of ``peer`` this directory has: its own (a shared directory), and the copies
+    peers that use this directory keep of it."""
+    name = log_path(directory, peer).name
+    return [p for p in [directory / name, *directory.glob(f"{COPIES}/*/{name}")] if p.exists()]
+
+
+def below(contents: LogContents, wanted: Iterable[tuple[str, bytes]]) -> list[m.JobResult]:
+    """The logged results at or below the jobs ``wanted`` (run id, path): what a restarted
+    job would compute again. Paths are a prefix-free code: a byte prefix is an ancestor."""
+    out: list[m.JobResult] = []
+    by_run: dict[str, list[bytes]] = {}
+    for run_id, path in wanted:
+        by_run.setdefault(run_id, []).append(path)
+    for run_id, tops in by_run.items():
+        results = contents.results.get(run_id, {})
+        for path, result in results.items():
+            if any(path.startswith(top) for top in tops):
+                out.append(result)
+    return out
 
 
 def frame(msg: m.JobResult | m.RunAnnounce) -> bytes:
@@ -176,7 +211,9 @@ def load_blobs(blobs: Iterable[tuple[str, bytes | OSError]]) -> LogContents:
 
 
 def load_directory(directory: Path) -> LogContents:
-    return load(directory.glob("*" + SUFFIX))
+    """Every log in a checkpoint directory, the copies of other peers' logs included (a
+    machine whose disk is gone may have left a copy here)."""
+    return load([*directory.glob("*" + SUFFIX), *directory.glob(f"{COPIES}/*/*{SUFFIX}")])
 
 
 def _run_of(msg: m.Message) -> tuple[str, bool]:
@@ -238,14 +275,19 @@ def _below_kept(path: bytes, kept: dict[bytes, m.JobResult]) -> bool:
 
 
 __all__ = [
+    "COPIES",
+    "MAX_COPY",
     "LogContents",
     "append",
+    "below",
     "compact",
+    "copy_path",
     "frame",
     "load",
     "load_blobs",
     "load_directory",
     "log_path",
+    "logs_of",
     "prune_file",
     "prune_log",
     "read_records",

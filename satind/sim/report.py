@@ -110,6 +110,8 @@ class SimReport:
     tuples_sent: int
     tuples_received: int
     results_reused: int
+    # Results read from lost members' checkpoint logs after a partial crash (core/logged.py).
+    results_from_logs: int
     # Gossip messages that carried orphan tuples (combined: many tuples per message).
     tuple_messages: int
     # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
@@ -254,6 +256,9 @@ def report(sim: SimulationView, wall_s: float) -> SimReport:
         tuples_sent=sum(p.orphans.counters.tuples_sent for p in sim.peers.values()),
         tuples_received=sum(p.orphans.counters.tuples_received for p in sim.peers.values()),
         results_reused=sum(p.orphans.counters.results_reused for p in sim.peers.values()),
+        results_from_logs=sum(
+            p.orphans.counters.results_from_logs for p in sim.peers.values()
+        ),
         tuple_messages=sum(p.swim.dissemination.tuple_messages for p in sim.peers.values()),
         drained_redone=sum(
             1

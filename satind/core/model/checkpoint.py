@@ -14,6 +14,12 @@ class CheckpointCounters:
     policy: str = ""
     bytes_written: int = 0
     records_written: int = 0
+    # Bytes of the log sent to the members keeping a copy of it ([checkpoint] copies).
+    bytes_copied: int = 0
 
     def as_dict(self) -> dict[str, float]:
-        return {"checkpoint_bytes": self.bytes_written, "checkpoint_records": self.records_written}
+        return {
+            "checkpoint_bytes": self.bytes_written,
+            "checkpoint_records": self.records_written,
+            "checkpoint_bytes_copied": self.bytes_copied,
+        }

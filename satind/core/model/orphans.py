@@ -21,6 +21,8 @@ class RecoveryCounters:
     tuples_received: int = 0
     results_reused: int = 0
     results_kept: int = 0
+    # Results read from a lost member's checkpoint log (core/logged.py) and kept as orphans.
+    results_from_logs: int = 0
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -28,6 +30,7 @@ class RecoveryCounters:
             "tuples_received": self.tuples_received,
             "results_reused": self.results_reused,
             "results_kept": self.results_kept,
+            "results_from_logs": self.results_from_logs,
         }
 
 
