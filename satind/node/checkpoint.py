@@ -232,6 +232,11 @@ class Checkpointer:
     def result(self, result: m.JobResult) -> None:
         if self.enabled and result.error is None and result.value is not None:
             self.pending.append(frame(result))
+            if self.cfg.policy == "sel":
+                # Systematic event logging: each completion is logged as it happens, not at
+                # the next interval. What finishes while a batch is being written goes with
+                # the next one (a group commit: one fsync per batch, not per result).
+                self._now.set()
 
     def theft(self) -> None:
         """A job was stolen from this peer: with policy "tic", a forced checkpoint."""

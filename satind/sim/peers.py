@@ -12,6 +12,7 @@ import trio
 from satind.net.memory import MemoryNetwork
 from satind.net.names import peer_name
 from satind.net.transport import Address
+from satind.node.checkpoint import MemoryStore
 from satind.node.peer import Peer, PeerOptions
 from satind.sim.lockstep import LockstepCompute
 from satind.sim.state import SimState
@@ -76,7 +77,9 @@ class PeerStarter(SimState):
                 **({} if self.plugin is None else {self.plugin.name: self.plugin}),
             },
             run_ids=lambda: next(self._run_ids),
-            checkpoint_store=self.store,
+            checkpoint_store=(
+                self.stores.setdefault(slot, MemoryStore(slot)) if self.local_logs else self.store
+            ),
             standby=standby,
         )
 

@@ -117,6 +117,9 @@ class SimReport:
     # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
     # peer hands everything over, so this stays 0 unless a later fault lost the results.
     drained_redone: int
+    # Leaves a peer finished before it crashed that some peer ran again afterwards: what a
+    # crash cost in finished work (checkpoint policy "sel" keeps it at the leaves in flight).
+    crashed_redone: int
     # After a total loss and a resume (faults crash_all, resume): leaves whose result the
     # checkpoint logs covered when the resume loaded them, and how many of those ran again.
     leaves_checkpointed: int
@@ -256,14 +259,17 @@ def report(sim: SimulationView, wall_s: float) -> SimReport:
         tuples_sent=sum(p.orphans.counters.tuples_sent for p in sim.peers.values()),
         tuples_received=sum(p.orphans.counters.tuples_received for p in sim.peers.values()),
         results_reused=sum(p.orphans.counters.results_reused for p in sim.peers.values()),
-        results_from_logs=sum(
-            p.orphans.counters.results_from_logs for p in sim.peers.values()
-        ),
+        results_from_logs=sum(p.orphans.counters.results_from_logs for p in sim.peers.values()),
         tuple_messages=sum(p.swim.dissemination.tuple_messages for p in sim.peers.values()),
         drained_redone=sum(
             1
             for runners in sim.leaf_runners.values()
             if any(r in sim.drained for r in runners[:-1])
+        ),
+        crashed_redone=sum(
+            1
+            for runners in sim.leaf_runners.values()
+            if any(r in sim.gone and r not in sim.drained for r in runners[:-1])
         ),
         leaves_checkpointed=len(sim.checkpointed_leaves),
         checkpointed_redone=sum(1 for leaf in sim.checkpointed_leaves if sim.leaves_after[leaf]),

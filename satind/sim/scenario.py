@@ -62,7 +62,9 @@ crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster
 # takes the wide latency; bytes_per_s = inf lifts the limit)
 
 Checkpoints: a non-empty ``[config] checkpoint.dir`` turns them on; in the simulator the
-"directory" is one in-memory store shared by every peer, old and new (a shared mount).
+"directory" is one in-memory store shared by every peer, old and new (a shared mount); with
+``checkpoint.dir = "local"`` each peer slot has a store of its own (a machine's disk): a
+survivor then reads a lost peer's log only from a copy (``checkpoint.copies``).
 """
 
 from __future__ import annotations

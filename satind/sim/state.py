@@ -82,8 +82,12 @@ class SimState:
         self.run_id = ""
         self._faults_done = trio.Event()
         self._faults_left = 0
-        # One store for every peer, old and new: the shared checkpoint mount.
-        self.store = MemoryStore("sim") if self.cfg.checkpoint.dir else None
+        # One store for every peer, old and new: the shared checkpoint mount; or, with
+        # checkpoint.dir = "local", one per slot (a machine's own disk, kept across restarts;
+        # a resume then finds no shared mount to read).
+        self.local_logs = self.cfg.checkpoint.dir == "local"
+        self.store = MemoryStore("sim") if self.cfg.checkpoint.dir and not self.local_logs else None
+        self.stores: dict[str, MemoryStore] = {}
         self.resumed_at: float | None = None
         self.checkpointed_leaves: set[tuple[int, ...]] = set()
         self.leaves_after: Counter[tuple[int, ...]] = Counter()
