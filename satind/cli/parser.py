@@ -26,6 +26,19 @@ def heuristic_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def deadline_option(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--deadline",
+        metavar="S",
+        type=float,
+        default=None,
+        help="seconds the drained peers go on finishing their work; then each leaves at once "
+        "(the paper's leave): its unfinished work is cut, what it finished goes to the peers "
+        "that gave it the work, and they compute the rest again. 0: leave now. Default: each "
+        "peer's [daemon] drain_deadline_s (600)",
+    )
+
+
 def client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--to",
@@ -341,6 +354,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="the peer to drain (NAME/INDEX), or every peer of a machine (NAME); or use --cluster",
     )
     drain.add_argument("--cluster", help="drain every peer of this cluster")
+    deadline_option(drain)
     client_options(drain)
 
     for verb, what in (
@@ -367,6 +381,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="drain first: each peer finishes its work and hands its finished results to a "
         "peer that stays before it leaves (no work is lost; see `satind drain`)",
     )
+    deadline_option(stop)
     client_options(stop)
 
     keys = commands["keys"] = sub.add_parser(

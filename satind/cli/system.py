@@ -36,7 +36,10 @@ async def drain(args: argparse.Namespace, cfg: Config) -> int:
         raise CliError("give either PEER_ID or --cluster NAME", EXIT_USAGE)
     async with connected(args, cfg) as client:
         msg = m.DrainRequest(
-            client.requests.new(), [args.peer] if args.peer else [], args.cluster or ""
+            client.requests.new(),
+            [args.peer] if args.peer else [],
+            args.cluster or "",
+            _deadline(args),
         )
         reply = await client.control(msg)
     if not reply.ok:
@@ -56,9 +59,22 @@ async def reclaim(args: argparse.Namespace, cfg: Config) -> int:
     return EXIT_OK
 
 
+def _deadline(args: argparse.Namespace) -> float:
+    """--deadline S as the wire has it (negative: the peers' [daemon] drain_deadline_s)."""
+    if args.deadline is None:
+        return -1.0
+    if not args.deadline >= 0:  # (NaN too)
+        raise CliError(f"--deadline must be 0 or more seconds, got {args.deadline}", EXIT_USAGE)
+    return float(args.deadline)
+
+
 async def stop(args: argparse.Namespace, cfg: Config) -> int:
+    if args.deadline is not None and not args.drain:
+        raise CliError("--deadline goes with --drain (a plain stop leaves at once)", EXIT_USAGE)
+    deadline = _deadline(args)
     async with connected(args, cfg) as client:
-        reply = await client.control(m.StopRequest(client.requests.new(), args.all, args.drain))
+        msg = m.StopRequest(client.requests.new(), args.all, args.drain, deadline)
+        reply = await client.control(msg)
     print(f"{reply.message}: {', '.join(reply.affected)}")
     return EXIT_OK if reply.ok else EXIT_FAILED
 

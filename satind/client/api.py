@@ -377,17 +377,24 @@ class Cluster:
             for p in reply.peers
         ]
 
-    async def drain(self, *peers: str, cluster: str = "") -> list[str]:
+    async def drain(
+        self, *peers: str, cluster: str = "", deadline: float | None = None
+    ) -> list[str]:
         """Drain peers (by name, ``m1/0``, or a machine's name for all of its peers) or a
-        whole cluster: each hands its work and results over and leaves. Returns the peers
-        affected.
+        whole cluster: each hands its work and results over and leaves. ``deadline``:
+        seconds they go on finishing their work before each leaves at once, its unfinished
+        work cut and computed again by its owners, its finished results reused (0: now;
+        None: each peer's ``[daemon] drain_deadline_s``). Returns the peers affected.
 
         Raises:
             Refused: nothing to drain by those names (the message says what there is).
         """
         if bool(peers) == bool(cluster):
             raise ValueError("give peers to drain, or cluster=NAME, not both")
-        msg = m.DrainRequest(self.client.requests.new(), list(peers), cluster)
+        if deadline is not None and not deadline >= 0:
+            raise ValueError(f"deadline must be 0 or more seconds, got {deadline}")
+        wire = -1.0 if deadline is None else float(deadline)
+        msg = m.DrainRequest(self.client.requests.new(), list(peers), cluster, wire)
         return list((await self._control(msg)).affected)
 
     async def resume(self, run_id: str) -> Run:

@@ -261,8 +261,10 @@ class SyncCluster:
     def peers(self) -> list[PeerInfo]:
         return self._loop.call(self.cluster.peers)
 
-    def drain(self, *peers: str, cluster: str = "") -> list[str]:
-        return self._loop.call(lambda: self.cluster.drain(*peers, cluster=cluster))
+    def drain(self, *peers: str, cluster: str = "", deadline: float | None = None) -> list[str]:
+        return self._loop.call(
+            lambda: self.cluster.drain(*peers, cluster=cluster, deadline=deadline)
+        )
 
     def suspend(self, run_id: str) -> str:
         return self._loop.call(self.cluster.suspend, run_id)

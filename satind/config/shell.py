@@ -90,6 +90,17 @@ class DaemonConfig:
     # What SIGTERM does: "leave" (announce leaving and exit at once) or "drain" (finish the work
     # first, then leave).
     on_sigterm: OnSigterm = "leave"
+    # seconds. A drain (SIGTERM with on_sigterm = "drain", `satind drain`, `satind stop
+    # --drain`, unless they give --deadline) finishes what the peer holds for at most this
+    # long; then it leaves as the paper's leaving processor does (core/drain.cut): its
+    # unfinished work is cut, what it finished goes to the owners, who restart the rest. For a
+    # machine that gets a termination notice, set it under the notice (a preemptible cloud
+    # machine's 30-120 s, a Kubernetes pod's grace period) less a few seconds.
+    drain_deadline_s: float = 600.0
+    # seconds. After the deadline, how long the compute side has to unwind (it cuts a frame at
+    # its next spawn or sync: a long leaf delays it) before the peer leaves regardless; what
+    # was not unwound by then is restarted by its owners without reuse.
+    cut_grace_s: float = 1.0
     # This machine's peers join as standby: members that take no work until a coordinator
     # ([adapt] enabled on the run's master) or an operator (`satind release`) admits them.
     standby: bool = False

@@ -40,7 +40,16 @@ from typing import TYPE_CHECKING
 
 import satind.stats as stats
 from satind.core import kinds
-from satind.core.effects import INFO, Effects, Send, StealUpdate, Task, ToCompute, WakeWaiters
+from satind.core.effects import (
+    INFO,
+    Changed,
+    Effects,
+    Send,
+    StealUpdate,
+    Task,
+    ToCompute,
+    WakeWaiters,
+)
 from satind.core.election import successor, take_over, take_over_handed, take_over_queued
 from satind.core.lifecycle import register
 from satind.core.orphans import keep_orphan
@@ -71,6 +80,27 @@ def start(
     return fx
 
 
+def cut(state: PeerState) -> Effects:
+    """The drain's deadline passed: leave as the paper's leaving processor does (§3.3), at
+    once. Every job this peer took from others is cut (``Orphaned``): each frame's finished
+    children are kept on the way up (engine/unwind.py), and handed, when it leaves, to the
+    victim the job came from — which has them filed before it restarts the job, so the
+    finished part is reused, not redone. Jobs it gave to thieves are not waited for: when
+    it has left, their thieves keep their results as orphans (core/restart.py). A run it
+    masters is handed over as in any drain (``hand_over_runs``)."""
+    if state.cut or not state.draining:
+        return []
+    state.cut = True
+    state.note(INFO, __name__, "the drain's deadline passed: cutting what is left, then leaving")
+    fx: Effects = []
+    for (key, victim), jobs in list(state.custody.taken.items()):
+        for job in jobs:
+            state.cut_owners.setdefault(key[0], []).append((key[1], victim))
+            fx.append(ToCompute(Orphaned(job)))
+        del state.custody.taken[(key, victim)]
+    return [*fx, Changed()]
+
+
 def drained(state: PeerState) -> bool:
     """Nothing here any more that another peer waits for. "Idle" (wanting work) is not
     enough: a frame may wait in a sync for children that thieves still compute. Jobs given
@@ -79,7 +109,7 @@ def drained(state: PeerState) -> bool:
     return (
         state.worker_idle
         and state.worker_frames == 0
-        and not any(key[0] not in handed for key in state.custody.given)
+        and (state.cut or not any(key[0] not in handed for key in state.custody.given))
         and not state.queue.jobs
         # Entities of SPMD runs move away first (core/spmd/ asks their masters).
         and not any(k.holds_work(state) for k in kinds.each() if k.holds_work is not None)
@@ -205,6 +235,12 @@ def hand_over(state: PeerState) -> Effects:
                 continue
             if run.handed_to in others:
                 dest = run.handed_to
+        # Cut at the deadline: a result below a job taken from a victim goes to that victim,
+        # which restarts the job (paths are a prefix-free code: a prefix is an ancestor).
+        for top, victim in state.cut_owners.get(run_id, ()):
+            if path.startswith(top) and victim in others:
+                dest = victim
+                break
         to.setdefault(dest, []).append(result)
     fx: Effects = []
     for dest, results in to.items():

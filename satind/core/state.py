@@ -70,6 +70,11 @@ class PeerState:
     run_ids: Callable[[], str] = _no_run_ids
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
+    # The drain's deadline passed (core/drain.cut): everything this peer computed for others
+    # is cut, keeping what is finished, and it leaves without waiting for thieves; the
+    # victims of the jobs it had taken, by run (path of the job, victim), get what it kept.
+    cut: bool = False
+    cut_owners: dict[str, list[tuple[bytes, str]]] = field(default_factory=dict)
     # Members a drain request told us leave with us (a machine or a cluster drained at once):
     # never an heir, even before gossip says they drain (election.successor).
     leaving: set[str] = field(default_factory=set)

@@ -268,6 +268,9 @@ class DrainRequest(Message):
     req: int
     peers: list[str]
     cluster: str = ""
+    # seconds the drained peers finish their work before they cut it and leave (§3.3's leave;
+    # 0: at once); negative: each peer's [daemon] drain_deadline_s.
+    deadline_s: float = -1.0
 
 
 @dataclass(frozen=True)
@@ -279,6 +282,7 @@ class StopRequest(Message):
     req: int
     every: bool
     drain: bool = False
+    deadline_s: float = -1.0  # with ``drain``: as DrainRequest's
 
 
 @dataclass(frozen=True)
@@ -309,6 +313,7 @@ class Drain(Message):
     TYPE: ClassVar[int] = 67
     reason: str
     leaving: list[str] = field(default_factory=list)
+    deadline_s: float = -1.0  # as DrainRequest's
 
 
 @dataclass(frozen=True)

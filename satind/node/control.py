@@ -409,9 +409,10 @@ def on_drain_request(peer: Host, link: Link, msg: m.DrainRequest) -> None:
         return
     for target in targets:
         if target == peer.name:
-            peer.drain(f"asked by {link.remote_name}", targets)
+            peer.drain(f"asked by {link.remote_name}", targets, msg.deadline_s)
         else:
-            peer.post(target, m.Drain(f"asked by {link.remote_name} via {peer.name}", targets))
+            reason = f"asked by {link.remote_name} via {peer.name}"
+            peer.post(target, m.Drain(reason, targets, msg.deadline_s))
     link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
 
 
@@ -423,9 +424,9 @@ def on_stop_request(peer: Host, link: Link, msg: m.StopRequest) -> None:
         # daemon exits once all its peers are down.
         for target in targets:
             if target == peer.name:
-                peer.drain(reason, targets)
+                peer.drain(reason, targets, msg.deadline_s)
             else:
-                peer.post(target, m.Drain(f"{reason} via {peer.name}", targets))
+                peer.post(target, m.Drain(f"{reason} via {peer.name}", targets, msg.deadline_s))
         link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
         return
     for target in targets:
@@ -468,4 +469,4 @@ def on_shutdown(peer: Host, link: Link, msg: m.Shutdown) -> None:
 
 
 def on_drain(peer: Host, link: Link, msg: m.Drain) -> None:
-    peer.drain(msg.reason, msg.leaving)
+    peer.drain(msg.reason, msg.leaving, msg.deadline_s)

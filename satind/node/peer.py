@@ -181,6 +181,8 @@ class Peer:
         self.stopped = trio.Event()
         self.joined = trio.Event()
         self._changed = trio.Event()
+        # The running drain's deadline (drain): a later request may bring it forward.
+        self._drain_scope: trio.CancelScope | None = None
         # What jobs print, per run (node/logs.py; captured on peer processes only).
         self.logs = RunLogs(cfg.run, options.name)
         # Submissions being parsed, per client certificate (run.parses_per_client).
@@ -311,22 +313,42 @@ class Peer:
         self.thief.update()
         self.changed()
 
-    def drain(self, reason: str, leaving: Sequence[str] = ()) -> None:
-        """Stop taking work, finish what is here, then leave (core/drain.py).
-        ``leaving``: the members drained with this one (none of them inherits a run)."""
+    def drain(self, reason: str, leaving: Sequence[str] = (), deadline_s: float = -1.0) -> None:
+        """Stop taking work, finish what is here, then leave (core/drain.py); past the
+        deadline (``deadline_s``, negative: ``[daemon] drain_deadline_s``; a drain already
+        under way only ever gets an earlier one), cut what is left and leave at once
+        (core/drain.cut). ``leaving``: the members drained with this one (none of them
+        inherits a run)."""
         was_draining = self.state.draining
         self.apply(drain.start(self.state, reason, self.now(), leaving))
+        deadline_s = self.cfg.daemon.drain_deadline_s if deadline_s < 0 else deadline_s
+        deadline = trio.current_time() + deadline_s
         if was_draining:
+            if self._drain_scope is not None and deadline < self._drain_scope.deadline:
+                log.info("draining: the deadline is now %.3g s from now (%s)", deadline_s, reason)
+                self._drain_scope.deadline = deadline
             return
         self.swim.set_draining()
+        if deadline_s < self.cfg.daemon.drain_deadline_s:
+            log.info("draining with a deadline of %.3g s", deadline_s)
 
-        async def finish() -> None:
+        async def until_drained() -> None:
             while True:
                 # The runs it masters go to a peer that stays (once there is one).
                 self.apply(drain.hand_over_runs(self.state))
                 if drain.drained(self.state):
-                    break
+                    return
                 await self._changed.wait()
+
+        async def finish() -> None:
+            with trio.CancelScope(deadline=deadline) as scope:
+                self._drain_scope = scope
+                await until_drained()
+            if scope.cancelled_caught:
+                log.warning("the drain's deadline passed: cutting the work left and leaving")
+                self.apply(drain.cut(self.state))
+                with trio.move_on_after(self.cfg.daemon.cut_grace_s):
+                    await until_drained()
             self.apply(drain.leave(self.state))
             self.leave()
 

@@ -100,7 +100,7 @@ async def _child(
                     asked_to_stop = True
                     if cfg.daemon.on_sigterm == "drain":
                         # The daemon stops all its peers this way: none inherits a run.
-                        peer.drain("SIGTERM", peer.machine())
+                        peer.drain("SIGTERM", peer.machine(), cfg.daemon.drain_deadline_s)
                     else:
                         peer.leave()
 

@@ -71,7 +71,7 @@ class FaultInjector(PeerStarter):
         elif fault.kind == "drain":
             for name in self.named(fault.peers):
                 self.drained.add(name)
-                client.post(name, m.DrainRequest(0, [name]))
+                client.post(name, m.DrainRequest(0, [name], deadline_s=fault.value))
         elif fault.kind == "join":
             alive = self.live()
             for _ in range(fault.count):

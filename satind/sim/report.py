@@ -65,6 +65,8 @@ class SimulationView(Protocol):
     leaf_cost: dict[tuple[str, tuple[int, ...]], float]
     leaf_runners: dict[tuple[str, tuple[int, ...]], list[str]]
     drained: set[str]
+    gone: set[str]
+    left_at: dict[str, float]
     checkpointed_leaves: set[tuple[int, ...]]
     leaves_after: Counter[tuple[int, ...]]
     leaves_before: set[tuple[int, ...]]
@@ -117,6 +119,8 @@ class SimReport:
     # Leaves a peer finished before it drained that some peer ran again afterwards: a drained
     # peer hands everything over, so this stays 0 unless a later fault lost the results.
     drained_redone: int
+    # When each drained peer left (virtual seconds).
+    left_at: dict[str, float]
     # Leaves a peer finished before it crashed that some peer ran again afterwards: what a
     # crash cost in finished work (checkpoint policy "sel" keeps it at the leaves in flight).
     crashed_redone: int
@@ -266,6 +270,7 @@ def report(sim: SimulationView, wall_s: float) -> SimReport:
             for runners in sim.leaf_runners.values()
             if any(r in sim.drained for r in runners[:-1])
         ),
+        left_at=dict(sim.left_at),
         crashed_redone=sum(
             1
             for runners in sim.leaf_runners.values()

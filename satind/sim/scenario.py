@@ -46,7 +46,8 @@ crash = ["c1/2", "c1/3"]      # peers by name, or a whole cluster: crash_cluster
 # restart = ["c0/0"] with delay = 1.0 (each peer crashes and, `delay` seconds later, a new
 # process starts in its slot at its address, as a daemon restarting it: a new instance that
 # knows nothing of the old one's work) |
-# drain = ["c0/4"] | join = 4 (join_cluster = "c0") | drop = 0.1 |
+# drain = ["c0/4"] (deadline = 0: they leave at once, cutting their work) |
+# join = 4 (join_cluster = "c0") | drop = 0.1 |
 # partition = [["c0"], ["c1"]] with duration = 10.0 (clusters or peer names) |
 # pause = ["c0/0"] with duration = 20.0 (the peers neither send nor receive for that long;
 # what they would have sent and received waits and flows when they resume, as TCP holds the
@@ -160,6 +161,7 @@ _FAULT_KINDS = (
 # Keys a fault kind takes besides `at` and its own.
 _FAULT_EXTRA = {
     "restart": {"delay"},
+    "drain": {"deadline"},
     "load": {"share"},
     "load_cluster": {"share"},
     "bandwidth_cluster": {"bytes_per_s"},
@@ -349,6 +351,10 @@ def _fault(raw: Any, index: int, clusters: set[str]) -> Fault:
     if kind in ("crash", "drain", "pause"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScenarioError(f"{where}.{kind} must be a list of peer names")
+        if kind == "drain":
+            # seconds before the drained peers cut what is left and leave (`drain --deadline`)
+            deadline = _get(raw, "deadline", float, -1.0, where)
+            return Fault(at, kind, peers=tuple(value), value=deadline)
         return Fault(
             at, kind, peers=tuple(value), duration=_get(raw, "duration", float, 10.0, where)
         )
