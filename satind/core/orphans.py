@@ -68,8 +68,11 @@ def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
 
 
 def got_table(state: PeerState, tuples: list[m.OrphanTuple]) -> Effects:
-    """A victim answered a joiner's steal with its orphan table (§3.5)."""
-    state.needs_orphans = False
+    """A victim answered a joiner's steal with its orphan table (§3.5); the rest of a big
+    one follows as gossip (core/victim.py). An empty table does not end the asking: that
+    victim may know of no orphan while others do (a steal's flag costs nothing)."""
+    if tuples:
+        state.needs_orphans = False
     return on_tuples(state, tuples)
 
 

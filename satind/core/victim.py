@@ -84,7 +84,8 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
         for kind in kinds.each():
             if kind.idle_thief is not None:
                 fx += kind.idle_thief(state, link.remote_name, msg.cpu, now)
-        return [*fx, Reply(link, m.StealReply(msg.req, None, _table(state, msg)))]
+        table, rest = _table(state, link, msg)
+        return [*fx, Reply(link, m.StealReply(msg.req, None, table)), *rest]
     if isinstance(job.args, Encoded):
         # Stolen on, as it came (with the shared objects it came with).
         shared = state.sharing.refs.get(job, [])
@@ -110,22 +111,22 @@ def hand_out(
 ) -> Effects:
     """Give ``job`` (its arguments encoded, or why they could not be) to the thief, with the
     ids of the shared objects they refer to (``shared_ids`` of what encoding them recorded)."""
-    table = _table(state, msg)
+    table, rest = _table(state, link, msg)
     run = state.runs.active.get(job.run.run_id)
     if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
         # Its run ended, or it was aborted, meanwhile (large arguments are encoded off the
         # network side): nobody waits for it.
-        return [Reply(link, m.StealReply(msg.req, None, table))]
+        return [Reply(link, m.StealReply(msg.req, None, table)), *rest]
     if isinstance(args, codec.EncodeError):
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
         state.note(WARNING, __name__, "cannot give away %r: %s", job, args)
-        return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table))]
+        return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table)), *rest]
     spec = job_spec(run.info, job, args, shared or [])
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)
     state.steal.jobs_given += 1
     state.note(DEBUG, __name__, "gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
-    return [HandOut(link, m.StealReply(msg.req, spec, table), job), Checkpoint("theft")]
+    return [HandOut(link, m.StealReply(msg.req, spec, table), job), *rest, Checkpoint("theft")]
 
 
 def job_spec(
@@ -169,16 +170,23 @@ def _give_back(state: PeerState, job: Job) -> Effects:
     return [ToCompute(Wakeup())]
 
 
-def _table(state: PeerState, msg: m.StealRequest) -> list[m.OrphanTuple] | None:
-    """A joiner's steal asks for the orphan table (§3.5): at most one message's worth (the
-    rest reaches it by gossip; a missing tuple costs recomputation, never correctness)."""
+def _table(
+    state: PeerState, link: Link, msg: m.StealRequest
+) -> tuple[list[m.OrphanTuple] | None, Effects]:
+    """A joiner's steal asks for the orphan table (§3.5): the whole of it. The reply carries
+    one message's worth (``ft.tuples_per_message``); the rest follows on the same link as
+    gossip messages of that size, which the joiner files as any tuples."""
     if not msg.orphans:
-        return None
-
+        return None, []
     tuples = [
         t for r in state.runs.active.values() for t in Orphans.tuples_of(r.state, r.info.run_id)
     ]
-    return tuples[: state.cfg.ft.tuples_per_message]
+    size = max(1, state.cfg.ft.tuples_per_message)
+    rest: Effects = [
+        Reply(link, m.Gossip(m.Broadcasts(tuples=tuples[at : at + size])))
+        for at in range(size, len(tuples), size)
+    ]
+    return tuples[:size], rest
 
 
 def _small(value: Any, budget: int) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from satind.core import custody, sharing, thief, victim
+from satind.core import custody, orphans, sharing, thief, victim
 from satind.core.effects import (
     Checkpoint,
     EncodeArgs,
@@ -99,6 +99,31 @@ def test_a_joiner_gets_the_orphan_table_with_its_steal() -> None:
     fx = victim.on_steal_request(state, FakeLink("b/0"), _request(orphans=True), 0.0)
     assert isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.StealReply)
     assert fx[0].msg.orphans == [m.OrphanTuple("r1", b"\x01", "c/0")]
+
+
+def test_a_joiner_gets_the_whole_table_of_a_victim_with_more_than_one_messages_worth() -> None:
+    state = make_state()
+    run = known_run(state)
+    paths = [i.to_bytes(2, "big") for i in range(4_500)]
+    for path in paths:
+        Orphans.file(run.state, m.OrphanTuple("r1", path, "c/0"))
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(orphans=True), 0.0)
+    replies = [f.msg for f in fx if isinstance(f, Reply)]
+    first = replies[0]
+    assert isinstance(first, m.StealReply) and first.orphans is not None
+    assert len(first.orphans) == state.cfg.ft.tuples_per_message == 2_000
+    rest = [t for msg in replies[1:] if isinstance(msg, m.Gossip) for t in msg.gossip.tuples]
+    assert sorted(t.path for t in [*first.orphans, *rest]) == paths
+
+
+def test_an_empty_table_does_not_end_a_joiners_asking() -> None:
+    state = make_state()
+    known_run(state)
+    assert state.needs_orphans
+    orphans.got_table(state, [])
+    assert state.needs_orphans
+    orphans.got_table(state, [m.OrphanTuple("r1", b"\x01", "c/0")])
+    assert not state.needs_orphans
 
 
 def test_large_arguments_are_encoded_off_the_network_side() -> None:
