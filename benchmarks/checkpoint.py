@@ -4,6 +4,9 @@ policy at several intervals, interleaved; medians of --repeat runs.
     python benchmarks/checkpoint.py [--repeat 3] [--run "tree 4 8 4 busy"] [--peers 4]
         overhead by policy and interval on one workload
 
+    python benchmarks/checkpoint.py --sel [--repeat 5] [--peers 2]
+        what "sel" (every completion logged as it happens) costs per task, fsync on and off
+
     python benchmarks/checkpoint.py --tasks [--repeat 3] [--peers 2] [--work-s 6]
         overhead against the number of tasks, the total work held constant (the shape of
         KAAPI's Figure 2: logging every completion costs more as tasks get more numerous;
@@ -25,8 +28,8 @@ from typing import Any
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
-# label -> (policy, interval_s), None: checkpoints off
-BY_INTERVAL: dict[str, tuple[str, float] | None] = {
+# label -> (policy, interval_s[, fsync]), None: checkpoints off
+BY_INTERVAL: dict[str, tuple[str, float] | tuple[str, float, bool] | None] = {
     "off": None,
     "orphans, 10 s": ("orphans", 10.0),
     "orphans, 1 s": ("orphans", 1.0),
@@ -36,7 +39,12 @@ BY_INTERVAL: dict[str, tuple[str, float] | None] = {
     "sel, 10 s": ("sel", 10.0),
     "sel, 1 s": ("sel", 1.0),
 }
-BY_TASKS: dict[str, tuple[str, float] | None] = {
+BY_SEL: dict[str, tuple[str, float] | tuple[str, float, bool] | None] = {
+    "off": None,
+    "sel, fsync": ("sel", 10.0, True),
+    "sel, no fsync": ("sel", 10.0, False),
+}
+BY_TASKS: dict[str, tuple[str, float] | tuple[str, float, bool] | None] = {
     "off": None,
     "orphans, 10 s": ("orphans", 10.0),
     "tic, 1 s": ("tic", 1.0),
@@ -66,7 +74,7 @@ def measure(
     argv: list[str],
     peers: int,
     repeat: int,
-    variants: dict[str, tuple[str, float] | None],
+    variants: dict[str, tuple[str, float] | tuple[str, float, bool] | None],
     tmp: Path,
 ) -> dict[str, tuple[float, float]]:
     """label -> (median time, median bytes written); the variants interleaved per repeat."""
@@ -77,9 +85,10 @@ def measure(
             config = ""
             if setting is not None:
                 ckpt = tmp / f"ckpt-{len(list(tmp.iterdir()))}"
+                fsync = "true" if len(setting) < 3 or setting[2] else "false"
                 config = (
                     f'[checkpoint]\ndir = "{ckpt}"\npolicy = "{setting[0]}"\n'
-                    f"interval_s = {setting[1]}\n"
+                    f"interval_s = {setting[1]}\nfsync = {fsync}\n"
                 )
             report = run(argv, peers, config, tmp)
             times[label].append(report["elapsed_s"])
@@ -100,6 +109,24 @@ def by_interval(args: argparse.Namespace, tmp: Path) -> None:
     print("|---|---|---|---|")
     for label, (t, b) in result.items():
         print(f"| {label} | {t:.3f} | {100 * (t - base) / base:+.1f}% | {int(b):,} |")
+
+
+def by_sel(args: argparse.Namespace, tmp: Path) -> None:
+    print("\n| leaves | leaf (ms) | off (s) | sel, fsync: per task | sel, no fsync: per task |")
+    print("|---|---|---|---|---|")
+    for depth in (6, 7):
+        leaves = 4**depth
+        # Jobs logged: every job of the tree, leaves and inner ones (4/3 of the leaves).
+        jobs = (4 ** (depth + 1) - 1) // 3
+        leaf_ms = 1000 * args.work_s * args.peers / leaves
+        argv = ["tree", str(depth), "4", f"{leaf_ms:.4f}", "busy"]
+        result = measure(argv, args.peers, args.repeat, BY_SEL, tmp)
+        base = result["off"][0]
+        cells = [
+            f"{1e6 * (result[k][0] - base) / jobs:+.1f} µs ({result[k][1] / 1e3:,.0f} KB)"
+            for k in ("sel, fsync", "sel, no fsync")
+        ]
+        print(f"| {leaves:,} | {leaf_ms:.2f} | {base:.2f} | " + " | ".join(cells) + " |")
 
 
 def by_tasks(args: argparse.Namespace, tmp: Path) -> None:
@@ -156,13 +183,15 @@ def main() -> None:
     parser.add_argument("--run", default="tree 4 8 4 busy")
     parser.add_argument("--peers", type=int, default=None)
     parser.add_argument("--tasks", action="store_true", help="sweep the number of tasks")
+    parser.add_argument("--sel", action="store_true", help="sel's cost per task, fsync on/off")
     parser.add_argument("--work-s", type=float, default=6.0, help="--tasks: seconds per peer")
     args = parser.parse_args()
     if args.peers is None:
         args.peers = 2
     print("command: python benchmarks/checkpoint.py " + shlex.join(sys.argv[1:]) + "\n")
     with tempfile.TemporaryDirectory() as tmp_name:
-        (by_tasks if args.tasks else by_interval)(args, Path(tmp_name))
+        mode = by_tasks if args.tasks else by_sel if args.sel else by_interval
+        mode(args, Path(tmp_name))
 
 
 if __name__ == "__main__":

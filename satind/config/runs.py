@@ -27,6 +27,9 @@ class FaultToleranceConfig:
     # count. Orphan tuples per message when a (re)started run's table is sent to every member
     # with its announce (bounded so that a big table never nears net.max_frame_bytes).
     tuples_per_message: int = 2_000
+    # seconds. Orphan tuples kept within this long are announced together, one message per
+    # member (node/announce.py; the paper's combining, §3.6).
+    tuple_combine_s: float = 0.05
     # seconds. A run whose master has been gone this long in this peer's view and that nobody
     # took over is taken over by the peer the election names, even though it learnt of the
     # death before it knew the run well enough to respawn it (a restarted peer, a run known
@@ -107,12 +110,13 @@ class CheckpointConfig:
     dir: str = ""
     # seconds between checkpoints (each a batch of appended records, fsynced).
     interval_s: float = 10.0
-    # What is logged: "orphans" (Satin's lightweight checkpoint), at each interval the
-    # results recovery needs (results of stolen jobs, kept orphans); "tic" (KAAPI's
-    # theft-induced checkpointing), the same plus, at each interval and at every theft from
-    # this peer, the finished children of its open frames (its part of the computation's
-    # state); "sel" (systematic event logging), every finished job's result: the most reuse
-    # after a total loss, the most bytes.
+    # What is logged (finished results only, every policy; the pending tasks a crash lost are
+    # spawned again by their ancestors): "orphans" (Satin's lightweight checkpoint), at each
+    # interval the results recovery needs (results of stolen jobs, kept orphans); "tic" (after
+    # KAAPI's theft-induced checkpointing), the same plus, at each interval and at every theft
+    # from this peer, the finished children of its open frames; "sel" (systematic event
+    # logging), every finished job's result as it finishes (a batch per write: a crash loses
+    # the jobs in flight and the batch being written), the most bytes and a cost per task.
     policy: CheckpointPolicy = "orphans"
     # fsync each batch: a record counts as checkpointed once its batch is on the disk. Off,
     # a machine crash (not a process crash) may lose the last batches.

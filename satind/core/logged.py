@@ -48,16 +48,19 @@ class LogRead:
 
 def keepers(state: PeerState, peer: str) -> tuple[str, ...]:
     """The members that keep copies of ``peer``'s log, as ``peer`` picks them: the next
-    ``[checkpoint] copies`` names after it among the other alive members, those on other
-    machines first (a machine's crash takes all its peers; the node is the name's first part).
-    ``peer`` and a survivor agree as long as their views of the members do."""
+    ``[checkpoint] copies`` names after it among the alive members on other machines (the
+    node is the name's first part). Never on its own machine: a machine's crash takes all its
+    peers, and they share the daemon's checkpoint directory anyway. ``peer`` and a survivor
+    agree as long as their views of the members do."""
     count = state.cfg.checkpoint.copies
     if count <= 0:
         return ()
-    others = sorted(mem.name for mem in state.table.alive() if mem.name != peer)
     node = peer.split("/", 1)[0]
-    away = [name for name in others if name.split("/", 1)[0] != node]
-    ring = away or others
+    ring = sorted(
+        mem.name
+        for mem in state.table.alive()
+        if mem.name != peer and mem.name.split("/", 1)[0] != node
+    )
     after = [name for name in ring if name > peer] + [name for name in ring if name < peer]
     return tuple(after[:count])
 

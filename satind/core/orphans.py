@@ -53,18 +53,18 @@ def keep_finished(state: PeerState, job: Job, value: bytes) -> Effects:
 
 
 def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
-    """Tuples from gossip, or a joiner's table: file what is new, and spread it on."""
+    """Tuples a holder announced (to every member it knows: node/announce.py), or a joiner's
+    table: file what is new. Not spread on: the holder's announcement reached everyone it
+    knew, and a member it did not know gets the table with its first steals."""
     if not state.cfg.ft.orphans:
         return []
-    fx: Effects = []
     for item in tuples:
         if state.is_gone(item.holder):
-            continue  # late gossip about a holder that is gone: it leads nowhere
+            continue  # late news of a holder that is gone: it leads nowhere
         run = state.runs.active.get(item.run_id)
         if run is not None and Orphans.file(run.state, item):
             state.orphans.counters.tuples_received += 1
-            fx.append(Spread(item))  # spread on, like any news
-    return fx
+    return []
 
 
 def got_table(state: PeerState, tuples: list[m.OrphanTuple]) -> Effects:

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 import trio
 
-from satind.net.messages import Broadcasts, MemberUpdate, OrphanTuple, RunAnnounce
+from satind.net.messages import Broadcasts, MemberUpdate, RunAnnounce
 
 T = TypeVar("T")
 
@@ -70,11 +70,8 @@ class Dissemination:
         self.max_items = max_items
         self.members: BroadcastQueue[MemberUpdate] = BroadcastQueue()
         self.runs: BroadcastQueue[RunAnnounce] = BroadcastQueue()
-        self.tuples: BroadcastQueue[OrphanTuple] = BroadcastQueue()
         # Set when something is queued; the gossip loop sleeps on it when there is no news.
         self.wakeup = trio.Event()
-        # Messages that carried orphan tuples (the "broadcast messages" of satin-ft Table 2).
-        self.tuple_messages = 0
 
     def add_member(self, update: MemberUpdate) -> None:
         self.members.add(update.name, update)
@@ -84,19 +81,13 @@ class Dissemination:
         self.runs.add(announce.info.run_id, announce)
         self.wakeup.set()
 
-    def add_tuple(self, item: OrphanTuple) -> None:
-        self.tuples.add((item.run_id, item.path), item)
-        self.wakeup.set()
-
     def pending(self) -> bool:
-        return bool(len(self.members) or len(self.runs) or len(self.tuples))
+        return bool(len(self.members) or len(self.runs))
 
     def take(self, cluster_size: int) -> Broadcasts:
         limit = retransmit_limit(self.retransmit_mult, cluster_size)
         members = self.members.take(self.max_items, limit)
         runs = self.runs.take(max(1, self.max_items // 8), limit)
-        # Tuples are combined: as many as fit go in one message (satin-ft §3.6).
-        tuples = self.tuples.take(4 * self.max_items, limit)
-        if tuples:
-            self.tuple_messages += 1
-        return Broadcasts(members, runs, tuples)
+        # Orphan tuples do not ride on gossip: their holder announces them to every member
+        # at once (node/announce.py).
+        return Broadcasts(members, runs)

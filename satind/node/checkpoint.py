@@ -257,8 +257,8 @@ class Checkpointer:
                 await self._now.wait()
             self._now = trio.Event()
             if self.cfg.policy == "tic" and self.request_snapshot is not None:
-                # KAAPI's checkpoint of the process's part of the graph: what its open frames
-                # have finished. A long leaf delays the compute side's answer: past the wait,
+                # After KAAPI's theft-induced checkpoint: what its open frames have finished
+                # (results, not pending tasks: docs/operations.md). A long leaf delays the compute side's answer: past the wait,
                 # the snapshot's records go with the next batch.
                 self._taken = trio.Event()
                 self.request_snapshot()

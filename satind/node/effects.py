@@ -71,7 +71,7 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             if isinstance(fx.item, m.RunAnnounce):
                 peer.swim.dissemination.add_run(fx.item)
             else:
-                peer.swim.dissemination.add_tuple(fx.item)
+                peer.announcer.add(fx.item)
         elif isinstance(fx, Log):
             _log(peer, fx)
         elif isinstance(fx, Checkpoint):

@@ -31,6 +31,7 @@ from satind.net import messages as m
 from satind.net import tls
 from satind.net.requests import Requests
 from satind.net.transport import Address, Link
+from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer, LogStore
 from satind.node.compute import ComputeDriver
 from satind.node.thief import Thief
@@ -81,6 +82,7 @@ class Host(Protocol):
     thief: Thief
     requests: Requests
     checkpointer: Checkpointer
+    announcer: TupleAnnouncer
     traces: Traces
     # Shipped code it was sent or fetched (plugin/shipped.py), made on first use.
     code_cache: Cache | None

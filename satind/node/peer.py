@@ -47,6 +47,7 @@ from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
 from satind.node import control
 from satind.node.adapt import Coordinator
+from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
@@ -176,6 +177,13 @@ class Peer:
         if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
             self.checkpointer.request_snapshot = lambda: self.compute.post(Snapshot())
         self.thief = Thief(cfg.steal, random.Random(rng.random()), self)
+        self.announcer = TupleAnnouncer(
+            cfg.ft.tuple_combine_s,
+            cfg.ft.tuples_per_message,
+            self.others,
+            self.post,
+            self.spawn_task,
+        )
         self.swim = Swim(cfg.membership, self.state.table, self, random.Random(rng.random()))
         self.result_waiters: dict[str, list[trio.Event]] = {}
         self.stopped = trio.Event()

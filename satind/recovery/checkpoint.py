@@ -4,7 +4,11 @@ Orphan saving keeps a run alive while one peer survives. To survive the loss of 
 each peer appends the results recovery would need to its own **log** in a checkpoint
 directory (a local disk or a shared mount), concurrently with computing and without any
 synchronization between peers. A resume loads every log into the orphan table and respawns
-the root: the results are found at spawn, exactly as orphans are.
+the root: the results are found at spawn, exactly as orphans are. When only some peers are
+lost, the survivors read the lost peers' logs (a shared directory, or the copies members keep:
+``copy_path``) before they restart the jobs those took (core/logged.py). Every record is a
+finished result or a run's descriptor: no policy logs pending tasks (their ancestors spawn them
+again).
 
 The file is a sequence of records, each
 

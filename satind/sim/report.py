@@ -264,7 +264,7 @@ def report(sim: SimulationView, wall_s: float) -> SimReport:
         tuples_received=sum(p.orphans.counters.tuples_received for p in sim.peers.values()),
         results_reused=sum(p.orphans.counters.results_reused for p in sim.peers.values()),
         results_from_logs=sum(p.orphans.counters.results_from_logs for p in sim.peers.values()),
-        tuple_messages=sum(p.swim.dissemination.tuple_messages for p in sim.peers.values()),
+        tuple_messages=sum(p.announcer.messages for p in sim.peers.values()),
         drained_redone=sum(
             1
             for runners in sim.leaf_runners.values()

@@ -140,8 +140,9 @@ class Wakeup:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Report the finished children of every open frame that were not reported yet: the
-    state a theft-induced checkpoint saves (kaapi §3.3, the process's part of the graph)."""
+    """Report the finished children of every open frame that were not reported yet: what a
+    "tic" checkpoint saves. Finished results only, not KAAPI's pending tasks with their inputs
+    (kaapi §3.3): those are spawned again by re-running their ancestors (docs/operations.md)."""
 
 
 MailboxEvent = (

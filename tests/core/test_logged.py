@@ -85,9 +85,9 @@ def test_a_log_that_could_not_be_read_still_restarts_the_jobs() -> None:
     assert fx == [ToCompute(JobArrived(job, restarted=True))]
 
 
-def test_keepers_are_on_other_machines_first() -> None:
+def test_keepers_are_on_other_machines_only() -> None:
     state = make_state("m1/0", others=("m1/1", "m2/0", "m3/0"))
     assert keepers(state, "m1/1") == ("m2/0",)
     assert keepers(state, "m3/0") == ("m1/0",)
     alone = make_state("m1/0", others=("m1/1",))
-    assert keepers(alone, "m1/0") == ("m1/1",)  # no other machine: a peer of its own
+    assert keepers(alone, "m1/0") == ()  # one machine: its peers share its directory
