@@ -258,8 +258,9 @@ class Checkpointer:
             self._now = trio.Event()
             if self.cfg.policy == "tic" and self.request_snapshot is not None:
                 # After KAAPI's theft-induced checkpoint: what its open frames have finished
-                # (results, not pending tasks: docs/operations.md). A long leaf delays the compute side's answer: past the wait,
-                # the snapshot's records go with the next batch.
+                # (results, not pending tasks: docs/operations.md). A long leaf delays the
+                # compute side's answer: past the wait, the snapshot's records go with the
+                # next batch.
                 self._taken = trio.Event()
                 self.request_snapshot()
                 with trio.move_on_after(self.cfg.snapshot_wait_s):
