@@ -12,6 +12,11 @@ computing a `tree` whose leaves sleep (so that 16 peers fit 2 cores).
 
     python benchmarks/recovery_procs.py [--repeat 3] [--tree 4,8,40]
 
+    python benchmarks/recovery_procs.py --issue31 [--repeat 3] [--tree 4,8,40]
+        the rows of issue 31: (b) with checkpoints read by the survivors (policies tic and
+        sel on a directory both machines share), and the leave with deadline 0 against the
+        drain that finishes its work, for (c) and for migration
+
 The time is the submitter's wall time from submission to result (the run's own elapsed_s
 restarts at a master takeover). Medians of --repeat runs, variants interleaved.
 """
@@ -115,11 +120,21 @@ def experiment(
     at: float | None = None,
     fault: str = "",
     join: int = 0,
+    deadline: float | None = None,
+    policy: str = "",
 ) -> dict[str, Any]:
     """Start the machines, submit to the first one's first peer, apply the fault at ``at``
-    seconds; return the run's JSON with the submitter's wall time."""
-    config = keys / f"cfg-{orphans}.toml"
-    config.write_text(FAST.format(orphans=str(orphans).lower()))
+    seconds; return the run's JSON with the submitter's wall time. ``deadline``: of the
+    drains; ``policy``: checkpoints of that policy in a directory every machine shares."""
+    config = keys / f"cfg-{orphans}-{policy}.toml"
+    text = FAST.format(orphans=str(orphans).lower())
+    if policy:
+        ckpt = keys / f"ckpt-{time.monotonic_ns()}"
+        text += f'\n[checkpoint]\ndir = "{ckpt}"\npolicy = "{policy}"\ncopies = 0\n'
+        text += "interval_s = 1.0\n"
+    config.write_text(text)
+    drain = ["drain", "--cluster"]
+    until = [] if deadline is None else ["--deadline", str(deadline)]
     machines: list[Machine] = []
     try:
         for name, peers in sizes.items():
@@ -149,7 +164,7 @@ def experiment(
             elif fault == "kill-master":
                 first.kill_peers()
             elif fault == "drain":
-                client(keys, first.first, "drain", "--cluster", last.name)
+                client(keys, first.first, *drain, last.name, *until)
             elif fault == "migrate":
                 machines.append(Machine(keys, "new", join, config, first.first))
                 deadline = time.monotonic() + 30
@@ -157,7 +172,7 @@ def experiment(
                     if time.monotonic() > deadline:
                         break
                     time.sleep(0.2)
-                client(keys, first.first, "drain", "--cluster", last.name)
+                client(keys, first.first, *drain, last.name, *until)
         out, err = wait.communicate(timeout=600)
         wall = time.monotonic() - started
         if wait.returncode != 0:
@@ -175,8 +190,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tree", default="4,8,40", help="DEPTH,BRANCHING,LEAF_MS")
     parser.add_argument("--plot", default="docs/recovery-procs.png")
+    parser.add_argument("--issue31", action="store_true", help="the rows of issue 31")
     args = parser.parse_args()
     tree = [*args.tree.split(","), "sleep"]
+    if args.issue31:
+        issue31(args.repeat, args.tree, tree)
+        return
     print(
         f"command: python benchmarks/recovery_procs.py --repeat {args.repeat} --tree {args.tree}\n"
     )
@@ -238,6 +257,67 @@ def main() -> None:
     times = {label: med(label, lambda r: r["wall_s"]) for label in rows}
     plot(times, Path(__file__).resolve().parent.parent / args.plot)
     print(f"\nplot: {args.plot}")
+
+
+def issue31(repeat: int, spec: str, tree: list[str]) -> None:
+    print(
+        f"command: python benchmarks/recovery_procs.py --issue31 --repeat {repeat} --tree {spec}\n"
+    )
+    two = {"east": 8, "west": 8}
+    four = {"c0": 4, "c1": 4, "c2": 4, "c3": 4}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = Path(tmp)
+        assert satind("keys", "init", tmp).returncode == 0
+        for name in ("east", "west", "c0", "c1", "c2", "c3", "new"):
+            assert satind("keys", "issue", tmp, name).returncode == 0
+        for rep in range(repeat):
+            full = experiment(keys, two, tree)
+            half = full["wall_s"] / 2
+            stay = experiment(keys, four, tree)
+            mid = stay["wall_s"] / 2
+            variants = {
+                "2 clusters, no one leaves": full,
+                "(b) crash, orphan saving": experiment(keys, two, tree, at=half, fault="kill"),
+                "(b) + checkpoints, tic": experiment(
+                    keys, two, tree, at=half, fault="kill", policy="tic"
+                ),
+                "(b) + checkpoints, sel": experiment(
+                    keys, two, tree, at=half, fault="kill", policy="sel"
+                ),
+                "(c) drain, no deadline": experiment(keys, two, tree, at=half, fault="drain"),
+                "(c') leave, deadline 0": experiment(
+                    keys, two, tree, at=half, fault="drain", deadline=0.0
+                ),
+                "(d) 1.5 clusters, no one leaves": experiment(keys, {"east": 8, "west": 4}, tree),
+                "no migration (4 x 4)": stay,
+                "migration, drain": experiment(keys, four, tree, at=mid, fault="migrate", join=4),
+                "migration, leave with deadline 0": experiment(
+                    keys, four, tree, at=mid, fault="migrate", join=4, deadline=0.0
+                ),
+            }
+            for label, report in variants.items():
+                rows.setdefault(label, []).append(report)
+                print(f"repeat {rep + 1}: {label}: {report['wall_s']:.2f} s", flush=True)
+
+    def med(label: str, key: Any) -> float:
+        return statistics.median(key(r) for r in rows[label])
+
+    print("\n| variant | time (s, median) | jobs restarted | results from logs | results reused |")
+    print("|---|---|---|---|---|")
+    for label in rows:
+        print(
+            f"| {label} | {med(label, lambda r: r['wall_s']):.2f} | "
+            f"{med(label, lambda r: r['stats'].get('jobs_restarted', 0)):g} | "
+            f"{med(label, lambda r: r['stats'].get('results_from_logs', 0)):g} | "
+            f"{med(label, lambda r: r['stats'].get('results_reused', 0)):g} |"
+        )
+    d = med("(d) 1.5 clusters, no one leaves", lambda r: r["wall_s"])
+    s = med("no migration (4 x 4)", lambda r: r["wall_s"])
+    for label in ("(c) drain, no deadline", "(c') leave, deadline 0"):
+        print(f"{label} vs (d): {100 * (med(label, lambda r: r['wall_s']) - d) / d:+.1f}%")
+    for label in ("migration, drain", "migration, leave with deadline 0"):
+        print(f"{label}: overhead {100 * (med(label, lambda r: r['wall_s']) - s) / s:+.1f}%")
 
 
 def plot(times: dict[str, float], path: Path) -> None:
