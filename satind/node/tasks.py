@@ -32,9 +32,13 @@ class Tasks:
         return id(conn) in self.in_flight
 
     def spawn(self, fn: Any, *args: Any) -> None:
-        """Run ``fn(*args)`` in the peer's nursery; an exception in it is logged."""
+        """Run ``fn(*args)`` in the peer's nursery; an exception in it is logged. A peer that
+        is stopping (its nursery closed) starts nothing new: nothing would finish it."""
         assert self.nursery is not None
-        self.nursery.start_soon(self._guarded, fn, args, None)
+        try:
+            self.nursery.start_soon(self._guarded, fn, args, None)
+        except RuntimeError:  # "Nursery is closed to new arrivals"
+            log.debug("stopping: %s not started", getattr(fn, "__qualname__", fn))
 
     def answer(self, link: Link, req: int, fn: Any, *args: Any) -> None:
         """As ``spawn``, for a task that answers request ``req``: if it fails, the asker gets
@@ -48,8 +52,12 @@ class Tasks:
             )
             link.post(m.ErrorReply(req, m.ErrorInfo("TooManyRequests", why)))
             return
+        try:
+            self.nursery.start_soon(self._answering, key, fn, args, (link, req))
+        except RuntimeError:  # stopping: the asker's request times out, as for a lost peer
+            log.debug("stopping: request %d not answered", req)
+            return
         self.in_flight[key] = self.in_flight.get(key, 0) + 1
-        self.nursery.start_soon(self._answering, key, fn, args, (link, req))
 
     async def _answering(
         self, key: int, fn: Any, args: tuple[Any, ...], asker: tuple[Link, int]
