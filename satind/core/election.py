@@ -18,7 +18,8 @@ import dataclasses
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from satind.core.effects import ERROR, INFO, WARNING, Effects, ToCompute
+from satind.core import logged
+from satind.core.effects import ERROR, INFO, WARNING, Effects, QueueRoot, ToCompute
 from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
@@ -159,7 +160,10 @@ def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
 
 
 def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effects:
-    """Become the run's master under the next epoch and respawn its root."""
+    """Become the run's master under the next epoch and respawn its root. When the master was
+    lost and this peer checkpoints, the root waits until the logs are read (core/logged.py):
+    what the lost members logged is reused from the first spawn."""
+    lost = run.info.master if not why else ""
     why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
         state.note(
@@ -179,4 +183,9 @@ def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effe
     run.state.epoch = info.epoch  # the shared objects the respawned root makes are new
     run.args = Encoded(info.args)  # decoded by the compute side, not here
     run.submitter = None
-    return start(state, run, now)
+    fx = start(state, run, now)
+    root = run.root
+    divide = run.plugin.kind == "divide-and-conquer"
+    if lost and divide and root is not None and state.checkpoint.enabled and state.cfg.ft.orphans:
+        fx = [f for f in fx if f != QueueRoot(root)] + logged.hold(state, lost, [], root)
+    return fx

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from satind.core.effects import INFO, Effects, ReadLog, ToCompute
+from satind.core.effects import INFO, Effects, QueueRoot, ReadLog, StealUpdate, ToCompute
 from satind.core.orphans import keep_orphan
 from satind.net import messages as m
 from satind.net.codec import Encoded
@@ -65,19 +65,22 @@ def keepers(state: PeerState, peer: str) -> tuple[str, ...]:
     return tuple(after[:count])
 
 
-def hold(state: PeerState, lost: str, jobs: list[Job]) -> Effects:
-    """Jobs ``lost`` took wait here while its log is read (instead of restarting at once)."""
+def hold(state: PeerState, lost: str, jobs: list[Job], root: Job | None = None) -> Effects:
+    """Jobs ``lost`` took wait here while its log is read (instead of restarting at once);
+    or, when ``lost`` was a run's master and this peer takes the run over, the run's new
+    root waits (``root``: everything logged for the run is wanted)."""
     state.log_reads += 1
     token = state.log_reads
-    state.reading_logs[token] = jobs
-    wanted = tuple((job.run.run_id, job.path) for job in jobs)
+    state.reading_logs[token] = (jobs, root)
+    tops = jobs if root is None else [root]
+    wanted = tuple((job.run.run_id, job.path) for job in tops)
     keep = tuple(name for name in keepers(state, lost) if name != state.name)
     return [ReadLog(token, lost, wanted, keep)]
 
 
 def on_read(state: PeerState, event: LogRead) -> Effects:
     """File what the log held as orphans kept here, then restart the held jobs."""
-    jobs = state.reading_logs.pop(event.token, [])
+    jobs, root = state.reading_logs.pop(event.token, ([], None))
     fx: Effects = []
     found = 0
     for result in event.results:
@@ -94,11 +97,11 @@ def on_read(state: PeerState, event: LogRead) -> Effects:
         state.note(
             INFO,
             __name__,
-            "read %d results of %s's log (%s) for %d restarted jobs%s",
+            "read %d results of %s's log (%s) for %s%s",
             found,
             event.peer,
             event.source or "nowhere",
-            len(jobs),
+            "the new root" if root is not None else f"{len(jobs)} restarted jobs",
             f": {event.error}" if event.error else "",
         )
     for job in jobs:
@@ -110,4 +113,7 @@ def on_read(state: PeerState, event: LogRead) -> Effects:
             fx.append(ToCompute(ChildResult(job, Encoded(kept.value), None, list(kept.needs))))
         else:
             fx.append(ToCompute(JobArrived(job, restarted=True)))
+    run = state.runs.active.get(root.run.run_id) if root is not None else None
+    if root is not None and run is not None and run.root is root and not root.run.aborted:
+        fx += [QueueRoot(root), StealUpdate()]
     return fx

@@ -105,9 +105,9 @@ class PeerState:
     iterative: Scheduling = field(default_factory=Scheduling)
     # SPMD runs (core/spmd/): a master's locators, a holder's entities and their ghosts.
     spmd: Spmd = field(default_factory=Spmd)
-    # Jobs a lost member took, waiting while its checkpoint log is read (core/logged.py), by
-    # read; and how many reads were asked for.
-    reading_logs: dict[int, list[Job]] = field(default_factory=dict)
+    # Jobs a lost member took, or the new root of a run whose master was lost, waiting while
+    # the checkpoint logs are read (core/logged.py), by read; and how many reads were asked.
+    reading_logs: dict[int, tuple[list[Job], Job | None]] = field(default_factory=dict)
     log_reads: int = 0
     # Unfinished runs found in the checkpoint directory at start (see `satind resume`).
     checkpointed: dict[str, object] = field(default_factory=dict)

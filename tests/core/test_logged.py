@@ -91,3 +91,28 @@ def test_keepers_are_on_other_machines_only() -> None:
     assert keepers(state, "m3/0") == ("m1/0",)
     alone = make_state("m1/0", others=("m1/1",))
     assert keepers(alone, "m1/0") == ()  # one machine: its peers share its directory
+
+
+def test_a_new_master_respawns_the_root_once_the_logs_are_read() -> None:
+    from satind.core import election
+    from satind.core.effects import QueueRoot
+
+    state = make_state()
+    state.checkpoint.enabled = True
+    run = known_run(state, info(master="b/0"))
+    fx = election.take_over(state, run, 1.0)
+    (read,) = [f for f in fx if isinstance(f, ReadLog)]
+    assert run.root is not None
+    assert not any(isinstance(f, QueueRoot) for f in fx)
+    assert read.peer == "b/0" and read.wanted == (("r1", run.root.path),)
+    below = run.root.path + b"\x02"
+    result = m.JobResult("r1", below, codec.encode_value(3), None)
+    fx = logged.on_read(state, LogRead(read.token, "b/0", [result], "dir"))
+    assert QueueRoot(run.root) in fx
+    assert run.state.orphans is not None and run.state.orphans[below] == "a/0"
+    # A hand-over is no loss: the heir has the results, the root goes at once.
+    other = make_state()
+    other.checkpoint.enabled = True
+    handed = known_run(other, info(master="b/0"))
+    fx = election.take_over(other, handed, 1.0, "its master b/0 drains")
+    assert any(isinstance(f, QueueRoot) for f in fx)

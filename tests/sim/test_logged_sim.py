@@ -21,8 +21,11 @@ SEEDS = range(1, 7)
 
 
 @functools.cache
-def _run(seed: int, where: str = "shared", policy: str = "tic", copies: int = 1) -> SimReport:
+def _run(
+    seed: int, where: str = "shared", policy: str = "tic", copies: int = 1, cluster: str = "c1"
+) -> SimReport:
     data = tomllib.loads(SCENARIO.read_text())
+    data["faults"][0]["crash_cluster"] = cluster
     if where == "none":
         del data["config"]["checkpoint"]
     else:
@@ -44,6 +47,16 @@ def test_survivors_reuse_a_crashed_clusters_logged_work_from_a_shared_mount(seed
     # Reused, not computed again: fewer of the crashed peers' finished leaves ran twice than
     # without checkpoints.
     assert report.crashed_redone < _run(seed, "none").crashed_redone
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_new_master_reuses_what_the_crashed_masters_cluster_logged(seed: int) -> None:
+    # The master's cluster crashes: the elected master reads the logs before it respawns the
+    # root, so the whole re-derived tree finds what the lost peers had finished.
+    report = _run(seed, cluster="c0")
+    _exact(report)
+    assert report.results_from_logs > 0
+    assert report.crashed_redone < _run(seed, "none", cluster="c0").crashed_redone
 
 
 @pytest.mark.parametrize("seed", SEEDS)
