@@ -35,7 +35,7 @@ def deadline_option(cmd: argparse.ArgumentParser) -> None:
         help="seconds the drained peers go on finishing their work; then each leaves at once "
         "(the paper's leave): its unfinished work is cut, what it finished goes to the peers "
         "that gave it the work, and they compute the rest again. 0: leave now. Default: each "
-        "peer's [daemon] drain_deadline_s (600)",
+        f"peer's [daemon] drain_deadline_s ({config_mod.DEFAULT.daemon.drain_deadline_s:g})",
     )
 
 

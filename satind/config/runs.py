@@ -129,6 +129,10 @@ class CheckpointConfig:
     # it logged without a shared directory. 0: no copies (a shared mount already lets every
     # peer read every log: there, copies only cost network bytes).
     copies: int = 1
+    # bytes. A log larger than this is not sent whole to a new keeper (the connection's outbox,
+    # net.max_outbox_bytes, must keep room for steals and results): it gets what is appended
+    # from then on.
+    max_copy_bytes: int = 32 * 1024 * 1024
     # seconds. A survivor about to restart the jobs a lost member took first reads what that
     # member logged (core/logged.py); it restarts them without it after this long.
     read_wait_s: float = 5.0

@@ -95,9 +95,13 @@ def cut(state: PeerState) -> Effects:
     fx: Effects = []
     for (key, victim), jobs in list(state.custody.taken.items()):
         for job in jobs:
+            if kinds.of_job(job) is not None:
+                continue  # an iterative task or SPMD step: its kind moves it (``start``)
             state.cut_owners.setdefault(key[0], []).append((key[1], victim))
             fx.append(ToCompute(Orphaned(job)))
-        del state.custody.taken[(key, victim)]
+        # The custody records stay until this peer has left: a victim that asks meanwhile
+        # hears "running", not "unknown", and waits for the handed results before it
+        # restarts the job.
     return [*fx, Changed()]
 
 
@@ -110,6 +114,8 @@ def drained(state: PeerState) -> bool:
         state.worker_idle
         and state.worker_frames == 0
         and (state.cut or not any(key[0] not in handed for key in state.custody.given))
+        # Jobs held while a lost member's log is read are this peer's to restart.
+        and not state.reading_logs
         and not state.queue.jobs
         # Entities of SPMD runs move away first (core/spmd/ asks their masters).
         and not any(k.holds_work(state) for k in kinds.each() if k.holds_work is not None)

@@ -92,7 +92,7 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
     fx: Effects = []
     for run in runs:
         if successor(state, among=able(state, run.info)) == state.name:
-            fx += take_over(state, run, now)
+            fx += take_over(state, run, now, lost=run.info.master)
     for info in queued:
         if successor(state, among=able(state, info)) == state.name:
             fx += take_over_queued(state, info, now)
@@ -159,11 +159,11 @@ def take_over_handed(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     return fx + take_over(state, run, now, f"its master {info.master} drains")
 
 
-def take_over(state: PeerState, run: PeerRun, now: float, why: str = "") -> Effects:
-    """Become the run's master under the next epoch and respawn its root. When the master was
-    lost and this peer checkpoints, the root waits until the logs are read (core/logged.py):
-    what the lost members logged is reused from the first spawn."""
-    lost = run.info.master if not why else ""
+def take_over(state: PeerState, run: PeerRun, now: float, why: str = "", lost: str = "") -> Effects:
+    """Become the run's master under the next epoch and respawn its root. ``lost``: the
+    master whose loss this is (not a hand-over); when this peer checkpoints, the root waits
+    until the logs are read (core/logged.py), so what the lost members logged is reused from
+    the first spawn."""
     why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
         state.note(

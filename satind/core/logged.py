@@ -105,8 +105,9 @@ def on_read(state: PeerState, event: LogRead) -> Effects:
             f": {event.error}" if event.error else "",
         )
     for job in jobs:
-        if job.run.aborted or job.run.run_id not in state.runs.active:
-            continue  # its run ended (or was cancelled) while the log was read
+        live = state.runs.active.get(job.run.run_id)
+        if job.run.aborted or live is None or live.state is not job.run:
+            continue  # its run ended, was cancelled or resumed anew while the log was read
         kept = state.orphans.kept_result((job.run.run_id, job.path))
         if kept is not None and kept.value is not None:
             state.orphans.counters.results_reused += 1

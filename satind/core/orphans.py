@@ -58,6 +58,10 @@ def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
     knew, and a member it did not know gets the table with its first steals."""
     if not state.cfg.ft.orphans:
         return []
+    if tuples:
+        # Announced to it as a member: it has the table from now on (a member's steals need
+        # not fetch it again after a crash; a joiner's first ones do, core/victim.py).
+        state.needs_orphans = False
     for item in tuples:
         if state.is_gone(item.holder):
             continue  # late news of a holder that is gone: it leads nowhere
@@ -67,11 +71,17 @@ def on_tuples(state: PeerState, tuples: Sequence[m.OrphanTuple]) -> Effects:
     return []
 
 
+# Empty tables a joiner takes as "there are no orphans" (each could come from a victim that
+# is new itself); announcements bring it any tuple made later.
+EMPTY_TABLES = 3
+
+
 def got_table(state: PeerState, tuples: list[m.OrphanTuple]) -> Effects:
     """A victim answered a joiner's steal with its orphan table (§3.5); the rest of a big
-    one follows as gossip (core/victim.py). An empty table does not end the asking: that
-    victim may know of no orphan while others do (a steal's flag costs nothing)."""
-    if tuples:
+    one follows as gossip messages (core/victim.py). One empty table does not end the asking: that
+    victim may know of no orphan while others do; a few do."""
+    state.empty_tables += 0 if tuples else 1
+    if tuples or state.empty_tables >= EMPTY_TABLES:
         state.needs_orphans = False
     return on_tuples(state, tuples)
 

@@ -91,6 +91,8 @@ class PeerState:
     settled: bool = False
     # A peer starts with an empty orphan table: it asks for one with its steals (§3.5).
     needs_orphans: bool = True
+    # Empty tables its steals got so far (core/orphans.got_table).
+    empty_tables: int = 0
     # The compute side wants work, and how many frames it has open (as of that news).
     worker_idle: bool = True
     worker_frames: int = 0

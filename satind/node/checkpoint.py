@@ -7,7 +7,8 @@ simulator's shared memory). The log format is ``recovery/checkpoint.py``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -19,10 +20,12 @@ from satind.net import messages as m
 from satind.recovery.checkpoint import (
     COPIES,
     MAX_COPY,
+    SUFFIX,
     LogContents,
     append,
     copy_path,
     frame,
+    load,
     load_blobs,
     load_directory,
     log_path,
@@ -47,9 +50,10 @@ class LogStore(Protocol):
 
     async def load(self) -> LogContents: ...
 
-    async def prune(self, peer: str) -> int:
-        """Drop the records of ended runs from ``peer``'s log and the copies it keeps of other
-        peers' logs; returns bytes dropped."""
+    async def prune(self, peer: str, ended: Collection[str] = ()) -> int:
+        """Drop the records of ended runs from ``peer``'s log, and from the copies it keeps of
+        other peers' logs those of the runs ``ended`` names too (a copy's peer may have died
+        before it logged the end); returns bytes dropped."""
         ...
 
     async def read(self, peer: str) -> tuple[LogContents, bool]:
@@ -84,18 +88,24 @@ class FileStore:
     async def load(self) -> LogContents:
         return await trio.to_thread.run_sync(load_directory, self.directory)
 
-    async def prune(self, peer: str) -> int:
+    async def prune(self, peer: str, ended: Collection[str] = ()) -> int:
         def prune_all() -> int:
-            paths = [log_path(self.directory, peer)]
-            paths += (self.directory / COPIES / peer.replace("/", "_")).glob("*")
-            return sum(prune_file(path, self.fsync) for path in paths if path.exists())
+            dropped = 0
+            own = log_path(self.directory, peer)
+            if own.exists():
+                dropped += prune_file(own, self.fsync)
+            for path in (self.directory / COPIES / peer.replace("/", "_")).glob("*" + SUFFIX):
+                dropped += prune_file(path, self.fsync, ended)
+            return dropped
 
         return await trio.to_thread.run_sync(prune_all)
 
     async def read(self, peer: str) -> tuple[LogContents, bool]:
         def read_all() -> tuple[LogContents, bool]:
+            # Copies too, runs and all: only results are taken from what is read here.
             has = bool(logs_of(self.directory, peer))
-            return load_directory(self.directory), has
+            own = self.directory.glob("*" + SUFFIX)
+            return load([*own, *self.directory.glob(f"{COPIES}/*/*{SUFFIX}")]), has
 
         return await trio.to_thread.run_sync(read_all)
 
@@ -136,11 +146,11 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         return load_blobs((name, bytes(self.logs[name])) for name in sorted(self.logs))
 
-    async def prune(self, peer: str) -> int:
+    async def prune(self, peer: str, ended: Collection[str] = ()) -> int:
         await trio.lowlevel.checkpoint()
         dropped = _prune_in(self.logs, peer)
         for key in [key for key in self.copies if key[0] == peer]:
-            dropped += _prune_in(self.copies, key)
+            dropped += _prune_in(self.copies, key, ended)
         return dropped
 
     async def read(self, peer: str) -> tuple[LogContents, bool]:
@@ -162,9 +172,9 @@ class MemoryStore:
         return len(records)
 
 
-def _prune_in(logs: dict[K, bytearray], key: K) -> int:
+def _prune_in(logs: dict[K, bytearray], key: K, over_too: Collection[str] = ()) -> int:
     data = bytes(logs.get(key, b""))
-    pruned = prune_log(data)
+    pruned = prune_log(data, over_too)
     logs[key] = bytearray(pruned)
     return len(data) - len(pruned)
 
@@ -208,8 +218,14 @@ class Checkpointer:
         # Copies of the log on other members ([checkpoint] copies): who should keep one now
         # (set by the peer from its members: core/logged.keepers), how to send them records,
         # and who was sent the whole log so far.
+        # Runs whose end this peer heard since the last prune (copies are pruned of them),
+        # and the copies of other peers' logs received, kept in order of arrival.
+        self._ended_runs: set[str] = set()
+        self._copies_in: deque[tuple[str, bytes, bool]] = deque()
+        self._keeping = False
         self.keepers: Callable[[], tuple[str, ...]] | None = None
         self.post: Callable[[str, m.Message], object] | None = None
+        self.spawn: Callable[..., None] | None = None
         self._copied_to: tuple[str, ...] = ()
 
     @property
@@ -224,10 +240,13 @@ class Checkpointer:
 
     def ended(self, announce: m.RunAnnounce) -> None:
         """Log that a run is over (done or failed): a directory's unfinished runs are those
-        without this record."""
-        if self.enabled and announce.info.run_id in self._runs:
+        without this record. Every run's end, logged or not, prunes the copies kept here."""
+        if not self.enabled:
+            return
+        self._ended_runs.add(announce.info.run_id)
+        self._ended_since_prune = True
+        if announce.info.run_id in self._runs:
             self.pending.append(frame(announce))
-            self._ended_since_prune = True
 
     def result(self, result: m.JobResult) -> None:
         if self.enabled and result.error is None and result.value is not None:
@@ -274,8 +293,9 @@ class Checkpointer:
                 # The end is on the disk: the run's records are dead weight now. A log only
                 # grows with the runs that are not over.
                 self._ended_since_prune = False
+                ended, self._ended_runs = self._ended_runs, set()
                 try:
-                    pruned = await self.store.prune(self.peer)
+                    pruned = await self.store.prune(self.peer, ended)
                 except OSError as exc:
                     log.error("pruning the checkpoint log in %s failed: %s", self.store.where, exc)
                 else:
@@ -301,6 +321,30 @@ class Checkpointer:
         self.last_at = trio.current_time()
         await self._copy(batch)
 
+    def keep(self, peer: str, records: bytes, reset: bool) -> None:
+        """Keep records of ``peer``'s log (a ``LogCopy``): appended in the order they came,
+        one write at a time and never during a prune (a reset landing after later appends
+        would wipe them)."""
+        if self.store is None:
+            return
+        self._copies_in.append((peer, records, reset))
+        if not self._keeping and self.spawn is not None:
+            self._keeping = True
+            self.spawn(self._keep_in_order)
+
+    async def _keep_in_order(self) -> None:
+        assert self.store is not None
+        try:
+            while self._copies_in:
+                peer, records, reset = self._copies_in.popleft()
+                async with self._writing:
+                    try:
+                        await self.store.keep_copy(self.peer, peer, records, reset)
+                    except OSError as exc:
+                        log.error("keeping a copy of %s's checkpoint log failed: %s", peer, exc)
+        finally:
+            self._keeping = False
+
     async def _copy(self, batch: list[bytes], whole: bool = False) -> None:
         """Send what was appended to the members keeping a copy of the log; a new keeper
         (or every keeper, ``whole``: the log was pruned) gets the whole log instead."""
@@ -315,6 +359,17 @@ class Checkpointer:
             except OSError as exc:
                 log.error("reading the checkpoint log to copy it failed: %s", exc)
                 data = b""
+            if len(data) > self.cfg.max_copy_bytes:
+                # Sent whole it would crowd out the connection's steals and results (the
+                # outbox is bounded): the new keepers get what is appended from now on.
+                log.warning(
+                    "checkpoint log of %d bytes not copied whole to %s "
+                    "([checkpoint] max_copy_bytes = %d)",
+                    len(data),
+                    ", ".join(fresh),
+                    self.cfg.max_copy_bytes,
+                )
+                fresh = ()
             for keeper in fresh:
                 self._send(keeper, data, reset=True)
         if batch:

@@ -174,6 +174,7 @@ class Peer:
             # Copies of the log on other members (core/logged.py, node/logged.py).
             self.checkpointer.keepers = lambda: logged.keepers(self.state, self.state.name)
             self.checkpointer.post = self.post
+            self.checkpointer.spawn = self.spawn_task
         if self.checkpointer.enabled and cfg.checkpoint.policy == "tic":
             self.checkpointer.request_snapshot = lambda: self.compute.post(Snapshot())
         self.thief = Thief(cfg.steal, random.Random(rng.random()), self)
@@ -329,13 +330,16 @@ class Peer:
         inherits a run)."""
         was_draining = self.state.draining
         self.apply(drain.start(self.state, reason, self.now(), leaving))
-        deadline_s = self.cfg.daemon.drain_deadline_s if deadline_s < 0 else deadline_s
+        # Negative (or NaN, from a hostile request): the configured deadline.
+        deadline_s = deadline_s if deadline_s >= 0 else self.cfg.daemon.drain_deadline_s
         deadline = trio.current_time() + deadline_s
         if was_draining:
             if self._drain_scope is not None and deadline < self._drain_scope.deadline:
                 log.info("draining: the deadline is now %.3g s from now (%s)", deadline_s, reason)
                 self._drain_scope.deadline = deadline
             return
+        # Made here, not in the task: a second request in the same tick may bring it forward.
+        scope = self._drain_scope = trio.CancelScope(deadline=deadline)
         self.swim.set_draining()
         if deadline_s < self.cfg.daemon.drain_deadline_s:
             log.info("draining with a deadline of %.3g s", deadline_s)
@@ -349,8 +353,7 @@ class Peer:
                 await self._changed.wait()
 
         async def finish() -> None:
-            with trio.CancelScope(deadline=deadline) as scope:
-                self._drain_scope = scope
+            with scope:
                 await until_drained()
             if scope.cancelled_caught:
                 log.warning("the drain's deadline passed: cutting the work left and leaving")

@@ -37,7 +37,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,17 +81,26 @@ def logs_of(directory: Path, peer: str) -> list[Path]:
 
 def below(contents: LogContents, wanted: Iterable[tuple[str, bytes]]) -> list[m.JobResult]:
     """The logged results at or below the jobs ``wanted`` (run id, path): what a restarted
-    job would compute again. Paths are a prefix-free code: a byte prefix is an ancestor."""
-    out: list[m.JobResult] = []
-    by_run: dict[str, list[bytes]] = {}
-    for run_id, path in wanted:
-        by_run.setdefault(run_id, []).append(path)
-    for run_id, tops in by_run.items():
-        results = contents.results.get(run_id, {})
-        for path, result in results.items():
-            if any(path.startswith(top) for top in tops):
-                out.append(result)
-    return out
+    job would compute again."""
+    tops = set(wanted)
+    runs = {run_id for run_id, _ in tops}
+    return at_or_below(
+        (r for run_id in runs for r in contents.results.get(run_id, {}).values()), tops
+    )
+
+
+def at_or_below(
+    results: Iterable[m.JobResult], wanted: Collection[tuple[str, bytes]]
+) -> list[m.JobResult]:
+    """The results at or below a wanted (run id, path). Paths are a prefix-free code: a byte
+    prefix is an ancestor, so each result costs a set lookup per prefix."""
+    tops = wanted if isinstance(wanted, set | frozenset) else set(wanted)
+    return [
+        r
+        for r in results
+        # From the empty prefix: a run's root has the empty path.
+        if any((r.run_id, r.path[:cut]) in tops for cut in range(len(r.path) + 1))
+    ]
 
 
 def frame(msg: m.JobResult | m.RunAnnounce) -> bytes:
@@ -215,9 +224,19 @@ def load_blobs(blobs: Iterable[tuple[str, bytes | OSError]]) -> LogContents:
 
 
 def load_directory(directory: Path) -> LogContents:
-    """Every log in a checkpoint directory, the copies of other peers' logs included (a
-    machine whose disk is gone may have left a copy here)."""
-    return load([*directory.glob("*" + SUFFIX), *directory.glob(f"{COPIES}/*/*{SUFFIX}")])
+    """Every log in a checkpoint directory, and the results in the copies of other peers'
+    logs kept here (a machine whose disk is gone may have left a copy). Runs are taken from
+    the directory's own logs only: a copy of a peer that died before a run ended never gets
+    the end, and would show the run as unfinished for ever."""
+    contents = load(directory.glob("*" + SUFFIX))
+    copies = load(directory.glob(f"{COPIES}/*/*{SUFFIX}"))
+    for run_id, results in copies.results.items():
+        if run_id in contents.runs:
+            merged = {**results, **contents.results.get(run_id, {})}
+            contents.results[run_id] = compact(merged)
+    contents.problems += copies.problems
+    contents.records += copies.records
+    return contents
 
 
 def _run_of(msg: m.Message) -> tuple[str, bool]:
@@ -229,11 +248,12 @@ def _run_of(msg: m.Message) -> tuple[str, bool]:
     return announce.info.run_id, announce.state in FINAL
 
 
-def prune_log(data: bytes) -> bytes:
+def prune_log(data: bytes, over_too: Collection[str] = ()) -> bytes:
     """One log without the records of the runs it says are over (nothing will resume them),
-    and without damaged bytes (a load would skip them anyway). Records stay in order."""
+    or that ``over_too`` names (a copy whose peer died before it logged the end), and without
+    damaged bytes (a load would skip them anyway). Records stay in order."""
     records = [(pos, _run_of(msg)) for pos, msg in read_records(data) if not isinstance(msg, str)]
-    over = {run for _, (run, ended) in records if ended}
+    over = {run for _, (run, ended) in records if ended} | set(over_too)
     kept = []
     for pos, (run, _) in records:
         if run not in over:
@@ -242,12 +262,12 @@ def prune_log(data: bytes) -> bytes:
     return b"".join(kept)
 
 
-def prune_file(path: Path, fsync: bool = True) -> int:
+def prune_file(path: Path, fsync: bool = True, over_too: Collection[str] = ()) -> int:
     """Prune a log file in place (blocking: call it from a worker thread): the pruned log is
     written beside it and renamed over it, so a crash leaves the old or the new log whole.
     Returns the bytes it dropped."""
     data = path.read_bytes()
-    pruned = prune_log(data)
+    pruned = prune_log(data, over_too)
     if len(pruned) == len(data):
         return 0
     tmp = path.with_name(path.name + ".tmp")
@@ -283,6 +303,7 @@ __all__ = [
     "MAX_COPY",
     "LogContents",
     "append",
+    "at_or_below",
     "below",
     "compact",
     "copy_path",

@@ -100,7 +100,7 @@ def test_a_new_master_respawns_the_root_once_the_logs_are_read() -> None:
     state = make_state()
     state.checkpoint.enabled = True
     run = known_run(state, info(master="b/0"))
-    fx = election.take_over(state, run, 1.0)
+    fx = election.take_over(state, run, 1.0, lost="b/0")
     (read,) = [f for f in fx if isinstance(f, ReadLog)]
     assert run.root is not None
     assert not any(isinstance(f, QueueRoot) for f in fx)

@@ -185,3 +185,30 @@ def test_pruning_keeps_every_intact_record_of_runs_not_over_and_drops_damage(
     pruned = cp.load_directory(tmp_path)
     assert pruned.problems == [] and pruned.results == damaged.results
     assert pruned.unfinished() == {"r1": INFO}
+
+
+def test_below_finds_what_lies_under_a_job_and_the_root_takes_everything() -> None:
+    results = _results(8)
+    contents = cp.LogContents(results={"r1": {r.path: r for r in results}})
+    top = path_from_indices([1])
+    assert {r.path for r in cp.below(contents, [("r1", top)])} == {
+        r.path for r in results if r.path.startswith(top)
+    }
+    assert len(cp.below(contents, [("r1", b"")])) == 8  # a run's root: the empty path
+    assert cp.below(contents, [("r2", b"")]) == []
+
+
+def test_copies_give_results_but_not_runs_and_are_pruned_of_runs_heard_over(
+    tmp_path: Path,
+) -> None:
+    # A copy of a peer that died before it logged the run's end.
+    copy = cp.copy_path(tmp_path, "keeper/0", "dead/0")
+    copy.parent.mkdir(parents=True)
+    cp.append(copy, [cp.frame(m.RunAnnounce(INFO, "running")), cp.frame(_result([3], 3))])
+    got = cp.load_directory(tmp_path)
+    assert got.unfinished() == {}  # not a run to resume: only the keeper's own logs say so
+    _log(tmp_path, [])  # the directory's own log knows the run: the copy's results count
+    got = cp.load_directory(tmp_path)
+    assert path_from_indices([3]) in got.results["r1"]
+    assert cp.prune_file(copy, over_too=["r1"]) > 0
+    assert cp.load([copy]).records == 0
