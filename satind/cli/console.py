@@ -62,9 +62,14 @@ def peers_table(reply: m.StatusReply, narrow: bool = False) -> Table:
         "entities",
     )
     shown = [c for c in columns if not narrow or c in NARROW]
+    # A peer's name is never cut ("node-…" tells nothing): the other columns give way.
+    widest = max((len(slot_of(p.name)) for p in reply.peers), default=4)
     for column in shown:
         table.add_column(
-            column, justify="left" if column in ("peer", "cluster", "state") else "right"
+            column,
+            justify="left" if column in ("peer", "cluster", "state") else "right",
+            min_width=widest if column == "peer" else None,
+            no_wrap=column == "peer",
         )
     for p in reply.peers:
         known = p.state not in ("dead", "left") and p.rss_mb > 0
@@ -114,8 +119,16 @@ def runs_table(reply: m.StatusReply) -> Table:
         "moves",
     )
     recovery = ("jobs_restarted", "results_reused", "leaves_redone", "orphan_table_size")
+    # A run id is what the operator copies into the next command: never cut; a long argument
+    # list folds instead.
+    widest = max((len(r.run_id) for r in reply.runs), default=3)
     for column in (*columns, "restarted", "reused", "redone", "orphans"):
-        table.add_column(column)
+        if column == "run":
+            table.add_column(column, min_width=widest, no_wrap=True)
+        elif column == "plugin":
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column)
     for r in reply.runs:
         table.add_row(
             r.run_id,

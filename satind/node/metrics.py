@@ -61,6 +61,12 @@ GAUGES: tuple[tuple[str, str], ...] = (
 HISTOGRAM = "steal_rtt_seconds"
 
 
+def metric_name(name: str) -> str:
+    """A statistic's name as Prometheus wants it: the base unit spelt out (``idle_s`` ->
+    ``idle_seconds``; the run JSON keeps the short names)."""
+    return PREFIX + (name[:-2] + "_seconds" if name.endswith("_s") else name)
+
+
 def documented() -> list[tuple[str, str, str, str]]:
     """Every satind metric a peer exposes: (name as scraped, type, unit, help). The table in
     docs/operations.md lists the same (a test compares them)."""
@@ -69,9 +75,9 @@ def documented() -> list[tuple[str, str, str, str]]:
         if stat.name in NOT_PER_PEER:
             continue
         if stat.name in stats.LEVELS:
-            out.append((PREFIX + stat.name, "gauge", stat.unit, stat.what))
+            out.append((metric_name(stat.name), "gauge", stat.unit, stat.what))
         else:
-            out.append((PREFIX + stat.name + "_total", "counter", stat.unit, stat.what))
+            out.append((metric_name(stat.name) + "_total", "counter", stat.unit, stat.what))
     out += [(PREFIX + name, "gauge", "", what) for name, what in GAUGES]
     out.append((PREFIX + HISTOGRAM, "histogram", "seconds", "steal round trips (thief side)"))
     return out
@@ -91,11 +97,11 @@ def families(
         metric: Metric
         if stat.name in stats.LEVELS:
             metric = GaugeMetricFamily(
-                PREFIX + stat.name, f"{stat.what} ({stat.unit})", labels=names
+                metric_name(stat.name), f"{stat.what} ({stat.unit})", labels=names
             )
         else:
             metric = CounterMetricFamily(
-                PREFIX + stat.name, f"{stat.what} ({stat.unit})", labels=names
+                metric_name(stat.name), f"{stat.what} ({stat.unit})", labels=names
             )
         metric.add_metric(values, value)
         yield metric

@@ -51,6 +51,9 @@ class PluginFailed(RuntimeError):
 # How a member gossips a plugin version whose requirements its environment lacks: this and
 # why, instead of the code hash (plugin/requirements.py). It takes no part in its runs.
 UNMET = "unmet:"
+# What a usage line starts with: a plugin's arguments are parsed where the run starts (for
+# `satind submit`, on the master), which cannot tell which command gave them.
+USAGE = "satind run|submit"
 
 # The run kinds a plugin's root can start (``Plugin.kind``).
 RunKind = Literal["divide-and-conquer", "iterative", "spmd"]
@@ -153,10 +156,10 @@ class Plugin:
         try:
             return tuple(self.parse(list(argv)))
         except UsageError as exc:
-            raise UsageError(f"{self.name}: {exc}\nusage: satind run {self.usage}") from None
+            raise UsageError(f"{self.name}: {exc}\nusage: {USAGE} {self.usage}") from None
         except (ValueError, TypeError, IndexError) as exc:
             raise UsageError(
-                f"{self.name}: bad arguments {list(argv)!r} ({exc})\nusage: satind run {self.usage}"
+                f"{self.name}: bad arguments {list(argv)!r} ({exc})\nusage: {USAGE} {self.usage}"
             ) from None
         except Exception as exc:
             raise PluginFailed(

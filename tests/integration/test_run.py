@@ -148,7 +148,7 @@ def test_bad_arguments_print_the_plugins_usage() -> None:
     proc = satind("run", "nqueens", "many")
     assert proc.returncode == 2
     assert "N must be an integer" in proc.stderr
-    assert "usage: satind run nqueens N [DEPTH]" in proc.stderr
+    assert "usage: satind run|submit nqueens N [DEPTH]" in proc.stderr
     proc = satind("run", "fib", "10", "--peers", "0")
     assert proc.returncode == 2 and "--peers" in proc.stderr
     proc = satind("run", "fib", "10", "--steal", "greedy")

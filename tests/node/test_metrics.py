@@ -71,11 +71,13 @@ def test_every_exposed_family_is_documented_and_the_doc_table_matches() -> None:
     assert {s for s in names if s != "satind_steal_rtt_seconds"} <= exposed
     # Every counter of stats.STATS is there but the per-run progress.
     expected = {
-        f"satind_{s.name}" + ("" if s.name in stats.LEVELS else "_total")
+        metrics.metric_name(s.name) + ("" if s.name in stats.LEVELS else "_total")
         for s in stats.STATS
         if s.name != "progress"
     }
     assert expected <= names
+    # Units spelt out, as Prometheus names them: seconds, never _s.
+    assert "satind_idle_seconds_total" in names and "satind_idle_s_total" not in names
     # The table in docs/operations.md lists exactly these, with their types.
     doc = OPERATIONS.read_text()
     section = doc[doc.index("## Metrics") :]

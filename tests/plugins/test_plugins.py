@@ -128,7 +128,7 @@ def test_raytracer_tiles_equal_a_plain_row_by_row_render(tmp_path: Path) -> None
 def test_bad_arguments_give_usage(plugin: plugins.Plugin, argv: list[str], error: str) -> None:
     with pytest.raises(UsageError, match=error) as info:
         plugin.parse_args(argv)
-    assert f"usage: satind run {plugin.usage}" in str(info.value)
+    assert f"usage: satind run|submit {plugin.usage}" in str(info.value)
 
 
 def test_checks_reject_wrong_results() -> None:
