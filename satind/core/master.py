@@ -268,6 +268,7 @@ def finish(
     ended = m.RunAnnounce(run.info, status)
     fx = drop(state, run_id)
     state.runs.remember_ended(ended)
+    state.runs.count_end(status)
     fx += announce(state, ended)
     fx += copies(state, run.info, status, result)
     if run.submitter is not None:
@@ -358,6 +359,7 @@ def cancel(state: PeerState, run_id: str, now: float) -> Effects:
     state.runs.keep(Finished(result, run.info, now), now)  # `satind result` says why
     cancelled = m.RunAnnounce(run.info, CANCELLED)
     runs.remember_ended(cancelled)
+    runs.count_end(CANCELLED)
     fx += announce(state, cancelled)
     fx += copies(state, run.info, CANCELLED, result)
     if run.submitter is not None:

@@ -103,6 +103,8 @@ class RunTable:
         # still working for one hears of its end (JobState "over").
         self.ended: OrderedDict[str, m.RunAnnounce] = OrderedDict()
         self.recently_ended: deque[m.RunAnnounce] = deque(maxlen=8)
+        # Runs this peer ended as their master, by how ("runs_done", ...): node/metrics.py.
+        self.ends: dict[str, int] = {}
         # Suspended runs and the epoch they were suspended at: a higher epoch resumes them.
         self.suspended: dict[str, int] = {}
         # Jobs this peer ran in runs it no longer tracks (for `satind status`), and every
@@ -192,6 +194,11 @@ class RunTable:
             self.jobs_run_before += run.state.jobs_run
             self.counters_before = stats.total([self.counters_before, run.state.counters()])
         return run
+
+    def count_end(self, status: str) -> None:
+        """A run this peer masters ended (done, failed, cancelled): the metrics count them."""
+        key = f"runs_{status}"
+        self.ends[key] = self.ends.get(key, 0) + 1
 
     def remember_ended(self, announce: m.RunAnnounce) -> None:
         run_id = announce.info.run_id

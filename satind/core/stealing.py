@@ -106,6 +106,9 @@ RTT_BUCKETS_S = (
 )
 
 
+RTT_SUM = "steal_rtt_sum_s"
+
+
 def rtt_bucket_names() -> list[str]:
     names = [f"steal_rtt_le_{bound * 1000:g}ms" for bound in RTT_BUCKETS_S]
     return [*names, f"steal_rtt_gt_{RTT_BUCKETS_S[-1] * 1000:g}ms"]
@@ -140,9 +143,12 @@ class StealCounters:
     # Jobs stolen from this peer by a member that died or left, put back in our queue.
     jobs_restarted: int = 0
     rtt_hist: list[int] = field(default_factory=lambda: [0] * (len(RTT_BUCKETS_S) + 1))
+    # Their sum, for the Prometheus histogram's _sum (a mean rate of round-trip time).
+    rtt_sum_s: float = 0.0
 
     def record_rtt(self, seconds: float) -> None:
         self.rtt_hist[bisect.bisect_left(RTT_BUCKETS_S, seconds)] += 1
+        self.rtt_sum_s += seconds
 
     def as_dict(self) -> dict[str, float]:
         out: dict[str, float] = {
@@ -154,4 +160,5 @@ class StealCounters:
             "jobs_restarted": self.jobs_restarted,
         }
         out.update(zip(rtt_bucket_names(), self.rtt_hist, strict=True))
+        out[RTT_SUM] = self.rtt_sum_s
         return out

@@ -39,7 +39,7 @@ import satind.stats as stats
 from satind.config import MetricsConfig, for_peer
 
 __all__ = ["for_peer"]  # where it lived; the config is its home now
-from satind.core.stealing import RTT_BUCKETS_S
+from satind.core.stealing import RTT_BUCKETS_S, RTT_SUM, rtt_bucket_names
 from satind.net.transport import Address
 from satind.node.host import Host
 
@@ -59,6 +59,12 @@ GAUGES: tuple[tuple[str, str], ...] = (
     ("draining", "1 while this peer drains"),
 )
 HISTOGRAM = "steal_rtt_seconds"
+# Runs this peer ended as their master, by how (core/master.py counts them): what to alert on.
+RUN_ENDS: tuple[tuple[str, str], ...] = (
+    ("runs_done", "runs this peer mastered that ended done"),
+    ("runs_failed", "runs this peer mastered that failed"),
+    ("runs_cancelled", "runs this peer mastered that were cancelled"),
+)
 
 
 def metric_name(name: str) -> str:
@@ -80,6 +86,7 @@ def documented() -> list[tuple[str, str, str, str]]:
             out.append((metric_name(stat.name) + "_total", "counter", stat.unit, stat.what))
     out += [(PREFIX + name, "gauge", "", what) for name, what in GAUGES]
     out.append((PREFIX + HISTOGRAM, "histogram", "seconds", "steal round trips (thief side)"))
+    out += [(PREFIX + name + "_total", "counter", "runs", what) for name, what in RUN_ENDS]
     return out
 
 
@@ -110,8 +117,8 @@ def families(
         gauge.add_metric(values, float(gauges.get(name, 0)))
         yield gauge
     # The steal round-trip histogram: StealCounters keeps counts per bucket (not cumulative)
-    # and no sum, so the family has cumulative buckets and no _sum.
-    hist = [float(v) for k, v in peer_counters.items() if k.startswith("steal_rtt_")]
+    # and their sum; the family has cumulative buckets, _count and _sum.
+    hist = [float(peer_counters[k]) for k in rtt_bucket_names() if k in peer_counters]
     if len(hist) == len(RTT_BUCKETS_S) + 1:
         buckets, seen = [], 0.0
         for bound, count in zip([*map(str, RTT_BUCKETS_S), "+Inf"], hist, strict=True):
@@ -120,8 +127,12 @@ def families(
         family = HistogramMetricFamily(
             PREFIX + HISTOGRAM, "steal round trips (thief side)", labels=names
         )
-        family.add_metric(values, buckets, None)
+        family.add_metric(values, buckets, float(peer_counters.get(RTT_SUM, 0.0)))
         yield family
+    for name, what in RUN_ENDS:
+        ended = CounterMetricFamily(PREFIX + name, what, labels=names)
+        ended.add_metric(values, float(peer_counters.get(name, 0)))
+        yield ended
 
 
 class PeerCollector(Collector):
@@ -135,6 +146,7 @@ class PeerCollector(Collector):
         state = peer.state
         counters = state.peer_counters()
         counters.update(state.runs.lifetime_counters())
+        counters.update(state.runs.ends)
         gauges = {
             "members_alive": len(state.table.alive()),
             "runs_active": len(state.runs.active),

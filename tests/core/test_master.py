@@ -191,6 +191,7 @@ def test_cancel_drops_a_running_run_everywhere_and_tells_the_submitter() -> None
     assert result.error.type == "RunCancelled"
     with pytest.raises(RunRefused, match="is over"):
         master.cancel(state, "run-0", 4.0)
+    assert state.runs.ends == {"runs_cancelled": 1}  # satind_runs_cancelled_total
 
 
 def test_cancel_takes_a_queued_run_out_of_the_masters_queue() -> None:
@@ -214,6 +215,7 @@ def test_a_finished_result_is_copied_to_other_members_who_answer_for_it() -> Non
     assert run.root is not None
     run.root.value = Encoded(codec.encode_value(55))
     fx = master.finish(state, "run-0", [], 4.0)
+    assert state.runs.ends == {"runs_done": 1}  # satind_runs_done_total
     copies = [f for f in fx if isinstance(f, Send) and isinstance(f.msg, m.ResultCopy)]
     assert len(copies) == state.cfg.run.result_copies == 2
     assert len({f.dest for f in copies}) == 2 and "a/0" not in {f.dest for f in copies}
