@@ -92,7 +92,10 @@ class Updates(SwimState):
             self._suspicions.pop(name, None)
         if state.gone:
             self._gone_since.setdefault(name, self.clock())
-            log.info("member %s is %s", name, state.label)
+            # News of a member this peer never saw alive (a fresh daemon hears of the one
+            # that ran at its address before) is history, not an event: not at INFO.
+            seen = change.before is not None and not change.before.state.gone
+            log.log(logging.INFO if seen else logging.DEBUG, "member %s is %s", name, state.label)
         else:
             self._gone_since.pop(name, None)
 

@@ -12,6 +12,7 @@ import trio.testing
 from satind.config import MembershipConfig
 from satind.membership.gossip import BroadcastQueue, retransmit_limit
 from satind.membership.swim import (
+    Swim,
     health_delta,
     remaining_suspicion_time,
     scale_by_health,
@@ -225,3 +226,23 @@ async def test_membership_survives_message_loss(autojump_clock: trio.testing.Moc
 
 def test_log_scaling_reference() -> None:
     assert math.isclose(suspicion_timeout(4, 1000, 1.0), 12.0)
+
+
+async def test_a_member_never_seen_alive_is_not_news_when_it_is_gone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A fresh daemon hears, in its first state sync, of the process that ran at its address
+    # before and left: history, not a line at INFO (issue 32, point 3).
+    class Host:
+        def on_member_change(self, change: object) -> None: ...
+
+    me = Member("a/0#1", Address("127.0.0.1", 1), "c0")
+    swim = Swim(MembershipConfig(), MemberTable(me), Host(), random.Random(1))  # type: ignore[arg-type]
+    old = Member("b/0#1", Address("127.0.0.1", 2), "c0")
+    live = Member("c/0#1", Address("127.0.0.1", 3), "c0")
+    with caplog.at_level("INFO", logger="satind.membership.swim"):
+        swim.merge([old.update(State.LEFT), live.update()])
+        swim.merge([live.update(State.LEFT)])
+    said = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert "member c/0#1 is left" in said
+    assert not any("b/0#1" in line for line in said)
