@@ -135,9 +135,10 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{r.plugin} {' '.join(r.argv)}",
             slot_of(r.master),
             r.state,
-            f"{100 * r.progress:.1f}%",
+            # A cancelled run's master keeps no count of it: "-", not a made-up 0.
+            "-" if r.state == "cancelled" else f"{100 * r.progress:.1f}%",
             f"{r.elapsed_s:.1f}",
-            f"{int(r.counters.get('jobs_run', 0)):,}",
+            f"{int(r.counters['jobs_run']):,}" if "jobs_run" in r.counters else "-",
             str(int(r.counters["iteration"])) if "iteration" in r.counters else "-",
             f"{int(r.counters['entity_moves']):,}" if "entity_moves" in r.counters else "-",
             *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),

@@ -33,3 +33,11 @@ def test_run_ids_and_peer_names_are_never_cut(width: int) -> None:
     out = console.export_text()
     assert "20261126-080502-835a4b" in out
     assert "node-alpha-long/0" in out and "node-alpha-long/1" in out
+
+
+def test_a_cancelled_run_shows_no_made_up_progress() -> None:
+    run = m.RunStatus("r-1", "tree", ["3"], "a/0#x", "cancelled", 0.0, 2.0, {})
+    console = Console(width=160, record=True)
+    console.print(runs_table(m.StatusReply(0, [], [run])))
+    row = next(line for line in console.export_text().splitlines() if "r-1" in line)
+    assert "0.0%" not in row and "cancelled" in row
