@@ -43,6 +43,10 @@ class Outcome:
     outputs: dict[str, str] = field(default_factory=dict)
 
 
+# Errors of runs an operator stopped, not of runs that failed (core/lifecycle.stopped_result).
+STOPPED = frozenset({"RunCancelled", "RunSuspended"})
+
+
 @dataclass(frozen=True)
 class Failure:
     """A run that gave no value: the arguments were refused ("usage"), the plugin raised
@@ -144,8 +148,13 @@ def outcome_of(result: m.RunResult, cfg: Config) -> Outcome | Failure:
     """What a run's result means: its value, or the error its plugin raised."""
     if result.error is not None:
         err = result.error
-        text = err.traceback.rstrip() or f"{err.type}: {err.message}"
-        return Failure("plugin", f"run {result.run_id} failed: {err.type}: {err.message}\n{text}")
+        if err.type in STOPPED:
+            # An operator stopped it: no failure, nothing to trace; its message says it once
+            # ("run ... was cancelled", "... suspended; `satind resume ...` continues it").
+            return Failure("plugin", err.message)
+        head = f"run {result.run_id} failed: {err.type}: {err.message}"
+        trace = err.traceback.rstrip()
+        return Failure("plugin", f"{head}\n{trace}" if trace else head)
     assert result.value is not None
     value = codec.decode_value(result.value, cfg.net.max_depth)
     shown = value if result.report is None else codec.decode_value(result.report, cfg.net.max_depth)
