@@ -21,68 +21,10 @@ Every number is the median over the seeds; ratios are of medians measured in thi
 from __future__ import annotations
 
 import argparse
-import statistics
-from collections.abc import Callable
 from typing import Any
 
-from satind.sim.scenario import parse
-from satind.sim.simulator import SimReport, simulate
-
-SUBMIT_AT = 5.0
-
-
-def scenario(
-    clusters: dict[str, int],
-    faults: list[dict[str, Any]],
-    leaf_ms: float,
-    *,
-    orphans: bool = True,
-    checkpoint: dict[str, Any] | None = None,
-    steal: str = "crs",
-) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        # Failure detection in about 2 s, as in the other fault scenarios.
-        "membership": {"probe_interval_s": 0.5, "suspicion_mult": 3},
-        "ft": {"orphans": orphans},
-    }
-    if checkpoint is not None:
-        config["checkpoint"] = checkpoint
-    return {
-        "name": "partial crash",
-        "seed": 1,
-        "duration_s": 1800.0,
-        "peers": {"clusters": clusters},
-        "network": {"latency_ms": 0.5, "wide_latency_ms": 10.0},
-        "workload": {
-            "depth": 5,
-            "branching": 4,
-            "leaf_ms": leaf_ms,
-            "dist": "exp",
-            "imbalance": 0.3,
-            "submit_at": SUBMIT_AT,
-            "steal": steal,
-        },
-        "config": config,
-        "faults": faults,
-    }
-
-
-def run(spec: dict[str, Any], seeds: range) -> list[SimReport]:
-    reports = []
-    for seed in seeds:
-        report = simulate(parse(spec), seed)
-        assert report.invariants_ok and report.result_ok, (seed, report.violations)
-        reports.append(report)
-    return reports
-
-
-def med(reports: list[SimReport], key: Callable[[SimReport], float]) -> float:
-    return statistics.median(key(r) for r in reports)
-
-
-def makespan(r: SimReport) -> float:
-    assert r.makespan_s is not None
-    return r.makespan_s
+# The scenario and the medians of benchmarks/recovery.py (run as a script from benchmarks/).
+from recovery import SUBMIT_AT, makespan, med, run, scenario
 
 
 def ckpt(policy: str, where: str = "shared", interval: float = 1.0) -> dict[str, Any]:

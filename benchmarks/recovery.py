@@ -36,7 +36,19 @@ def scenario(
     leaf_ms: float,
     orphans: bool = True,
     name: str = "recovery",
+    *,
+    checkpoint: dict[str, Any] | None = None,
+    steal: str = "crs",
 ) -> dict[str, Any]:
+    """A scenario of 2-cluster fault experiments (also benchmarks/partial_crash.py's):
+    ``checkpoint``: its [checkpoint] settings, if any."""
+    config: dict[str, Any] = {
+        # Failure detection in about 2 s, as in the other fault scenarios.
+        "membership": {"probe_interval_s": 0.5, "suspicion_mult": 3},
+        "ft": {"orphans": orphans},
+    }
+    if checkpoint is not None:
+        config["checkpoint"] = checkpoint
     return {
         "name": name,
         "seed": 1,
@@ -50,13 +62,9 @@ def scenario(
             "dist": "exp",
             "imbalance": 0.3,
             "submit_at": SUBMIT_AT,
-            "steal": "crs",
+            "steal": steal,
         },
-        "config": {
-            # Failure detection in about 2 s, as in the other fault scenarios.
-            "membership": {"probe_interval_s": 0.5, "suspicion_mult": 3},
-            "ft": {"orphans": orphans},
-        },
+        "config": config,
         "faults": faults,
     }
 
@@ -65,7 +73,7 @@ def run(spec: dict[str, Any], seeds: range) -> list[SimReport]:
     reports = []
     for seed in seeds:
         report = simulate(parse(spec), seed)
-        assert report.invariants_ok, (spec["name"], seed, report.violations)
+        assert report.invariants_ok and report.result_ok, (spec["name"], seed, report.violations)
         reports.append(report)
     return reports
 

@@ -10,7 +10,7 @@ from satind.config import Config
 from satind.core.lifecycle import register
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
-from satind.membership.view import Member, MemberTable, State
+from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import messages as m
 from satind.net.transport import Address, Identity
 from satind.work.jobs import Job, RunState
@@ -38,6 +38,15 @@ def declare(state: PeerState, name: str, new: State) -> None:
     known = state.table.get(name)
     assert known is not None
     state.table.apply(known.update(new, origin=state.name))
+
+
+def gone(state: PeerState, name: str, new: State = State.DEAD) -> Change:
+    """Declare a member gone (``new``: dead or left) and return the change SWIM reports."""
+    before = state.table.get(name)
+    declare(state, name, new)
+    after = state.table.get(name)
+    assert before is not None and after is not None
+    return Change(before, after)
 
 
 @dataclass

@@ -8,22 +8,10 @@ from satind.core import logged, restart
 from satind.core.effects import ReadLog, Spread, ToCompute
 from satind.core.logged import LogRead, keepers
 from satind.engine.frames import JobArrived
-from satind.membership.view import Change, State
 from satind.net import codec
 from satind.net import messages as m
 from satind.work.events import ChildResult
-from tests.core.support import declare, info, job_of, known_run, make_state
-
-
-def _lose(state: object, name: str) -> Change:
-    from satind.core.state import PeerState
-
-    assert isinstance(state, PeerState)
-    before = state.table.get(name)
-    declare(state, name, State.DEAD)
-    after = state.table.get(name)
-    assert before is not None and after is not None
-    return Change(before, after)
+from tests.core.support import gone, info, job_of, known_run, make_state
 
 
 def test_without_checkpoints_the_jobs_restart_at_once() -> None:
@@ -31,7 +19,7 @@ def test_without_checkpoints_the_jobs_restart_at_once() -> None:
     run = known_run(state, info(master="c/0"))
     job = job_of(run.state, parent=job_of(run.state), index=1)
     state.custody.give(("r1", job.path), job, "b/0", 0.0)
-    fx = restart.on_member_change(state, _lose(state, "b/0"), 1.0)
+    fx = restart.on_member_change(state, gone(state, "b/0"), 1.0)
     assert ToCompute(JobArrived(job, restarted=True)) in fx
     assert not any(isinstance(f, ReadLog) for f in fx)
 
@@ -45,7 +33,7 @@ def test_with_checkpoints_the_jobs_wait_for_the_lost_members_log() -> None:
     open_ = job_of(run.state, parent=root, index=2)  # a child of it was logged
     for job in (done, open_):
         state.custody.give(("r1", job.path), job, "b/0", 0.0)
-    fx = restart.on_member_change(state, _lose(state, "b/0"), 1.0)
+    fx = restart.on_member_change(state, gone(state, "b/0"), 1.0)
     reads = [f for f in fx if isinstance(f, ReadLog)]
     assert not any(isinstance(f, ToCompute) and isinstance(f.event, JobArrived) for f in fx)
     assert len(reads) == 1 and reads[0].peer == "b/0"
@@ -78,7 +66,7 @@ def test_a_log_that_could_not_be_read_still_restarts_the_jobs() -> None:
     state.custody.give(("r1", job.path), job, "b/0", 0.0)
     (read,) = [
         f
-        for f in restart.on_member_change(state, _lose(state, "b/0"), 1.0)
+        for f in restart.on_member_change(state, gone(state, "b/0"), 1.0)
         if isinstance(f, ReadLog)
     ]
     fx = logged.on_read(state, LogRead(read.token, "b/0", (), error="not read in time"))

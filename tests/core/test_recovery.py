@@ -21,22 +21,11 @@ from satind.core.effects import (
 from satind.core.runs import supersedes
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
-from satind.membership.view import Change, State
+from satind.membership.view import State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
-from tests.core.support import FIB, declare, info, job_of, known_run, make_state
-
-
-def _gone(state: object, name: str, new: State = State.DEAD) -> Change:
-    from satind.core.state import PeerState
-
-    assert isinstance(state, PeerState)
-    before = state.table.get(name)
-    declare(state, name, new)
-    after = state.table.get(name)
-    assert before is not None and after is not None
-    return Change(before, after)
+from tests.core.support import FIB, declare, gone, info, job_of, known_run, make_state
 
 
 def test_a_dead_thief_loses_its_jobs_and_what_it_gave_us_is_aborted() -> None:
@@ -50,7 +39,7 @@ def test_a_dead_thief_loses_its_jobs_and_what_it_gave_us_is_aborted() -> None:
     state.custody.take(("r1", borrowed.path), "b/0", borrowed)
     sent = m.JobResult("r1", b"\x07", codec.encode_value(3), None)  # a result we sent b/0
     state.custody.finished(("r1", b"\x07"), "b/0", sent)
-    fx = restart.on_member_change(state, _gone(state, "b/0"), 1.0)
+    fx = restart.on_member_change(state, gone(state, "b/0"), 1.0)
     assert ToCompute(JobArrived(lent, restarted=True)) in fx  # its leaves count as redone
     assert ToCompute(Orphaned(borrowed)) in fx
     assert Log("result", sent) in fx and Spread(m.OrphanTuple("r1", b"\x07", "a/0")) in fx
@@ -63,7 +52,7 @@ def test_a_member_that_left_is_recovered_like_a_dead_one() -> None:
     run = known_run(state, info(master="c/0"))
     job = job_of(run.state, parent=job_of(run.state), index=1)
     state.custody.give(("r1", job.path), job, "b/0", 0.0)
-    fx = restart.on_member_change(state, _gone(state, "b/0", State.LEFT), 1.0)
+    fx = restart.on_member_change(state, gone(state, "b/0", State.LEFT), 1.0)
     assert ToCompute(JobArrived(job, restarted=True)) in fx
 
 
@@ -84,7 +73,7 @@ def test_which_epoch_supersedes(new: tuple[int, str], old: tuple[int, str], wins
 def test_the_smallest_alive_member_takes_over_a_run_whose_master_died() -> None:
     state = make_state("a/0", ("b/0", "c/0"))
     run = known_run(state, info(master="c/0"))
-    fx = restart.on_member_change(state, _gone(state, "c/0"), 3.0)
+    fx = restart.on_member_change(state, gone(state, "c/0"), 3.0)
     assert run.info.master == "a/0" and run.info.epoch == 1
     roots = [f for f in fx if isinstance(f, QueueRoot)]
     assert len(roots) == 1 and isinstance(roots[0].job.args, Encoded)  # decoded by compute
@@ -210,7 +199,7 @@ def test_a_run_queued_by_a_master_that_died_is_started_by_the_elected_peer() -> 
     assert Spread(m.RunAnnounce(queued, "queued")) in fx  # news: spread on
     assert state.runs.status_of("q1") == "queued" and state.runs.master_of("q1", "a/0") == "c/0"
     assert "q1" not in state.runs.active  # nothing to steal for while it waits
-    fx = restart.on_member_change(state, _gone(state, "c/0"), 3.0)
+    fx = restart.on_member_change(state, gone(state, "c/0"), 3.0)
     run = state.runs.active["q1"]
     assert run.info.master == "a/0" and run.info.epoch == 1 and run.status == "running"
     assert any(isinstance(f, QueueRoot) and f.job.run is run.state for f in fx)
