@@ -49,8 +49,13 @@ def start(args: argparse.Namespace) -> int:
         "enabled": True if args.metrics_port is not None else None,
         "port": args.metrics_port,
     }
+    history = {
+        "enabled": False if args.no_history else None,
+        "path": str(args.history.resolve()) if args.history is not None else None,
+    }
     flags = {
         "daemon": daemon,
+        "history": history,
         "checkpoint": checkpoint,
         "metrics": metrics,
         "iterative": {"heuristic": heuristic_flag(args)},

@@ -223,6 +223,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
     )
     start.add_argument(
+        "--history",
+        type=Path,
+        metavar="FILE",
+        help="keep the run history in this SQLite file (`satind runs`; `result` and `logs` "
+        "after a restart). Default: [history] path, else "
+        "$XDG_STATE_HOME/satind/history-NAME.sqlite (~/.local/state without XDG_STATE_HOME)",
+    )
+    start.add_argument(
+        "--no-history",
+        action="store_true",
+        help="keep no run history ([history] enabled = false)",
+    )
+    start.add_argument(
         "--metrics-port",
         type=int,
         metavar="PORT",
@@ -333,6 +346,31 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     logs.add_argument("run_id", metavar="RUN_ID", help="the run's id")
     logs.add_argument("--follow", action="store_true", help="print new lines until the run ends")
     client_options(logs)
+
+    history = commands["runs"] = sub.add_parser(
+        "runs",
+        help="the runs of the run history (kept across restarts)",
+        description="Runs newest first, from the run history every machine keeps in SQLite "
+        "(the master's machine and the machines of the members that keep copies of its "
+        "result; docs/operations.md, 'Run history'), with the runs going on now. `result` and "
+        "`logs` answer for these runs after the daemons restarted.",
+    )
+    history.add_argument(
+        "--all", action="store_true", help="every run kept ([history] keep_runs, keep_s)"
+    )
+    history.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="the newest N runs (default 20)"
+    )
+    history.add_argument(
+        "--state",
+        metavar="STATE[,STATE]",
+        help="only runs in these states: done, failed, cancelled, suspended, running, queued",
+    )
+    history.add_argument(
+        "--since", metavar="DURATION", help="only runs that ended in the last 90s, 30m, 1h, 2d, 1w"
+    )
+    history.add_argument("--json", action="store_true", help="a JSON list on stdout")
+    client_options(history)
 
     status = commands["status"] = sub.add_parser(
         "status",

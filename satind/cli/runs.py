@@ -173,9 +173,12 @@ async def result(args: argparse.Namespace, cfg: Config) -> int:
     async with connected(args, cfg) as client:
         reply = await client.fetch_result(args.run_id, args.wait, cfg.client.timeout_s)
         status = await _status_or_none(client) if reply.result is not None else None
+        plugin_name, argv = _plugin_and_argv(status, args.run_id)
+        if reply.result is not None and not plugin_name:
+            # A run from before a restart: the run history knows its plugin.
+            plugin_name, argv = await _plugin_from_history(client, args.run_id)
     if reply.result is None:
         raise CliError(reply.error or f"no result for {args.run_id}", EXIT_FAILED)
-    plugin_name, argv = _plugin_and_argv(status, args.run_id)
     # The arguments come from the peers here, not from the user: output files are written
     # only where the user says, under their base names.
     saved = save_into(reply.result, args.outputs) if args.outputs is not None else None
@@ -194,6 +197,15 @@ async def _status_or_none(client: remote.Client) -> m.StatusReply | None:
         return await client.status()
     except (remote.PeerUnavailable, remote.RequestFailed):
         return None
+
+
+async def _plugin_from_history(client: remote.Client, run_id: str) -> tuple[str, list[str]]:
+    try:
+        reply = await client.history(run_id)
+    except (remote.PeerUnavailable, remote.RequestFailed):
+        return "", []
+    found = [r for r in reply.runs if r.run_id == run_id]
+    return (found[0].plugin, list(found[0].argv)) if found else ("", [])
 
 
 def _plugin_and_argv(status: m.StatusReply | None, run_id: str) -> tuple[str, list[str]]:

@@ -104,6 +104,11 @@ class RunInfo:
     elapsed_s: float
 
 
+# One run as the run history keeps it (``Cluster.history()``): its fields are documented
+# in satind/net/records.py (times in seconds since the Unix epoch).
+RunRecord = m.RunRecord
+
+
 @dataclass(frozen=True)
 class PeerInfo:
     """One peer as the cluster reports it (``Cluster.peers()``)."""
@@ -368,6 +373,27 @@ class Cluster:
             RunInfo(r.run_id, r.plugin, list(r.argv), r.master, r.state, r.progress, r.elapsed_s)
             for r in reply.runs
         ]
+
+    async def history(
+        self,
+        states: Sequence[str] = (),
+        since: float = 0.0,
+        limit: int = 20,
+        run_id: str = "",
+    ) -> list[RunRecord]:
+        """Runs from the run history every machine keeps (it outlives restarts; `satind
+        runs`), newest first, with the runs going on now: the newest ``limit`` that ended
+        at or after ``since`` (seconds since the Unix epoch; 0: any) in ``states`` (empty:
+        any), or the one run ``run_id`` with the tail of its output. A client with only the
+        submit grant gets its own runs.
+
+        Raises:
+            LookupError: no history answered (off on the peers, or their files refused).
+        """
+        reply = await self.client.history(run_id, states, since, limit)
+        if not reply.runs and reply.error:
+            raise LookupError(reply.error)
+        return list(reply.runs)
 
     async def peers(self) -> list[PeerInfo]:
         """Every member the connected peer knows, itself first."""

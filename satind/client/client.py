@@ -349,6 +349,26 @@ class Client:
         assert isinstance(reply, m.ResultReply)
         return reply
 
+    async def history(
+        self,
+        run_id: str = "",
+        states: Sequence[str] = (),
+        since: float = 0.0,
+        limit: int = 20,
+    ) -> m.HistoryReply:
+        """Runs from the whole system's run history (node/history.py), newest first: one
+        run (``run_id``, its log tail included) or the newest ``limit`` that ended after
+        ``since`` (wall-clock seconds) in ``states``; the runs going on are listed too.
+
+        Raises:
+            PeerUnavailable: no answer.
+        """
+        req = self.requests.new()
+        self.conn.post(m.HistoryRequest(req, run_id, list(states), since, limit))
+        reply = await self._wait_reply(req, self.cfg.client.timeout_s)
+        assert isinstance(reply, m.HistoryReply)
+        return reply
+
     async def plugins(self, reload: bool = False) -> m.PluginsReply:
         """Every member's plugins (after each rescanned its plugin paths, with ``reload``).
 

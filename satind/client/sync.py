@@ -29,7 +29,7 @@ from satind import config as config_mod
 from satind._trio import single_errors
 from satind.client import api
 from satind.client import client as remote
-from satind.client.api import Outcome, PeerInfo, RunInfo
+from satind.client.api import Outcome, PeerInfo, RunInfo, RunRecord
 from satind.client.errors import Timeout
 from satind.client.submission import Ship
 
@@ -260,6 +260,15 @@ class SyncCluster:
 
     def peers(self) -> list[PeerInfo]:
         return self._loop.call(self.cluster.peers)
+
+    def history(
+        self,
+        states: Sequence[str] = (),
+        since: float = 0.0,
+        limit: int = 20,
+        run_id: str = "",
+    ) -> list[RunRecord]:
+        return self._loop.call(lambda: self.cluster.history(states, since, limit, run_id))
 
     def drain(self, *peers: str, cluster: str = "", deadline: float | None = None) -> list[str]:
         return self._loop.call(

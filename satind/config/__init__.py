@@ -40,12 +40,14 @@ from satind.config.runs import CheckpointConfig as CheckpointConfig
 from satind.config.runs import CheckpointPolicy as CheckpointPolicy
 from satind.config.runs import FaultToleranceConfig as FaultToleranceConfig
 from satind.config.runs import FilesConfig as FilesConfig
+from satind.config.runs import HistoryConfig as HistoryConfig
 from satind.config.runs import IterativeConfig as IterativeConfig
 from satind.config.runs import RunConfig as RunConfig
 from satind.config.runs import SpmdConfig as SpmdConfig
 from satind.config.runs import TraceConfig as TraceConfig
 from satind.config.shell import ClientConfig as ClientConfig
 from satind.config.shell import DaemonConfig as DaemonConfig
+from satind.config.shell import DashboardConfig as DashboardConfig
 from satind.config.shell import LauncherConfig as LauncherConfig
 from satind.config.shell import MetricsConfig as MetricsConfig
 from satind.config.shell import OnSigterm as OnSigterm

@@ -15,6 +15,7 @@ from satind.config.runs import (
     CheckpointConfig,
     FaultToleranceConfig,
     FilesConfig,
+    HistoryConfig,
     IterativeConfig,
     RunConfig,
     SpmdConfig,
@@ -23,6 +24,7 @@ from satind.config.runs import (
 from satind.config.shell import (
     ClientConfig,
     DaemonConfig,
+    DashboardConfig,
     LauncherConfig,
     MetricsConfig,
     PluginsConfig,
@@ -54,6 +56,8 @@ class Config:
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     trace: TraceConfig = field(default_factory=TraceConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
 
 
 DEFAULT = Config()

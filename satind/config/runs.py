@@ -282,3 +282,36 @@ class TraceConfig:
     # seconds. Failed steals less than this apart make one "N failed steals" span: an idle
     # peer fails a steal every few milliseconds.
     streak_gap_s: float = 0.05
+
+
+@dataclass(frozen=True)
+class HistoryConfig:
+    """The run history (node/history.py): every run a peer mastered or kept a result copy
+    of, in an SQLite file per machine that outlives the peers, for `satind runs`, and for
+    `satind result` and `satind logs` after a restart."""
+
+    # Record it. Only `satind start` does: the embedded default's peers (`satind run`) are
+    # gone with their command, and so would be their file.
+    enabled: bool = True
+    # The SQLite file. Empty: $XDG_STATE_HOME/satind/history-NAME.sqlite (~/.local/state
+    # when XDG_STATE_HOME is unset), NAME being the machine's name, so two daemons on one
+    # machine keep two files. The peers of one machine share it (SQLite's write-ahead log).
+    path: str = ""
+    # count. Runs kept; past it, the oldest ended go first.
+    keep_runs: int = 10_000
+    # seconds. A run is kept this long after it ended (30 days).
+    keep_s: float = 30 * 24 * 3600.0
+    # bytes. A result (its value, report and output files, as CBOR) up to this size is kept
+    # in the database; a larger one in a file of its own beside it (results/RUN_ID.cbor),
+    # which the row names with its size and SHA-256 (the database stays small to scan).
+    max_result_bytes: int = 256 * 1024
+    # count. The newest lines of a run's output kept with it.
+    log_lines: int = 200
+    # seconds. A master records a run this long after it ended, so that the last lines of
+    # its output (peers flush them every run.log_flush_s) are in the record.
+    record_delay_s: float = 1.0
+    # count. Writes waiting for the database; past it, records are dropped, and logged (a
+    # disk that stalls must not hold a peer's memory).
+    max_pending: int = 1000
+    # seconds. A writer waits this long for another peer of the machine to finish writing.
+    busy_timeout_s: float = 5.0

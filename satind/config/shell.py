@@ -160,6 +160,32 @@ class MetricsConfig:
     max_connections: int = 8
 
 
+@dataclass(frozen=True)
+class DashboardConfig:
+    """A web dashboard per peer (node/dashboard.py): the peers, the runs, a run's page, live."""
+
+    # Serve it. Off by default: an open port is the operator's choice.
+    enabled: bool = False
+    # The address it binds. Loopback by default; another address needs tls or a token.
+    host: str = "127.0.0.1"
+    # Peer i of a machine serves on port + i (0: any free port; the log says which).
+    port: int = 8420
+    # Serve over TLS with the peer's own certificate, and ask for a client certificate of the
+    # cluster (a browser then needs the client's key imported). Off on loopback by default.
+    tls: bool = False
+    # A secret a browser must present (``?token=`` once, then a cookie). Empty: none. Bound to
+    # anything but loopback, the dashboard refuses to start without tls or a token.
+    token: str = ""
+    # seconds. The live page gets a new snapshot this often.
+    refresh_s: float = 1.0
+    # count. Connections served at once (each live page holds one).
+    max_connections: int = 16
+    # bytes. A request head longer than this closes the connection unanswered.
+    max_request_bytes: int = 8192
+    # seconds. The request must arrive within this.
+    timeout_s: float = 5.0
+
+
 def default_peer_count() -> int:
     """One peer per core: a peer has one compute thread, and the GIL serialises more."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)

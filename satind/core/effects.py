@@ -171,6 +171,14 @@ class ReadLog:
 
 
 @dataclass(frozen=True, slots=True)
+class Remember:
+    """A run's result was kept here (``RunTable.finished``: as its master, or a copy):
+    record the run in the machine's run history (node/recorder.py)."""
+
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Changed:
     """Wake whoever waits for this peer's state to change (a drain, a join)."""
 
@@ -192,5 +200,6 @@ Effect = (
     | Timer
     | FetchCode
     | ReadLog
+    | Remember
 )
 Effects = list[Effect]

@@ -32,6 +32,7 @@ from satind.core.effects import (
     Changed,
     Effects,
     Link,
+    Remember,
     Reply,
     Send,
     WakeWaiters,
@@ -273,7 +274,7 @@ def finish(
     fx += copies(state, run.info, status, result)
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
-    fx.append(WakeWaiters(run_id))
+    fx += [WakeWaiters(run_id), Remember(run_id)]
     state.note(
         INFO,
         __name__,
@@ -364,19 +365,31 @@ def cancel(state: PeerState, run_id: str, now: float) -> Effects:
     fx += copies(state, run.info, CANCELLED, result)
     if run.submitter is not None:
         fx.append(Send(run.submitter, result))
-    fx.append(WakeWaiters(run_id))
+    fx += [WakeWaiters(run_id), Remember(run_id)]
     state.note(INFO, __name__, "run %s cancelled", run_id)
     return fx + start_next(state, now) + [Changed()]
 
 
 def copies(state: PeerState, info: m.RunInfo, status: str, result: m.RunResult) -> Effects:
     """Send a finished run's result to ``run.result_copies`` other members to keep, so that
-    it outlives this master (drained, crashed). Which members depends on the run, so copies
-    spread; the run's arguments stay here (a copy is for `satind result` and `status`)."""
-    others = sorted(state.others())
-    chosen = seeded(info.run_id).sample(others, min(state.cfg.run.result_copies, len(others)))
+    it outlives this master (drained, crashed). The run's arguments stay here (a copy is
+    for `satind result` and `status`)."""
     copy = m.ResultCopy(dataclasses.replace(info, args=b""), status, result)
-    return [Send(name, copy) for name in chosen]
+    return [Send(name, copy) for name in copy_holders(state, info)]
+
+
+def copy_holders(state: PeerState, info: m.RunInfo) -> list[str]:
+    """The members that keep copies of a run's result: members of other machines first (a
+    machine's crash takes all its peers, and they share its run history file), then of this
+    one; which of them depends on the run, so that copies spread over the members."""
+    node = state.name.split("/", 1)[0]
+    others = sorted(state.others())
+    far = [name for name in others if name.split("/", 1)[0] != node]
+    near = [name for name in others if name.split("/", 1)[0] == node]
+    count = state.cfg.run.result_copies
+    rng = seeded(info.run_id)
+    chosen = rng.sample(far, min(count, len(far)))
+    return chosen + rng.sample(near, min(count - len(chosen), len(near)))
 
 
 def on_result_copy(state: PeerState, msg: m.ResultCopy, now: float) -> Effects:
@@ -386,7 +399,7 @@ def on_result_copy(state: PeerState, msg: m.ResultCopy, now: float) -> Effects:
         return []
     fx = on_announces(state, [m.RunAnnounce(msg.info, msg.state)], now)
     state.runs.keep(Finished(msg.result, msg.info, now), now)
-    return [*fx, WakeWaiters(msg.info.run_id)]
+    return [*fx, WakeWaiters(msg.info.run_id), Remember(msg.info.run_id)]
 
 
 def lookup_result(state: PeerState, run_id: str) -> tuple[m.RunResult | None, str, bool]:

@@ -110,6 +110,9 @@ class RunTable:
         # Jobs this peer ran in runs it no longer tracks (for `satind status`), and every
         # per-run counter of those runs (for the metrics endpoint's lifetime totals).
         self.jobs_run_before = 0
+        # Who submitted the runs this peer knows only from its machine's run history
+        # (node/recorder.py), so that their owners may still read them (node/permissions.py).
+        self.history_owners: dict[str, str] = {}
         self.counters_before: dict[str, float] = {}
 
     # -- queries -------------------------------------------------------------------------

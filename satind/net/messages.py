@@ -32,6 +32,9 @@ from satind.net.messages_control import CancelRequest as CancelRequest
 from satind.net.messages_control import ControlReply as ControlReply
 from satind.net.messages_control import Drain as Drain
 from satind.net.messages_control import DrainRequest as DrainRequest
+from satind.net.messages_control import HistoryLog as HistoryLog
+from satind.net.messages_control import HistoryReply as HistoryReply
+from satind.net.messages_control import HistoryRequest as HistoryRequest
 from satind.net.messages_control import LogsReply as LogsReply
 from satind.net.messages_control import LogsRequest as LogsRequest
 from satind.net.messages_control import PluginsReply as PluginsReply
@@ -106,14 +109,16 @@ from satind.net.records import PluginInfo as PluginInfo
 from satind.net.records import ReplicaDigest as ReplicaDigest
 from satind.net.records import RunAnnounce as RunAnnounce
 from satind.net.records import RunInfo as RunInfo
+from satind.net.records import RunRecord as RunRecord
 from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
+# 15: the run history (HistoryRequest, HistoryReply, HistoryLog).
 # 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
-PROTOCOL_VERSION = 14
+PROTOCOL_VERSION = 15
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.
@@ -184,6 +189,9 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     LogCopy,
     LogQuery,
     LogReply,
+    HistoryRequest,
+    HistoryReply,
+    HistoryLog,
 )
 
 # Answers: replies that a waiting request (``Requests``, on a peer or a client) receives
@@ -201,6 +209,7 @@ ANSWER_TYPES: tuple[type[Message], ...] = (
     LoadReply,
     CodeReply,
     LogReply,
+    HistoryReply,
     ErrorReply,
 )
 
@@ -226,5 +235,6 @@ REQUEST_TYPES: frozenset[type[Message]] = frozenset(
         LoadRequest,
         CodeRequest,
         LogQuery,
+        HistoryRequest,
     }
 )

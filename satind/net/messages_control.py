@@ -18,6 +18,7 @@ from satind.net.records import (
     MemberPlugins,
     PeerStatus,
     RunInfo,
+    RunRecord,
     RunStatus,
     TraceEvent,
 )
@@ -331,3 +332,40 @@ class Reclaim(Message):
     TYPE: ClassVar[int] = 101
     reclaim: bool
     reason: str
+
+
+@dataclass(frozen=True)
+class HistoryRequest(Message):
+    """Runs from the run history (node/history.py): ``run_id`` one run (its log tail
+    included), else the newest ``limit`` that ended after ``since`` (wall-clock seconds; 0:
+    any) in ``states`` (empty: any). ``local``: this peer's machine only (a peer asking one
+    peer per machine), else the whole system's, merged. Answered by a HistoryReply."""
+
+    TYPE: ClassVar[int] = 115
+    req: int
+    run_id: str = ""
+    states: list[str] = field(default_factory=list)
+    since: float = 0.0
+    limit: int = 20
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryReply(Message):
+    """``error`` says why a peer has no history (off, or its file refused)."""
+
+    TYPE: ClassVar[int] = 116
+    req: int
+    runs: list[RunRecord]
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryLog(Message):
+    """A finished run's output, from its master to the members that keep copies of its
+    result (ResultCopy), for their run history: so that the lines outlive the master's
+    machine. Sent once, when the master records the run (history.record_delay_s)."""
+
+    TYPE: ClassVar[int] = 117
+    run_id: str
+    lines: list[str]

@@ -251,3 +251,34 @@ class TraceEvent:
     at: float
     dur: float
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as the run history keeps it (node/history.py): what `satind runs` lists. Times
+    are wall-clock seconds since the Unix epoch; the result itself is fetched apart."""
+
+    run_id: str
+    plugin: str
+    argv: list[str]
+    code_hash: str
+    # The client certificate that submitted it ("" when unknown).
+    owner: str
+    # Its masters, as "NAME@EPOCH", the first first (a run handed over or taken over has
+    # several; each recorder knows those it saw).
+    masters: list[str]
+    state: str
+    started_at: float
+    ended_at: float
+    elapsed_s: float
+    # The plugin's check ("ok", "skipped", ...) and the error's first line ("" if none).
+    check: str = ""
+    error: str = ""
+    stats: dict[str, int | float] = field(default_factory=dict)
+    # The newest lines of its output (history.log_lines).
+    log: list[str] = field(default_factory=list)
+    # bytes. The size of its result as kept (CBOR); where, when not in the database.
+    result_bytes: int = 0
+    result_ref: str = ""
+    # The slot of the peer that wrote this record (its master's, or a copy holder's).
+    recorded_by: str = ""

@@ -22,7 +22,7 @@ from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.runs import RunRefused
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.node import parsing, permissions, shipping
+from satind.node import parsing, permissions, recorder, shipping
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
 from satind.work.errors import error_info
@@ -114,8 +114,12 @@ async def fetch_result(
         owner = runs.master_of(run_id, peer.name)
         if here or run_id in runs.finished or owner is None or owner == peer.name:
             result, why, pending = master.lookup_result(peer.state, run_id)
+            if result is None and not pending:
+                # Ended before this peer (re)started, or no longer kept in memory: this
+                # machine's run history may have it (node/recorder.py).
+                result = await recorder.result_of(peer, run_id)
             if here or result is not None:
-                return result, why
+                return result, "" if result is not None else why
             if wait and pending:
                 event = trio.Event()
                 peer.result_waiters.setdefault(run_id, []).append(event)

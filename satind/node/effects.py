@@ -22,6 +22,7 @@ from satind.core.effects import (
     Log,
     QueueRoot,
     ReadLog,
+    Remember,
     Reply,
     Send,
     Spread,
@@ -34,14 +35,15 @@ from satind.core.effects import (
 from satind.core.handle import handle
 from satind.core.state import PeerState
 from satind.net import messages as m
-from satind.node import control, logged, shipping
+from satind.node import control, logged, recorder, shipping
 from satind.node.logs import LogsHost
 
 log = logging.getLogger(__name__)
 
 
 class EffectsHost(LogsHost, Protocol):
-    """A peer as the effects see it: its parts, and its run logs (woken when a run ends)."""
+    """A peer as the effects see it: its parts, its run logs (woken when a run ends) and its
+    run history."""
 
 
 def write_notes(state: PeerState) -> None:
@@ -98,6 +100,8 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             peer.spawn_task(shipping.fetch, peer, fx)
         elif isinstance(fx, ReadLog):
             peer.spawn_task(logged.read, peer, fx)
+        elif isinstance(fx, Remember):
+            recorder.remember(peer, fx.run_id)
 
 
 async def _timer(peer: EffectsHost, fx: Timer) -> None:

@@ -34,6 +34,7 @@ from satind.net.transport import Address, Link
 from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer, LogStore
 from satind.node.compute import ComputeDriver
+from satind.node.history import Recorder
 from satind.node.thief import Thief
 from satind.plugin.shipped import Cache
 from satind.trace import Traces
@@ -82,6 +83,8 @@ class Host(Protocol):
     thief: Thief
     requests: Requests
     checkpointer: Checkpointer
+    # The machine's run history (node/history.py, node/recorder.py).
+    recorder: Recorder
     announcer: TupleAnnouncer
     traces: Traces
     # Shipped code it was sent or fetched (plugin/shipped.py), made on first use.

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 import trio
 
 from satind.config import RunConfig
+from satind.core.runs import ENDED
 from satind.engine import worker as worker_mod
 from satind.net import messages as m
 from satind.net.names import slot_of
+from satind.node import recorder
 from satind.node.host import Host
 from satind.node.rpc import ask
 
@@ -218,8 +220,16 @@ def on_logs_request(peer: LogsHost, link: Link, msg: m.LogsRequest) -> None:
         lines, next_ = peer.logs.since(msg.run_id, msg.start)
         status = peer.state.runs.status_of(msg.run_id)
         error = ""
-        if status == "unknown" and msg.run_id not in peer.logs.kept:
-            error = f"no run {msg.run_id} here"
+        if msg.run_id not in peer.logs.kept and status not in ("running", "queued"):
+            # Not kept in memory here (it ended before this peer started, or long ago): the
+            # run history keeps the tail of its output (node/recorder.py).
+            found, why = await recorder.gather(peer, m.HistoryRequest(0, msg.run_id))
+            if found and found[0].state in ENDED:
+                tail = found[0].log
+                link.post(m.LogsReply(msg.req, tail[msg.start :], len(tail), True, ""))
+                return
+            if status == "unknown":
+                error = f"no run {msg.run_id} here" + (f" ({why})" if why else "")
         over = status not in ("running", "queued")
         link.post(m.LogsReply(msg.req, lines, next_, over, error))
 

@@ -52,6 +52,7 @@ from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
 from satind.node.dispatch import dispatch
 from satind.node.effects import apply_effects, write_notes
+from satind.node.history import Recorder
 from satind.node.hooks import ComputeHooks
 from satind.node.host import PeerOptions, new_run_id
 from satind.node.logs import RunLogs, flush_loop
@@ -194,6 +195,7 @@ class Peer:
         self._drain_scope: trio.CancelScope | None = None
         # What jobs print, per run (node/logs.py; captured on peer processes only).
         self.logs = RunLogs(cfg.run, options.name)
+        self.recorder = Recorder(cfg)  # the machine's run history ([history] path)
         # Submissions being parsed, per client certificate (run.parses_per_client).
         self.parses = ClientSlots(cfg.run.parses_per_client)
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
@@ -261,6 +263,8 @@ class Peer:
                     await nursery.start(self.coordinator.run)
                 nursery.start_soon(self._custody_loop)
                 nursery.start_soon(flush_loop, self)
+                self.state.runs.history_owners.update(await self.recorder.open())
+                nursery.start_soon(self.recorder.run)
                 if self._real_compute:
                     nursery.start_soon(profile_loop, self.state)
                 if self.cfg.metrics.enabled:

@@ -33,8 +33,8 @@ _ABOUT_A_RUN = (
     m.ProgressRequest,
     m.TraceRequest,
 )
-# Requests any client may make.
-_ANYONE = (m.StatusRequest,)
+# Requests any client may make (a client with the submit grant lists its own runs only).
+_ANYONE = (m.StatusRequest, m.HistoryRequest)
 
 
 def client_name(link: Link) -> str:
@@ -56,7 +56,9 @@ def owner_of(state: PeerState, run_id: str) -> str | None:
         info = runs.queued_elsewhere[run_id]
     else:
         info = next((r.info for r in runs.queue if r.info.run_id == run_id), None)
-    return None if info is None else info.owner
+    if info is None:
+        return runs.history_owners.get(run_id)
+    return info.owner
 
 
 def refusal(state: PeerState, link: Link, msg: m.Message) -> str:

@@ -24,6 +24,7 @@ hangs at import is logged once, with its file, and costs nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -38,6 +39,7 @@ import satind.plugin as plugin_mod
 from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
+from satind.node import history
 from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,
@@ -91,9 +93,13 @@ class Slot:
 
 class Supervisor:
     def __init__(self, cfg: Config, log_level: str) -> None:
+        self.node = node_name(cfg)
+        if cfg.history.enabled and not cfg.history.path:
+            # The machine's history file outlives its peers: one place per machine name.
+            path = str(history.default_path(self.node))
+            cfg = dataclasses.replace(cfg, history=dataclasses.replace(cfg.history, path=path))
         self.cfg = cfg
         d = cfg.daemon
-        self.node = node_name(cfg)
         if not d.keys:
             raise DaemonError(
                 "no keys directory: pass --keys DIR (make one with `satind keys init DIR` and "
@@ -163,6 +169,7 @@ class Supervisor:
 
     async def run(self) -> int:
         await self._vet()
+        await self._check_history()
         async with trio.open_nursery() as nursery:
             # Peer 0 first: the others join through it (and the configured seeds).
             await self._start(self.slots[0])
@@ -175,6 +182,8 @@ class Supervisor:
                 f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
             )
             log.info("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
+            if self.cfg.history.enabled:
+                log.info("satind %s run history: %s", self.node, self.cfg.history.path)
             if self.cfg.metrics.enabled:
                 urls = ", ".join(
                     f"{s.spec.name}={s.process.metrics}"
@@ -190,6 +199,21 @@ class Supervisor:
         if self.fatal is not None:
             raise PeerCannotRun(self.fatal)
         return 0
+
+    async def _check_history(self) -> None:
+        """Open the run history once here, so that a file it refuses (foreign, newer,
+        corrupt) is said once and clearly; the peers then run without one."""
+        h = self.cfg.history
+        if not h.enabled:
+            return
+        try:
+            await trio.to_thread.run_sync(history.HistoryStore(Path(h.path), h).open)
+        except history.HistoryError as exc:
+            log.error("satind %s keeps no run history: %s", self.node, exc)
+            off = dataclasses.replace(h, enabled=False)
+            self.cfg = dataclasses.replace(self.cfg, history=off)
+            for slot in self.slots:
+                slot.spec.cfg = dataclasses.replace(slot.spec.cfg, history=off)
 
     def _seeds_for(self, slot: Slot) -> list[Address]:
         """Where a peer joins: through this machine's other peers, then the configured seeds.

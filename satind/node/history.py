@@ -1,0 +1,405 @@
+"""The run history: every run a machine's peers mastered or kept a result copy of, in one
+SQLite file per machine that outlives the peers (docs/operations.md, "Run history").
+
+A run's master records it when it ends; the members that keep copies of its result
+(``run.result_copies``) record it too, so that losing a machine loses no history. The
+record holds what `satind runs` lists (plugin, arguments, owner, masters, state, times,
+statistics, the tail of the output) and the result for `satind result` after a restart: in
+the database up to ``history.max_result_bytes``, else in a file beside it that the row names
+(``results/RUN_ID.cbor``, with its size and SHA-256).
+
+The store (``HistoryStore``) is synchronous: a connection per call, so that no connection
+is shared between threads, and SQLite's write-ahead log lets the machine's peers write one
+file at once. A peer's ``Recorder`` calls it in worker threads: writes through one bounded
+queue to one task, in the order they came (a copy's log tail after the copy itself), so the
+trio thread never waits for the disk. A write that fails is logged, never raised: history
+is worth less than the peer's work. What a peer records, and how it answers, is
+node/recorder.py.
+
+The file is checked when a peer opens it: one of another program (its ``application_id``),
+of a newer satind (its ``user_version``), or not a database at all is refused with a
+``HistoryError`` that says which file and what to do; the peer then runs without history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from satind.config import Config, HistoryConfig
+from satind.net import codec
+from satind.net import messages as m
+
+# "SATH": what marks the file as a satind run history (PRAGMA application_id).
+APPLICATION_ID = 0x53415448
+# The schema's version (PRAGMA user_version). A newer satind that changes the schema bumps it
+# and migrates older files on open; an older satind refuses a newer file.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    plugin TEXT NOT NULL,
+    argv TEXT NOT NULL,          -- JSON list
+    code_hash TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    masters TEXT NOT NULL,       -- JSON list of "NAME@EPOCH"
+    state TEXT NOT NULL,
+    started_at REAL NOT NULL,    -- wall-clock seconds since the Unix epoch
+    ended_at REAL NOT NULL,
+    elapsed_s REAL NOT NULL,
+    check_verdict TEXT NOT NULL,
+    error TEXT NOT NULL,
+    stats TEXT NOT NULL,         -- JSON object
+    log TEXT NOT NULL,           -- JSON list
+    result BLOB,                 -- the RunResult's CBOR, when small enough
+    result_bytes INTEGER NOT NULL,
+    result_ref TEXT NOT NULL,    -- else "results/RUN_ID.cbor SIZE SHA256"
+    recorded_by TEXT NOT NULL
+);
+CREATE INDEX runs_by_end ON runs (ended_at);
+"""
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+_COLUMNS = (
+    "run_id, plugin, argv, code_hash, owner, masters, state, started_at, ended_at, "
+    "elapsed_s, check_verdict, error, stats, log, result_bytes, result_ref, recorded_by"
+)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used (foreign, newer, corrupt, unwritable)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What is recorded of one run: its record and its result (None: the record only adds
+    to one already there, such as a log tail that came apart)."""
+
+    record: m.RunRecord
+    result: m.RunResult | None = None
+
+
+def default_path(name: str) -> Path:
+    """$XDG_STATE_HOME/satind/history-NAME.sqlite (XDG's place for state that outlives a
+    process, ~/.local/state when unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "satind" / f"history-{name}.sqlite"
+
+
+class HistoryStore:
+    """One machine's run history file."""
+
+    def __init__(self, path: Path, cfg: HistoryConfig) -> None:
+        self.path = path
+        self.cfg = cfg
+        self.results = path.parent / "results"
+
+    # -- opening -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Make the file (and its directory) if it is missing, else check it is a satind
+        history of this schema.
+
+        Raises:
+            HistoryError: it is not, or cannot be read or written.
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                app = db.execute("PRAGMA application_id").fetchone()[0]
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if app == 0 and version == 0 and tables == 0:
+                    db.executescript(_SCHEMA)
+                    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    return
+                if app != APPLICATION_ID:
+                    raise HistoryError(
+                        f"{self.path} is not a satind run history (an SQLite file of another "
+                        "program): move it away, or set [history] path to another file"
+                    )
+                if version != SCHEMA_VERSION:
+                    raise HistoryError(
+                        f"{self.path} is a run history of schema {version}; this satind "
+                        f"reads schema {SCHEMA_VERSION} (a newer satind wrote it): use that "
+                        "satind, or set [history] path to another file"
+                    )
+                db.execute("SELECT run_id FROM runs LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"{self.path} cannot be used as a run history ({exc}): if it is corrupt, "
+                "move it away (a new one is made), or set [history] path to another file"
+            ) from None
+        except OSError as exc:
+            raise HistoryError(f"cannot make the run history {self.path}: {exc}") from None
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=self.cfg.busy_timeout_s, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            yield db
+        finally:
+            db.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(self, entry: Entry, now: float | None = None) -> None:
+        """Record a run, merged with what is there: the masters seen by either, the longer
+        log, a result if either has one; the rest from the newer record. Then drop what is
+        past the retention.
+
+        Raises:
+            HistoryError: the database failed (full disk, locked past busy_timeout_s).
+        """
+        try:
+            with self._connect() as db:
+                db.execute("BEGIN IMMEDIATE")
+                old = self._row(db, entry.record.run_id)
+                if old is None and not entry.record.plugin:
+                    db.execute("COMMIT")  # lines alone add to a record, never make one
+                    return
+                record, blob, size, ref = self._merged(db, entry, old)
+                db.execute(
+                    f"INSERT OR REPLACE INTO runs ({_COLUMNS}, result) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*_values(replace(record, result_bytes=size, result_ref=ref)), blob),
+                )
+                self._prune(db, time.time() if now is None else now)
+                db.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            raise HistoryError(f"cannot write the run history {self.path}: {exc}") from None
+
+    def _merged(
+        self, db: sqlite3.Connection, entry: Entry, old: m.RunRecord | None
+    ) -> tuple[m.RunRecord, bytes | None, int, str]:
+        record = entry.record
+        if old is not None:
+            masters = list(dict.fromkeys([*old.masters, *record.masters]))
+            log = record.log if len(record.log) >= len(old.log) else old.log
+            base = record if record.plugin else old
+            record = replace(base, masters=masters, log=log)
+        if entry.result is None:
+            if old is None:
+                return record, None, 0, ""
+            blob = db.execute(
+                "SELECT result FROM runs WHERE run_id = ?", (record.run_id,)
+            ).fetchone()[0]
+            return record, blob, old.result_bytes, old.result_ref
+        data = codec.encode_message(entry.result)
+        if len(data) <= self.cfg.max_result_bytes:
+            return record, data, len(data), ""
+        self.results.mkdir(parents=True, exist_ok=True)
+        name = f"{_safe(record.run_id)}.cbor"
+        tmp = self.results / f".{name}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, self.results / name)
+        digest = hashlib.sha256(data).hexdigest()
+        return record, None, len(data), f"results/{name} {len(data)} {digest}"
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        cutoff = now - self.cfg.keep_s
+        gone = db.execute(
+            "SELECT run_id, result_ref FROM runs WHERE ended_at < ? OR run_id NOT IN "
+            "(SELECT run_id FROM runs ORDER BY ended_at DESC LIMIT ?)",
+            (cutoff, self.cfg.keep_runs),
+        ).fetchall()
+        for run_id, ref in gone:
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            if ref:
+                (self.path.parent / ref.split(" ")[0]).unlink(missing_ok=True)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get(self, run_id: str) -> m.RunRecord | None:
+        with self._reading() as db:
+            return self._row(db, run_id)
+
+    def result(self, run_id: str) -> m.RunResult | None:
+        """A run's result as recorded, or None (not recorded, or its file is gone or does
+        not match its checksum)."""
+        with self._reading() as db:
+            row = db.execute(
+                "SELECT result, result_ref FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        blob, ref = row
+        if blob is None and ref:
+            where, size, digest = ref.split(" ")
+            try:
+                blob = (self.path.parent / where).read_bytes()
+            except OSError:
+                return None
+            if len(blob) != int(size) or hashlib.sha256(blob).hexdigest() != digest:
+                return None
+        if blob is None:
+            return None
+        try:
+            msg = codec.decode_message(bytes(blob))
+        except codec.DecodeError:
+            return None
+        return msg if isinstance(msg, m.RunResult) else None
+
+    def query(
+        self, states: Sequence[str] = (), since: float = 0.0, limit: int = 20, owner: str = ""
+    ) -> list[m.RunRecord]:
+        """The newest ``limit`` runs that ended at or after ``since``, in ``states`` (empty:
+        any), submitted by ``owner`` (empty: anyone), without their logs."""
+        where, args = ["ended_at >= ?"], list[object]([since])
+        if states:
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            args += list(states)
+        if owner:
+            where.append("owner = ?")
+            args.append(owner)
+        with self._reading() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM runs WHERE {' AND '.join(where)} "
+                "ORDER BY ended_at DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        return [replace(_record(row), log=[]) for row in rows]
+
+    def owners(self) -> dict[str, str]:
+        """Who submitted each recorded run (the permissions of a run known only here)."""
+        with self._reading() as db:
+            return dict(db.execute("SELECT run_id, owner FROM runs").fetchall())
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with self._connect() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot read the run history {self.path}: {exc}") from None
+
+    def _row(self, db: sqlite3.Connection, run_id: str) -> m.RunRecord | None:
+        row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else _record(row)
+
+
+def _safe(run_id: str) -> str:
+    """A run id as a file name (ids are made by peers, but a copy comes from a member)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
+
+
+def _values(r: m.RunRecord) -> tuple[object, ...]:
+    return (
+        r.run_id,
+        r.plugin,
+        json.dumps(r.argv),
+        r.code_hash,
+        r.owner,
+        json.dumps(r.masters),
+        r.state,
+        r.started_at,
+        r.ended_at,
+        r.elapsed_s,
+        r.check,
+        r.error,
+        json.dumps(r.stats),
+        json.dumps(r.log),
+        r.result_bytes,
+        r.result_ref,
+        r.recorded_by,
+    )
+
+
+def _record(row: tuple[object, ...]) -> m.RunRecord:
+    (run_id, plugin, argv, code_hash, owner, masters, state, started, ended, elapsed) = row[:10]
+    (check, error, stats, log, size, ref, by) = row[10:]
+    return m.RunRecord(
+        run_id=str(run_id),
+        plugin=str(plugin),
+        argv=list(json.loads(str(argv))),
+        code_hash=str(code_hash),
+        owner=str(owner),
+        masters=list(json.loads(str(masters))),
+        state=str(state),
+        started_at=float(str(started)),
+        ended_at=float(str(ended)),
+        elapsed_s=float(str(elapsed)),
+        check=str(check),
+        error=str(error),
+        stats=dict(json.loads(str(stats))),
+        log=list(json.loads(str(log))),
+        result_bytes=int(str(size)),
+        result_ref=str(ref),
+        recorded_by=str(by),
+    )
+
+
+class Recorder:
+    """One peer's way to its machine's history file (or none: ``error`` says why)."""
+
+    def __init__(self, cfg: Config) -> None:
+        h = cfg.history
+        self.store = HistoryStore(Path(h.path), h) if h.enabled and h.path else None
+        self.error = "" if self.store is not None else "the run history is off on this peer"
+        self._send, self._receive = trio.open_memory_channel[Entry](h.max_pending)
+        self.dropped = 0
+
+    async def open(self) -> dict[str, str]:
+        """Check the file (a HistoryError leaves the peer without history, logged, and said
+        in every answer about it); the owners of the runs recorded there."""
+        store = self.store
+        if store is None:
+            return {}
+        try:
+            await trio.to_thread.run_sync(store.open)
+            return await trio.to_thread.run_sync(store.owners)
+        except HistoryError as exc:
+            self.store, self.error = None, str(exc)
+            log.error("no run history: %s", exc)
+            return {}
+
+    def add(self, entry: Entry) -> None:
+        if self.store is None:
+            return
+        try:
+            self._send.send_nowait(entry)
+        except trio.WouldBlock:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 100 == 0:
+                log.warning(
+                    "run history: %d records dropped, the disk is slow (history.max_pending)",
+                    self.dropped,
+                )
+
+    async def run(self) -> None:
+        """Write what comes, in order, until the peer stops."""
+        async for entry in self._receive:
+            store = self.store
+            if store is None:
+                continue
+            try:
+                await trio.to_thread.run_sync(store.write, entry)
+            except HistoryError as exc:
+                log.warning("run %s not recorded: %s", entry.record.run_id, exc)
+
+    async def read(self, fn: Callable[..., T], *args: object) -> T:
+        """One of the store's readers, in a worker thread.
+
+        Raises:
+            HistoryError: no history here, or the file failed.
+        """
+        if self.store is None:
+            raise HistoryError(self.error)
+        return await trio.to_thread.run_sync(fn, *args)
