@@ -40,6 +40,7 @@ def test_runs_result_and_logs_answer_after_a_machine_is_lost_and_the_other_resta
         proc = client(keys, m1.first, "submit", "explode", "2", "0")
         assert proc.returncode == 0, proc.stderr
         failed = proc.stdout.strip()
+
         # The master records it (history.record_delay_s after its end) and sends its lines
         # to the copies' holders, members of the other machine first.
         def recorded_by_master() -> bool:

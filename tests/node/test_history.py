@@ -15,7 +15,9 @@ from satind.node.history import Entry, HistoryError, HistoryStore, default_path
 
 
 def record(run_id: str, ended: float, state: str = "done", **kw: object) -> m.RunRecord:
-    base = m.RunRecord(run_id, "tree", ["3", "4"], "c0de", "alice", ["a/0@0"], state, 1.0, ended, 2.5)
+    base = m.RunRecord(
+        run_id, "tree", ["3", "4"], "c0de", "alice", ["a/0@0"], state, 1.0, ended, 2.5
+    )
     return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
 
 
@@ -105,7 +107,7 @@ def test_a_foreign_a_newer_or_a_corrupt_file_is_refused_clearly(tmp_path: Path) 
     foreign = tmp_path / "foreign.sqlite"
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE songs (title TEXT)")
-    with pytest.raises(HistoryError, match="not a satind run history.*move it away"):
+    with pytest.raises(HistoryError, match=r"not a satind run history.*move it away"):
         HistoryStore(foreign, cfg).open()
     newer = store(tmp_path).path
     with sqlite3.connect(newer) as db:
@@ -114,7 +116,7 @@ def test_a_foreign_a_newer_or_a_corrupt_file_is_refused_clearly(tmp_path: Path) 
         HistoryStore(newer, cfg).open()
     corrupt = tmp_path / "corrupt.sqlite"
     corrupt.write_bytes(b"this is no database at all" * 200)
-    with pytest.raises(HistoryError, match="cannot be used as a run history.*corrupt"):
+    with pytest.raises(HistoryError, match=r"cannot be used as a run history.*corrupt"):
         HistoryStore(corrupt, cfg).open()
     unwritable = tmp_path / "file"
     unwritable.write_text("a file where a directory should be")
