@@ -43,8 +43,10 @@ def test_runs_result_and_logs_answer_after_a_machine_is_lost_and_the_other_resta
 
         # The master records it (history.record_delay_s after its end) and sends its lines
         # to the copies' holders, members of the other machine first.
+        west = m2.first
+
         def recorded_by_master() -> bool:
-            runs = _runs(keys, m2.first)
+            runs = _runs(keys, west)
             return len(runs) == 2 and all(r["recorded_by"] == "m1/0" for r in runs)
 
         wait_for(recorded_by_master)
