@@ -53,8 +53,15 @@ def start(args: argparse.Namespace) -> int:
         "enabled": False if args.no_history else None,
         "path": str(args.history.resolve()) if args.history is not None else None,
     }
+    if args.dashboard_port is not None and not 0 <= args.dashboard_port < 65536:
+        raise CliError("--dashboard-port must be a port number (0: any free port)", EXIT_USAGE)
+    dashboard = {
+        "enabled": True if args.dashboard_port is not None else None,
+        "port": args.dashboard_port,
+    }
     flags = {
         "daemon": daemon,
+        "dashboard": dashboard,
         "history": history,
         "checkpoint": checkpoint,
         "metrics": metrics,

@@ -236,6 +236,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         help="keep no run history ([history] enabled = false)",
     )
     start.add_argument(
+        "--dashboard-port",
+        type=int,
+        metavar="PORT",
+        help="serve the web dashboard at http://HOST:PORT+i/ for peer i, HOST being "
+        "[dashboard] host (127.0.0.1 unless configured; elsewhere it needs [dashboard] tls or "
+        "token); 0: any free ports (the log says which). Default: off ([dashboard] enabled)",
+    )
+    start.add_argument(
         "--metrics-port",
         type=int,
         metavar="PORT",

@@ -14,7 +14,6 @@ from satind.client.files import unsaved
 from satind.client.runner import Failure, Outcome, outcome_of
 from satind.config import Config
 from satind.net import messages as m
-from satind.net.names import slot_of
 
 
 def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, Any]:
@@ -120,18 +119,6 @@ def show_result(
     outcome.outputs = saved if saved is not None else unsaved(result)
     report = run_report(plugin_name, argv, outcome)
     return print_report(report, as_json)
-
-
-def status_json(reply: m.StatusReply) -> dict[str, Any]:
-    return {
-        # "slot": the name the daemon gives the peer (b/0), whichever process runs there now
-        # ("name", b/0#k2j9x1: membership/view.py).
-        "peers": [{**vars(p), "slot": slot_of(p.name)} for p in reply.peers],
-        "runs": [
-            {**vars(r), "progress": round(r.progress, 4), "elapsed_s": round(r.elapsed_s, 3)}
-            for r in reply.runs
-        ],
-    }
 
 
 def _jsonable(value: Any) -> Any:

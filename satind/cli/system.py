@@ -8,10 +8,10 @@ import json
 
 from satind.cli.common import connected
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
-from satind.cli.report import status_json
 from satind.config import Config
 from satind.net import messages as m
 from satind.net.names import slot_of
+from satind.node.status import status_json
 
 
 async def status(args: argparse.Namespace, cfg: Config) -> int:

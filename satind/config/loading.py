@@ -124,9 +124,12 @@ def _toml_value(value: Any) -> str:
 
 
 def for_peer(cfg: Config, index: int) -> Config:
-    """The configuration of a machine's peer ``index``: it serves metrics on port + index
-    (port 0: any free port, for each peer)."""
-    port = cfg.metrics.port
-    if not cfg.metrics.enabled or port == 0:
-        return cfg
-    return dataclasses.replace(cfg, metrics=dataclasses.replace(cfg.metrics, port=port + index))
+    """The configuration of a machine's peer ``index``: it serves metrics and its dashboard
+    on port + index (port 0: any free port, for each peer)."""
+    if cfg.metrics.enabled and cfg.metrics.port:
+        metrics = dataclasses.replace(cfg.metrics, port=cfg.metrics.port + index)
+        cfg = dataclasses.replace(cfg, metrics=metrics)
+    if cfg.dashboard.enabled and cfg.dashboard.port:
+        dashboard = dataclasses.replace(cfg.dashboard, port=cfg.dashboard.port + index)
+        cfg = dataclasses.replace(cfg, dashboard=dashboard)
+    return cfg

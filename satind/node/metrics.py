@@ -42,6 +42,7 @@ __all__ = ["for_peer"]  # where it lived; the config is its home now
 from satind.core.stealing import RTT_BUCKETS_S, RTT_SUM, rtt_bucket_names
 from satind.net.transport import Address
 from satind.node.host import Host
+from satind.node.http import REASONS, answer, read_head
 
 log = logging.getLogger(__name__)
 
@@ -183,33 +184,6 @@ def respond(head: bytes) -> tuple[int, str]:
     if method not in (b"GET", b"HEAD") or target.split(b"?")[0] != b"/metrics":
         return 404, ""
     return 200, accept
-
-
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
-
-
-def answer(status: int, content_type: str, body: bytes, head_only: bool = False) -> bytes:
-    header = (
-        f"HTTP/1.0 {status} {REASONS[status]}\r\n"
-        f"Content-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode("latin-1")
-    return header if head_only else header + body
-
-
-async def read_head(stream: trio.abc.ReceiveStream, limit: int) -> bytes | None:
-    """The request head up to the blank line; None if the client closes first or sends
-    ``limit`` bytes without one. Holds at most ``limit`` + 4 bytes."""
-    data = bytearray()
-    while (end := data.find(b"\r\n\r\n")) < 0:
-        if len(data) >= limit + 4:
-            return None
-        chunk = await stream.receive_some(limit + 4 - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data[:end]) if end <= limit else None
 
 
 class MetricsServer:

@@ -50,6 +50,7 @@ from satind.node.adapt import Coordinator
 from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
+from satind.node.dashboard import DashboardServer
 from satind.node.dispatch import dispatch
 from satind.node.effects import apply_effects, write_notes
 from satind.node.history import Recorder
@@ -200,6 +201,7 @@ class Peer:
         self.parses = ClientSlots(cfg.run.parses_per_client)
         self._cpu = (time.process_time(), time.monotonic(), 0.0)
         self.metrics: MetricsServer | None = None  # [metrics] enabled: the endpoint
+        self.dashboard: DashboardServer | None = None  # [dashboard] enabled: the web page
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
@@ -274,6 +276,9 @@ class Peer:
 
                     self.metrics = MetricsServer(self, self.cfg.metrics)
                     await nursery.start(self.metrics.run)
+                if self.cfg.dashboard.enabled:
+                    self.dashboard = DashboardServer(self, self.cfg.dashboard)
+                    await nursery.start(self.dashboard.run)
                 if self.checkpointer.enabled:
                     nursery.start_soon(self.checkpointer.loop)
                     nursery.start_soon(control.find_checkpointed_runs, self)

@@ -12,12 +12,14 @@ import dataclasses
 import os
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import satind.stats as stats
 from satind.core.effects import Link
 from satind.core.runs import DONE, FAILED, QUEUED
 from satind.membership.view import Member
 from satind.net import messages as m
+from satind.net.names import slot_of
 from satind.node.host import Host
 from satind.node.rpc import ask_all
 
@@ -39,6 +41,13 @@ def on_status(peer: Host, link: Link, msg: m.StatusRequest) -> None:
 
 
 async def _deep(peer: Host, link: Link, msg: m.StatusRequest) -> None:
+    peers, runs = await gather(peer)
+    link.post(m.StatusReply(msg.req, peers, runs))
+
+
+async def gather(peer: Host) -> tuple[list[m.PeerStatus], list[m.RunStatus]]:
+    """The whole system's status as this peer gathers it: every member's own line (its view
+    for those that do not answer in time) and every run's, summed up from its shares."""
     peers = [local_status(peer)]
     runs = local_runs(peer)
     answers = await ask_all(
@@ -57,7 +66,20 @@ async def _deep(peer: Host, link: Link, msg: m.StatusRequest) -> None:
                 )
             )
     peers = with_availability(peer, peers)
-    link.post(m.StatusReply(msg.req, sorted(peers, key=lambda p: p.name), merge_runs(runs)))
+    return sorted(peers, key=lambda p: p.name), merge_runs(runs)
+
+
+def status_json(reply: m.StatusReply) -> dict[str, Any]:
+    """A status as JSON (`satind status --json`, the dashboard's snapshots)."""
+    return {
+        # "slot": the name the daemon gives the peer (b/0), whichever process runs there now
+        # ("name", b/0#k2j9x1: membership/view.py).
+        "peers": [{**vars(p), "slot": slot_of(p.name)} for p in reply.peers],
+        "runs": [
+            {**vars(r), "progress": round(r.progress, 4), "elapsed_s": round(r.elapsed_s, 3)}
+            for r in reply.runs
+        ],
+    }
 
 
 def with_availability(peer: Host, peers: list[m.PeerStatus]) -> list[m.PeerStatus]:

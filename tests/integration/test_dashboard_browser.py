@@ -1,0 +1,139 @@
+"""The web dashboard in a real headless browser (node/dashboard.py): Chromium from the
+distribution's packages (.ci/run installs it), driven by Playwright. Two daemons with the
+shipped defaults but a dashboard and its token: the page loads over the real endpoint, shows
+the peers, a run's progress advances live, and the run's page shows its log and serves its
+trace. Without the token a request gets 401.
+
+SATIND_SCREENSHOTS=docs takes the pictures of docs/operations.md on the way. Set
+SATIND_NO_BROWSER=1 to skip it on a machine without Chromium; without that, a missing
+Chromium fails the test (it must run in CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.procs import free_ports
+from tests.integration.test_daemon import Daemon, client, status, wait_for
+
+pytestmark = pytest.mark.slow
+PLUGINS = str(Path(__file__).parent.parent / "data" / "plugins")
+TOKEN = "k3y-for-the-test"
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+# The flags a root user in a container needs, and none that reach for the network.
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium() -> str:
+    if os.environ.get("SATIND_NO_BROWSER") == "1":
+        pytest.skip("SATIND_NO_BROWSER=1: the dashboard's browser test is not run")
+    for name in CHROMIUM:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise AssertionError(
+        "no Chromium for the dashboard's browser test: install the distribution's package "
+        "(apt-get install chromium; .ci/run does), or set SATIND_NO_BROWSER=1 to skip it"
+    )
+
+
+@pytest.fixture
+def dashboards(keys: Path, tmp_path: Path) -> Iterator[tuple[Daemon, Daemon, int]]:
+    config = tmp_path / "dashboard.toml"
+    config.write_text(f'[dashboard]\ntoken = "{TOKEN}"\n')
+    port = free_ports(4)
+    flags = ("--config", str(config), "--plugin-path", PLUGINS, "--dashboard-port")
+    m1 = Daemon(keys, "m1", "east", "", *flags, str(port))
+    m2: Daemon | None = None
+    try:
+        m2 = Daemon(keys, "m2", "west", m1.first, *flags, str(port + 2))
+        yield m1, m2, port
+    finally:
+        m1.kill()
+        if m2 is not None:
+            m2.kill()
+
+
+def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
+    keys: Path, dashboards: tuple[Daemon, Daemon, int]
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    executable = chromium()
+    m1, _, port = dashboards
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: len(status(keys, m1.first)["peers"]) == 4)
+    # Without the token: refused, saying how.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{base}/api/status", timeout=10)
+    assert refused.value.code == 401
+    # A run of a few seconds (256 leaves of 100 ms on 4 peers), submitted on m1.
+    proc = client(keys, m1.first, "submit", "chatty", "12")
+    assert proc.returncode == 0, proc.stderr
+    quick = proc.stdout.strip()
+    proc = client(keys, m1.first, "submit", "tree", "4", "4", "100", "sleep")
+    assert proc.returncode == 0, proc.stderr
+    run_id = proc.stdout.strip()
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{base}/?token={TOKEN}", timeout=30_000)
+            # The peers of both machines, live.
+            expect(page.locator("#live")).to_have_class("on", timeout=20_000)
+            peers = page.locator("#peers tbody tr")
+            expect(peers).to_have_count(4, timeout=20_000)
+            names = peers.all_inner_texts()
+            for slot in ("m1/0", "m1/1", "m2/0", "m2/1"):
+                assert any(line.startswith(slot) for line in names), names
+            # The run's progress advances (the page updates itself: no reload).
+            row = page.locator(f'#runs tbody tr[data-run="{run_id}"]')
+            expect(row).to_have_count(1, timeout=20_000)
+
+            def progress() -> float:
+                found = re.search(r"([\d.]+)%", row.inner_text())
+                return float(found.group(1)) if found else -1.0
+
+            first = progress()
+            deadline = time.monotonic() + 60
+            while progress() <= first and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert progress() > first, (first, row.inner_text())
+            shots = os.environ.get("SATIND_SCREENSHOTS")  # docs/operations.md's pictures
+            if shots:
+                page.screenshot(path=f"{shots}/dashboard.png", full_page=True)
+            expect(row).to_contain_text("done", timeout=60_000)
+            expect(row).to_contain_text("100.0%")
+            # A run's page: its line, its log (the master's), its trace.
+            page.locator(f'#runs tbody tr[data-run="{quick}"] a').click()
+            expect(page.locator("#run-title")).to_have_text(f"run {quick}", timeout=10_000)
+            expect(page.locator("#run-line")).to_contain_text("chatty 12")
+            expect(page.locator("#log")).to_contain_text("says hello", timeout=20_000)
+            href = page.locator("#trace").get_attribute("href")
+            assert href is not None
+            answer = page.request.get(base + href)
+            assert answer.ok
+            trace = json.loads(answer.body())
+            assert any(e.get("ph") == "X" for e in trace["traceEvents"])
+            assert answer.headers["content-disposition"].startswith("attachment")
+            if shots:
+                page.screenshot(path=f"{shots}/dashboard-run.png", full_page=True)
+        finally:
+            browser.close()
