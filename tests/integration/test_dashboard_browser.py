@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -137,3 +138,44 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
                 page.screenshot(path=f"{shots}/dashboard-run.png", full_page=True)
         finally:
             browser.close()
+
+
+def test_over_tls_the_dashboard_answers_only_a_certificate_of_the_cluster(
+    keys: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "dashboard.toml"
+    config.write_text("[dashboard]\ntls = true\n")
+    port = free_ports(1)
+    m1 = Daemon(keys, "m1", "east", "", "--config", str(config), "--dashboard-port", str(port))
+    try:
+        wait_for(lambda: f"dashboard on https://127.0.0.1:{port}/" in m1.log.read_text())
+        context = ssl.create_default_context(cafile=str(keys / "ca.pem"))
+        context.check_hostname = False  # peers are named by their certificates, not hosts
+        context.load_cert_chain(keys / "client.pem", keys / "client.key")
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/api/status", context=context, timeout=10
+        ) as got:
+            assert {p["slot"] for p in json.loads(got.read())["peers"]} == {"m1/0", "m1/1"}
+        # Without a client certificate the handshake fails: nothing is served.
+        bare = ssl.create_default_context(cafile=str(keys / "ca.pem"))
+        bare.check_hostname = False
+        with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/api/status", context=bare, timeout=10
+            ).read()
+    finally:
+        m1.kill()
+
+
+def test_bound_elsewhere_without_tls_or_a_token_it_refuses_to_serve(
+    keys: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "dashboard.toml"
+    config.write_text('[dashboard]\nhost = "0.0.0.0"\n')  # refused before it binds anything
+    m1 = Daemon(keys, "m1", "east", "", "--config", str(config), "--dashboard-port", "0")
+    try:
+        wait_for(lambda: "no dashboard: the dashboard would serve 0.0.0.0" in m1.log.read_text())
+        proc = client(keys, m1.first, "submit", "fib", "20", "--wait", "--json")
+        assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == 6765
+    finally:
+        m1.kill()
