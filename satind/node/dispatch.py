@@ -30,12 +30,13 @@ from satind.node import (
 from satind.node.host import Host
 from satind.node.logs import LogsHost
 from satind.node.parsing import ParsingHost
+from satind.node.recorder import RecorderHost
 from satind.work.errors import error_info
 
 log = logging.getLogger(__name__)
 
 
-class Shell(LogsHost, ParsingHost, Protocol):
+class Shell(LogsHost, ParsingHost, RecorderHost, Protocol):
     """A peer as the message dispatch sees it: every handler's host at once."""
 
 

@@ -37,11 +37,12 @@ from satind.core.state import PeerState
 from satind.net import messages as m
 from satind.node import control, logged, recorder, shipping
 from satind.node.logs import LogsHost
+from satind.node.recorder import RecorderHost
 
 log = logging.getLogger(__name__)
 
 
-class EffectsHost(LogsHost, Protocol):
+class EffectsHost(LogsHost, RecorderHost, Protocol):
     """A peer as the effects see it: its parts, its run logs (woken when a run ends) and its
     run history."""
 

@@ -120,13 +120,20 @@ class HistoryStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as db:
+                # The machine's peers open the file at once: one makes it, under the write
+                # lock, and the others see it whole.
+                db.execute("BEGIN IMMEDIATE")
                 app = db.execute("PRAGMA application_id").fetchone()[0]
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 if app == 0 and version == 0 and tables == 0:
-                    db.executescript(_SCHEMA)
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
                     db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.execute("COMMIT")
+                if app == 0 and version == 0 and tables == 0:
                     return
                 if app != APPLICATION_ID:
                     raise HistoryError(

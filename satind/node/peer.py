@@ -206,6 +206,10 @@ class Peer:
         self._recovery = RecoveryWatch()  # recovery events for the traces
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
+    def masters_of(self, run_id: str) -> list[str]:
+        """The masters a run had as this peer saw them, "SLOT@EPOCH", the first first."""
+        return list(self._recovery.masters_seen.get(run_id, []))
+
     # -- convenience views of the state -----------------------------------------------------
 
     @property

@@ -34,7 +34,10 @@ class Lines(Protocol):
 
 
 class RecorderHost(Host, Protocol):
-    """A peer with run logs (node/logs.py), whose tail its records keep."""
+    """A peer with run logs (node/logs.py), whose tail its records keep, and the masters it
+    saw each run have (node/tracing.py)."""
+
+    def masters_of(self, run_id: str) -> list[str]: ...
 
     @property
     def logs(self) -> Lines: ...
@@ -80,6 +83,7 @@ def on_history_log(peer: RecorderHost, link: Link, msg: m.HistoryLog) -> None:
 def _record(peer: RecorderHost, finished: Finished, tail: Sequence[str]) -> m.RunRecord:
     """What the history keeps of a finished run, its times made wall-clock."""
     info, result = finished.info, finished.result
+    last = f"{slot_of(info.master)}@{info.epoch}"
     ended = time.time() - max(0.0, peer.now() - finished.at)
     state = peer.state.runs.status_of(info.run_id)
     if state not in ENDED:
@@ -91,7 +95,7 @@ def _record(peer: RecorderHost, finished: Finished, tail: Sequence[str]) -> m.Ru
         argv=list(info.argv),
         code_hash=info.code_hash,
         owner=info.owner,
-        masters=[f"{slot_of(info.master)}@{info.epoch}"],
+        masters=list(dict.fromkeys([*peer.masters_of(info.run_id), last])),
         state=state,
         started_at=round(ended - result.elapsed_s - result.finish_s, 3),
         ended_at=round(ended, 3),
@@ -138,7 +142,7 @@ def on_history_request(peer: RecorderHost, link: Link, msg: m.HistoryRequest) ->
 
 
 async def gather(
-    peer: RecorderHost, msg: m.HistoryRequest, owner: str = ""
+    peer: Host, msg: m.HistoryRequest, owner: str = ""
 ) -> tuple[list[m.RunRecord], str]:
     """The runs ``msg`` asks for: this machine's, and unless ``msg.local`` every other
     machine's (one live peer each) and the runs going on now, merged by run id."""
@@ -185,9 +189,7 @@ def better(old: m.RunRecord | None, new: m.RunRecord) -> m.RunRecord:
     return dataclasses.replace(best, masters=masters)
 
 
-async def _local(
-    peer: RecorderHost, msg: m.HistoryRequest, owner: str
-) -> tuple[list[m.RunRecord], str]:
+async def _local(peer: Host, msg: m.HistoryRequest, owner: str) -> tuple[list[m.RunRecord], str]:
     store = peer.recorder.store
     try:
         if store is None:
@@ -202,7 +204,7 @@ async def _local(
         return [], f"{slot_of(peer.name)}: {exc}"
 
 
-def _one_per_machine(peer: RecorderHost) -> list[str]:
+def _one_per_machine(peer: Host) -> list[str]:
     """A live member of every other machine (they share their machine's history file)."""
     mine = slot_of(peer.name).split("/")[0]
     chosen: dict[str, str] = {}
@@ -213,7 +215,7 @@ def _one_per_machine(peer: RecorderHost) -> list[str]:
     return list(chosen.values())
 
 
-def _live(peer: RecorderHost, msg: m.HistoryRequest, owner: str) -> list[m.RunRecord]:
+def _live(peer: Host, msg: m.HistoryRequest, owner: str) -> list[m.RunRecord]:
     """The runs going on (or queued) as this peer knows them, for the listing."""
     out = []
     for announce in peer.state.runs.announcements():

@@ -12,14 +12,20 @@ One peer's events per reply keeps every frame within the caps (``trace.max_event
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from satind.net import messages as m
+from satind.net.names import slot_of
 from satind.node.host import Host
 from satind.node.rpc import ask
 
 if TYPE_CHECKING:
     from satind.net.transport import Link
+
+
+# runs. The masters of this many runs are remembered for the run history.
+KEPT_MASTERS = 256
 
 
 class RecoveryWatch:
@@ -30,6 +36,9 @@ class RecoveryWatch:
         self.reused = 0
         self.draining = False
         self.masters: dict[str, tuple[str, int]] = {}
+        # Every master each run had here, as "SLOT@EPOCH", the first first (for the run
+        # history: node/recorder.py); bounded, the oldest runs go.
+        self.masters_seen: OrderedDict[str, list[str]] = OrderedDict()
 
     def check(self, peer: Host) -> None:
         state = peer.state
@@ -51,6 +60,10 @@ class RecoveryWatch:
             before = self.masters.get(run_id)
             if before != now:
                 self.masters[run_id] = now
+                seen = self.masters_seen.setdefault(run_id, [])
+                seen.append(f"{slot_of(now[0])}@{now[1]}")
+                while len(self.masters_seen) > KEPT_MASTERS:
+                    self.masters_seen.popitem(last=False)
                 if before is not None:
                     traces.instant([run_id], "new master", f"{now[0]}, epoch {now[1]}")
         if len(self.masters) > len(active):
