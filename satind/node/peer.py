@@ -269,8 +269,9 @@ class Peer:
                     await nursery.start(self.coordinator.run)
                 nursery.start_soon(self._custody_loop)
                 nursery.start_soon(flush_loop, self)
-                self.state.runs.history_owners.update(await self.recorder.open())
-                nursery.start_soon(self.recorder.run)
+                if self.recorder.store is not None:
+                    self.state.runs.history_owners.update(await self.recorder.open())
+                    nursery.start_soon(self.recorder.run)
                 if self._real_compute:
                     nursery.start_soon(profile_loop, self.state)
                 if self.cfg.metrics.enabled:
