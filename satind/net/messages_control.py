@@ -186,11 +186,13 @@ class LogsRequest(Message):
 
 @dataclass(frozen=True)
 class LogsReply(Message):
-    """``next``: the number to ask from next time; ``over``: the run is no longer live."""
+    """``times``: when each line was written, by its peer's wall clock (seconds since the
+    epoch); ``next``: the number to ask from next time; ``over``: the run is no longer live."""
 
     TYPE: ClassVar[int] = 77
     req: int
     lines: list[str]
+    times: list[float]
     next: int
     over: bool
     error: str = ""
