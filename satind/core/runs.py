@@ -49,6 +49,9 @@ class PeerRun:
     refused: str | None = None
     # This peer's counters when the run started here: per-run traffic is the difference.
     baseline: dict[str, float] = field(default_factory=dict)
+    # This peer's steals of this run's jobs, both ways (stats.STEALS): the peer's own
+    # counters grow with every run's, so their growth is no one run's figure.
+    steals: dict[str, float] = field(default_factory=dict)
     # Master only.
     status: RunStatus = RUNNING
     submitter: str | None = None

@@ -209,7 +209,23 @@ class PeerState:
             return {}
         out: dict[str, float] = dict(run.state.counters())
         out.update(stats.delta(self.peer_counters(), run.baseline))
+        out.update({name: run.steals.get(name, 0) for name in stats.STEALS})
         return out
+
+    def count_steal(self, run_id: str, name: stats.Steal, by: int = 1) -> None:
+        """A job of ``run_id`` stolen here (``stolen_local``, ``stolen_wide``) or given to a
+        thief (``jobs_given``; ``by`` -1: the reply carrying it could not go): counted for
+        this peer and for the run."""
+        counters = self.steal
+        if name == "stolen_local":
+            counters.stolen_local += by
+        elif name == "stolen_wide":
+            counters.stolen_wide += by
+        else:
+            counters.jobs_given += by
+        run = self.runs.active.get(run_id)
+        if run is not None:
+            run.steals[name] = run.steals.get(name, 0) + by
 
     def has_active_runs(self) -> bool:
         """Whether there is any work to steal for (no run, no stealing: an idle system is
