@@ -55,7 +55,10 @@ class PeerRun:
     # Master only.
     status: RunStatus = RUNNING
     submitter: str | None = None
+    # When this peer started the run (its clock), and how long the run had gone on under
+    # earlier masters by then (RunInfo.started_at): its elapsed time is both.
     started: float = 0.0
+    before: float = 0.0
     root: Job | None = None
     args: Any = ()
     # Counters of members that drained and left while the run went on (their share).
@@ -65,6 +68,10 @@ class PeerRun:
     cutting: bool = False
     handed_to: str | None = None
     handed: set[bytes] = field(default_factory=set)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds since the run first started (master only), across masters."""
+        return self.before + now - self.started
 
 
 @dataclass

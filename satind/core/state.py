@@ -68,6 +68,10 @@ class PeerState:
     # Where new run ids come from: the node's clock and randomness (node/host.py
     # ``new_run_id``), or the simulator's reproducible ones. The core reads no clock.
     run_ids: Callable[[], str] = _no_run_ids
+    # What to add to the node's clock (``now``, trio's) for the wall clock other peers read
+    # (seconds since the epoch: RunInfo.started_at): the node's time.time() minus its clock
+    # as it starts; 0 in the simulator, whose peers share its virtual clock.
+    wall_offset: float = 0.0
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
     # The drain's deadline passed (core/drain.cut): everything this peer computed for others

@@ -44,6 +44,10 @@ class RunInfo:
     # Its plugin's code was shipped with it (plugin/shipped.py): a member that lacks this
     # version fetches it from the master (CodeRequest) instead of refusing the run.
     shipped: bool = False
+    # When the run first started (or was resumed), by its master's wall clock (seconds since
+    # the epoch); None before. A master that takes the run over (election, hand-over)
+    # counts its elapsed time from here, not from its own start.
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)

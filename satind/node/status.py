@@ -165,7 +165,7 @@ def local_runs(peer: Host) -> list[m.RunStatus]:
         place = state.spmd.runs.get(run_id)
         if place is not None:  # an SPMD run: the entities it moved
             extra = {**(extra or {}), "entity_moves": place.moves}
-        out.append(_row(run.info, run.status, progress, now - run.started, extra))
+        out.append(_row(run.info, run.status, progress, run.elapsed(now), extra))
     out += [_row(run.info, QUEUED) for run in runs.queue]
     for finished in runs.finished.values():
         ok = finished.result.error is None
