@@ -3,7 +3,7 @@
 A run's ``stats`` (the run JSON), ``satind status``, the console and the tests read counter
 names from here. Every counter is a sum over peers: each peer counts its own share of a run
 (the difference between its counters at the run's start and now, for counters that are not
-per run), and the master adds the shares up (``total``).
+per run: ``PER_RUN`` and ``STEALS`` are), and the master adds the shares up (``total``).
 """
 
 from __future__ import annotations
@@ -163,8 +163,13 @@ SHARING: tuple[str, ...] = (
 )
 # Levels, not running totals: they go down as well as up (Prometheus gauges, node/metrics.py).
 LEVELS: frozenset[str] = frozenset({"orphan_table_size", "progress"})
-# Counters kept by the run itself on each peer (engine.jobs.RunState); the others are the
-# peer's, and a run's share of them is their growth while the run was known there.
+# Steals a peer counts per run as well as for itself (PeerRun.steals): a run's jobs it stole
+# and gave away. Its steal attempts are the peer's growth while the run was known there (a
+# thief with no sync waiting asks for any run's job).
+Steal = Literal["stolen_local", "stolen_wide", "jobs_given"]
+STEALS: tuple[Steal, ...] = ("stolen_local", "stolen_wide", "jobs_given")
+# Counters kept by the run itself on each peer (engine.jobs.RunState); the others but STEALS
+# are the peer's, and a run's share of them is their growth while the run was known there.
 PER_RUN: frozenset[str] = frozenset(
     {
         "spawns",

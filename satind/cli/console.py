@@ -1,13 +1,19 @@
 """Rich views: the status table, the live console, and `satind run`'s progress bar.
 
-A run's progress is the fraction of its tree that is done, estimated from job ids: every job
-owns a share of its parent's work (1 / the plugin's maximum branching factor), and a finished
-job credits what its children did not take.
+A divide-and-conquer run's progress is the fraction of its tree that is done, estimated from
+job ids: every job owns a share of its parent's work (1 / the plugin's maximum branching
+factor), and a finished job credits what its children did not take. An iterative or SPMD
+run's is its iterations: each iteration's jobs are new children of the root, so its tree
+looks done after the first; the bar counts iterations instead (of how many it makes, when the
+plugin says beforehand).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import trio
 from rich.console import Console, Group
@@ -15,9 +21,10 @@ from rich.live import Live
 from rich.progress import (
     BarColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
@@ -135,15 +142,88 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{r.plugin} {' '.join(r.argv)}",
             slot_of(r.master),
             r.state,
-            # A cancelled run's master keeps no count of it: "-", not a made-up 0.
-            "-" if r.state == "cancelled" else f"{100 * r.progress:.1f}%",
+            _done_cell(r),
             f"{r.elapsed_s:.1f}",
             f"{int(r.counters['jobs_run']):,}" if "jobs_run" in r.counters else "-",
-            str(int(r.counters["iteration"])) if "iteration" in r.counters else "-",
+            _iteration_cell(r.counters),
             f"{int(r.counters['entity_moves']):,}" if "entity_moves" in r.counters else "-",
             *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),
         )
     return table
+
+
+def _iteration_cell(counters: dict[str, int | float]) -> str:
+    if "iteration" not in counters:
+        return "-"
+    if "iterations" in counters:
+        return f"{int(counters['iteration']):,}/{int(counters['iterations']):,}"
+    return f"{int(counters['iteration']):,}"
+
+
+def _done_cell(r: m.RunStatus) -> str:
+    # A cancelled run's master keeps no count of it, and an iterative run that stops when
+    # its plugin says has no share done: "-", not a made-up figure.
+    if r.state == "cancelled":
+        return "-"
+    if r.state == "running" and "iteration" in r.counters and "iterations" not in r.counters:
+        return "-"
+    return f"{100 * r.progress:.1f}%"
+
+
+@dataclass(frozen=True)
+class BarView:
+    """What a run's bar shows: ``completed`` of ``total`` (None: an end not known beforehand,
+    a bar that pulses) and the text beside it."""
+
+    completed: float
+    total: float | None
+    done: str
+
+
+# Terminals narrower than this show an iterative run's iterations as "206/300": the bar's
+# times and rates keep their room on 80 columns.
+WIDE = 100
+
+
+def bar_view(
+    progress: float, iteration: int = -1, iterations: int = 0, wide: bool = True
+) -> BarView:
+    """A run's bar from its progress (the share done) or, for an iterative or SPMD run
+    (``iteration`` >= 0), its iterations done of ``iterations`` (0: not known); ``wide``:
+    say "iteration 206 of 300", else "206/300"."""
+    if iteration < 0:
+        return BarView(progress, 1.0, f"{100 * progress:5.1f}%")
+    if iterations > 0:
+        done = f"iteration {iteration} of {iterations}" if wide else f"{iteration}/{iterations}"
+        return BarView(min(iteration, iterations), iterations, done)
+    return BarView(iteration, None, f"iteration {iteration}" if wide else f"{iteration}/?")
+
+
+def status_bar_view(run: m.RunStatus, wide: bool = True) -> BarView:
+    """The bar of a run's line in the status (its iteration and iterations are counters the
+    master adds: node/status.py)."""
+    counters = run.counters
+    iteration = int(counters["iteration"]) if "iteration" in counters else -1
+    return bar_view(run.progress, iteration, int(counters.get("iterations", 0)), wide)
+
+
+class ElapsedColumn(ProgressColumn):
+    """Time since the bar was added, going on until the run ends. (rich's TimeElapsedColumn
+    stops once the bar is full, which a run reaches before its end: a tree done whose
+    statistics are being collected, an SPMD run's last iteration before its gather.)"""
+
+    def render(self, task: Task) -> Text:
+        elapsed = datetime.timedelta(seconds=int(task.elapsed or 0))
+        return Text(str(elapsed), style="progress.elapsed")
+
+
+def show_bar(progress: Progress, task_id: TaskID, view: BarView, rate: str) -> None:
+    if view.total is None:
+        # update() takes total=None for "unchanged": an end not known makes the bar pulse.
+        for task in progress.tasks:
+            if task.id == task_id:
+                task.total = None
+    progress.update(task_id, completed=view.completed, total=view.total, done=view.done, rate=rate)
 
 
 def _console() -> Console:
@@ -169,8 +249,8 @@ def run_bars(console: Console) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.percentage:>5.1f}%"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[done]}"),
+        ElapsedColumn(),
         TextColumn("{task.fields[rate]}"),
         console=console,
     )
@@ -222,7 +302,10 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         continue
                     if run.run_id not in tasks:
                         tasks[run.run_id] = progress.add_task(
-                            f"{run.run_id} {run.plugin} {' '.join(run.argv)}", total=1.0, rate=""
+                            f"{run.run_id} {run.plugin} {' '.join(run.argv)}",
+                            total=1.0,
+                            rate="",
+                            done="",
                         )
                     counters = run.counters
                     rate = _rates(
@@ -233,7 +316,8 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         float(counters.get("stolen_local", 0))
                         + float(counters.get("stolen_wide", 0)),
                     )
-                    progress.update(tasks[run.run_id], completed=run.progress, rate=rate)
+                    view = status_bar_view(run, console.width >= WIDE)
+                    show_bar(progress, tasks[run.run_id], view, rate)
                 narrow = console.width < 120
                 live.update(Group(peers_table(reply, narrow), progress, rates, notice))
                 await trio.sleep(cfg.client.watch_interval_s)
@@ -272,26 +356,33 @@ async def _another_peer(
     return None
 
 
-async def follow_run(
-    client: Client, run_id: str, plugin: str, argv: list[str], cfg: Config
-) -> m.RunResult:
-    """Show a progress bar (fraction of the tree done, from job ids) until the run ends, and
-    the run's output (what its jobs print or log) above it as it comes."""
-    console = Console(stderr=True)
-    result: list[m.RunResult] = []
-    lost: list[Exception] = []
-    with Progress(
+def run_bar(console: Console, get_time: Callable[[], float] | None = None) -> Progress:
+    """The bar of `satind run` and `submit --wait`: the run, its share or iterations done,
+    the time since it began, the time left and its rates (``get_time``: rich's clock)."""
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.percentage:>5.1f}%"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[done]}"),
+        ElapsedColumn(),
         TimeRemainingColumn(),
         TextColumn("{task.fields[rate]}"),
         console=console,
         transient=True,
         refresh_per_second=4,
-    ) as progress:
-        task = progress.add_task(f"{plugin} {' '.join(argv)}", total=1.0, rate="")
+        get_time=get_time,
+    )
+
+
+async def follow_run(
+    client: Client, run_id: str, plugin: str, argv: list[str], cfg: Config
+) -> m.RunResult:
+    """Show a progress bar (fraction of the tree done, from job ids; an iterative run's
+    iterations) until the run ends, and the run's output (what its jobs print or log) above
+    it as it comes."""
+    result: list[m.RunResult] = []
+    lost: list[Exception] = []
+    with run_bar(Console(stderr=True)) as progress:
+        task = progress.add_task(f"{plugin} {' '.join(argv)}", total=1.0, rate="", done="")
         done = trio.Event()
         async with trio.open_nursery() as nursery:
 
@@ -316,11 +407,10 @@ async def follow_run(
                     steals = reply.counters.get("stolen_local", 0) + reply.counters.get(
                         "stolen_wide", 0
                     )
-                    progress.update(
-                        task,
-                        completed=reply.progress,
-                        rate=f"{jobs / elapsed:,.0f} jobs/s · {steals / elapsed:,.1f} steals/s",
-                    )
+                    wide = progress.console.width >= WIDE
+                    view = bar_view(reply.progress, reply.iteration, reply.iterations, wide)
+                    rate = f"{jobs / elapsed:,.0f} jobs/s · {steals / elapsed:,.1f} steals/s"
+                    show_bar(progress, task, view, rate)
                 with trio.move_on_after(cfg.run.progress_poll_s):
                     await done.wait()
     if lost:

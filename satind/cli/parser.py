@@ -348,11 +348,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "logs",
         help="what a run's jobs printed or logged",
         description="Each peer captures what a plugin writes to stdout/stderr or through "
-        "logging inside a job, with the run id and peer name (bounded: run.log_lines per "
-        "run), and sends it to the run's master; any peer relays the request there.",
+        "logging inside a job, with the run id, peer name and time (bounded: run.log_lines "
+        "per run), and sends it to the run's master; any peer relays the request there. "
+        "Each line reads 'TIME PEER: text', TIME in UTC to the millisecond "
+        "(2026-11-26T10:01:02.345Z) by the clock of the peer that ran the job.",
     )
     logs.add_argument("run_id", metavar="RUN_ID", help="the run's id")
     logs.add_argument("--follow", action="store_true", help="print new lines until the run ends")
+    logs.add_argument(
+        "--timestamps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="begin each line with when it was written (default: yes)",
+    )
     client_options(logs)
 
     history = commands["runs"] = sub.add_parser(

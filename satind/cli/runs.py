@@ -150,7 +150,7 @@ async def suspend(args: argparse.Namespace, cfg: Config) -> int:
 async def logs(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
-            async for line in cluster.get_run(args.run_id).logs(args.follow):
+            async for line in cluster.get_run(args.run_id).logs(args.follow, args.timestamps):
                 print(line, flush=True)
         except (remote.RequestFailed, LookupError) as exc:
             raise CliError(str(exc), EXIT_FAILED) from None

@@ -11,6 +11,7 @@ types included, never pickle), and every member has the function because it has 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +29,21 @@ from satind.client.submission import Ship, plugin_dirs, shipment, submission
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.net.transport import Address, parse_address
+
+
+def log_time(at: float) -> str:
+    """When a line of a run's output was written (seconds since the epoch, by the clock of the
+    peer that ran the job), as `satind logs` shows it: ISO 8601 in UTC to the millisecond,
+    ``2026-11-26T10:01:02.345Z``. UTC, not the local zone: lines of machines in different
+    zones, and of a terminal in a third, read the same."""
+    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def _shown(reply: m.LogsReply, timestamps: bool) -> list[str]:
+    if not timestamps:
+        return list(reply.lines)
+    return [f"{log_time(at)} {line}" for at, line in zip(reply.times, reply.lines, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -178,9 +194,10 @@ class Run:
             return (await self.info()).progress
         return reply.progress if reply.progress >= 0 else (await self.info()).progress
 
-    async def logs(self, follow: bool = False) -> AsyncIterator[str]:
-        """The run's output lines (what its jobs print or log, on every peer), from its
-        first; with ``follow``, then each new one until the run ends."""
+    async def logs(self, follow: bool = False, timestamps: bool = False) -> AsyncIterator[str]:
+        """The run's output lines (what its jobs print or log, on every peer: "PEER: text"),
+        from its first; with ``follow``, then each new one until the run ends. With
+        ``timestamps``, each line begins with when it was written (``log_time``)."""
         client = self.cluster.client
         cfg = self.cluster.cfg
         start = 0
@@ -190,7 +207,7 @@ class Run:
                 raise remote.PeerUnavailable(f"no answer about the output of run {self.id}")
             if reply.error and not reply.lines:
                 raise LookupError(reply.error)
-            for line in reply.lines:
+            for line in _shown(reply, timestamps):
                 yield line
             start = reply.next
             if not follow:
@@ -199,7 +216,7 @@ class Run:
                 # Every peer's last lines reach the master within run.log_tail_s.
                 await trio.sleep(cfg.run.log_tail_s)
                 last = await client.logs(self.id, start, cfg.client.timeout_s)
-                for line in last.lines if last is not None else []:
+                for line in _shown(last, timestamps) if last is not None else []:
                     yield line
                 return
             await trio.sleep(cfg.run.log_flush_s)

@@ -184,9 +184,10 @@ class SyncRun:
             shown: Outcome = self._loop.call(within, timeout, watched, f"run {self.id}")
             return shown
 
-    def logs(self, follow: bool = False) -> Iterator[str]:
-        """The run's output lines; with ``follow``, until the run ends (see ``api.Run.logs``)."""
-        lines = self._run.logs(follow)
+    def logs(self, follow: bool = False, timestamps: bool = False) -> Iterator[str]:
+        """The run's output lines; with ``follow``, until the run ends; with ``timestamps``,
+        each begins with when it was written (see ``api.Run.logs``)."""
+        lines = self._run.logs(follow, timestamps)
         assert isinstance(lines, AsyncGenerator)
 
         async def next_line() -> str | None:

@@ -59,8 +59,11 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
     if run is not None:
         if supersedes(info, run.info):
             return run, new_epoch(state, run, info)
-        if not run.info.args and info.args and info.epoch == run.info.epoch:
-            run.info = info  # a stolen job's stub learns the full descriptor
+        learns_start = run.info.started_at is None and info.started_at is not None
+        if info.epoch == run.info.epoch and info.args and (not run.info.args or learns_start):
+            # A stolen job's stub learns the full descriptor; a run known before its start,
+            # when it started (for its elapsed time if this peer is to master it).
+            run.info = info
         return run, []
     refused = None
     fx: Effects = []

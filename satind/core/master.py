@@ -208,7 +208,8 @@ def resume(
     if info.run_id in runs.suspended:
         info = dataclasses.replace(info, epoch=max(info.epoch, runs.suspended[info.run_id]))
         runs.reopen(info.run_id)
-    info = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1)
+    # Its time counts from the resume: the time it lay suspended, or lost, is not the run's.
+    info = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1, started_at=None)
     run = PeerRun(
         info, RunState(info.run_id, plugin.name, 1.0 / info.branching, info.epoch), plugin
     )
@@ -244,7 +245,7 @@ def finish(
     if run is None or run.root is None:
         return []  # superseded or dropped meanwhile
     root_done = now if root_done is None else root_done  # when the root finished
-    elapsed = root_done - run.started
+    elapsed = run.elapsed(root_done)
     own = state.run_counters(run_id)
     counters = stats.total([own, *shares, run.departed])
     counters.pop("progress", None)
@@ -316,7 +317,7 @@ def suspend(state: PeerState, run_id: str, now: float) -> Effects:
         master = runs.master_of(run_id, state.name)
         where = f"its master is {master}" if master else "no such run"
         raise RunRefused(f"peer {state.name} masters no running run {run_id} ({where})")
-    elapsed = now - run.started
+    elapsed = run.elapsed(now)
     fx = drop(state, run_id)
     suspended = m.RunAnnounce(run.info, SUSPENDED)
     runs.remember_ended(suspended)
@@ -355,7 +356,7 @@ def cancel(state: PeerState, run_id: str, now: float) -> Effects:
         elapsed = 0.0
     else:
         fx = drop(state, run_id)
-        elapsed = now - run.started
+        elapsed = run.elapsed(now)
     result = stopped_result(run_id, CANCELLED, elapsed, len(state.members()))
     state.runs.keep(Finished(result, run.info, now), now)  # `satind result` says why
     cancelled = m.RunAnnounce(run.info, CANCELLED)

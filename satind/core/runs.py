@@ -49,10 +49,16 @@ class PeerRun:
     refused: str | None = None
     # This peer's counters when the run started here: per-run traffic is the difference.
     baseline: dict[str, float] = field(default_factory=dict)
+    # This peer's steals of this run's jobs, both ways (stats.STEALS): the peer's own
+    # counters grow with every run's, so their growth is no one run's figure.
+    steals: dict[str, float] = field(default_factory=dict)
     # Master only.
     status: RunStatus = RUNNING
     submitter: str | None = None
+    # When this peer started the run (its clock), and how long the run had gone on under
+    # earlier masters by then (RunInfo.started_at): its elapsed time is both.
     started: float = 0.0
+    before: float = 0.0
     root: Job | None = None
     args: Any = ()
     # Counters of members that drained and left while the run went on (their share).
@@ -62,6 +68,10 @@ class PeerRun:
     cutting: bool = False
     handed_to: str | None = None
     handed: set[bytes] = field(default_factory=set)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds since the run first started (master only), across masters."""
+        return self.before + now - self.started
 
 
 @dataclass

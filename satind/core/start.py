@@ -9,6 +9,7 @@ peer. Kept below the rules that start runs, so none of them imports another to d
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,13 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
     run.status = RUNNING
     run.baseline = state.peer_counters()
     run.started = now
+    # Its elapsed time counts from its first start, under whichever master: a run taken over
+    # carries that start, by the wall clock (machines' clocks differ by what NTP leaves).
+    wall = now + state.wall_offset
+    first = run.info.started_at
+    if first is None:
+        run.info = dataclasses.replace(run.info, started_at=wall)
+    run.before = 0.0 if first is None else max(0.0, wall - first)
     state.runs.active[run.info.run_id] = run
     run.root = make_root(_root_function(run), run.args, run.state)
     if run.plugin.kind != "divide-and-conquer":

@@ -68,6 +68,10 @@ class PeerState:
     # Where new run ids come from: the node's clock and randomness (node/host.py
     # ``new_run_id``), or the simulator's reproducible ones. The core reads no clock.
     run_ids: Callable[[], str] = _no_run_ids
+    # What to add to the node's clock (``now``, trio's) for the wall clock other peers read
+    # (seconds since the epoch: RunInfo.started_at): the node's time.time() minus its clock
+    # as it starts; 0 in the simulator, whose peers share its virtual clock.
+    wall_offset: float = 0.0
     # Draining: no stealing, no new runs; leave once everything here is done (drain.py).
     draining: bool = False
     # The drain's deadline passed (core/drain.cut): everything this peer computed for others
@@ -209,7 +213,23 @@ class PeerState:
             return {}
         out: dict[str, float] = dict(run.state.counters())
         out.update(stats.delta(self.peer_counters(), run.baseline))
+        out.update({name: run.steals.get(name, 0) for name in stats.STEALS})
         return out
+
+    def count_steal(self, run_id: str, name: stats.Steal, by: int = 1) -> None:
+        """A job of ``run_id`` stolen here (``stolen_local``, ``stolen_wide``) or given to a
+        thief (``jobs_given``; ``by`` -1: the reply carrying it could not go): counted for
+        this peer and for the run."""
+        counters = self.steal
+        if name == "stolen_local":
+            counters.stolen_local += by
+        elif name == "stolen_wide":
+            counters.stolen_wide += by
+        else:
+            counters.jobs_given += by
+        run = self.runs.active.get(run_id)
+        if run is not None:
+            run.steals[name] = run.steals.get(name, 0) + by
 
     def has_active_runs(self) -> bool:
         """Whether there is any work to steal for (no run, no stealing: an idle system is

@@ -124,7 +124,7 @@ def hand_out(
     spec = job_spec(run.info, job, args, shared or [])
     thief = link.remote_name
     state.custody.give((spec.run_id, spec.path), job, thief, now)
-    state.steal.jobs_given += 1
+    state.count_steal(spec.run_id, "jobs_given")
     state.note(DEBUG, __name__, "gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
     return [HandOut(link, m.StealReply(msg.req, spec, table), job), *rest, Checkpoint("theft")]
 
@@ -159,7 +159,7 @@ def not_handed_out(state: PeerState, reply: m.StealReply, job: Job) -> Effects:
     if reply.job is not None:
         key = (reply.job.run_id, reply.job.path)
         state.custody.given.pop(key, None)
-        state.steal.jobs_given -= 1
+        state.count_steal(reply.job.run_id, "jobs_given", -1)
     return _give_back(state, job)
 
 

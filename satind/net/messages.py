@@ -114,7 +114,10 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-# 15: the run history (HistoryRequest, HistoryReply, HistoryLog).
+# 15: the run history (HistoryRequest, HistoryReply, HistoryLog); when each line of a run's
+# output was written (RunLog.times, LogsReply.times); an iterative or SPMD run's iteration in
+# ProgressReply (.iteration, .iterations); when a run first started (RunInfo.started_at), for
+# its elapsed time across masters.
 # 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).

@@ -102,13 +102,19 @@ class ProgressRequest(Message):
 
 @dataclass(frozen=True)
 class ProgressReply(Message):
-    """Fraction of the run's tree finished (0..1) and cluster-wide counters so far."""
+    """Fraction of the run's work finished (0..1: of its tree, from job ids; of its
+    iterations, for an iterative or SPMD run that knows how many it makes) and cluster-wide
+    counters so far. ``iteration``: an iterative or SPMD run's iterations done (-1: a
+    divide-and-conquer run); ``iterations``: how many it makes (0: not known beforehand, as
+    for an iterative run that stops when its plugin says)."""
 
     TYPE: ClassVar[int] = 34
     req: int
     run_id: str
     progress: float
     counters: dict[str, int | float]
+    iteration: int = -1
+    iterations: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,11 +193,13 @@ class LogsRequest(Message):
 
 @dataclass(frozen=True)
 class LogsReply(Message):
-    """``next``: the number to ask from next time; ``over``: the run is no longer live."""
+    """``times``: when each line was written, by its peer's wall clock (seconds since the
+    epoch); ``next``: the number to ask from next time; ``over``: the run is no longer live."""
 
     TYPE: ClassVar[int] = 77
     req: int
     lines: list[str]
+    times: list[float]
     next: int
     over: bool
     error: str = ""
@@ -369,3 +377,5 @@ class HistoryLog(Message):
     TYPE: ClassVar[int] = 117
     run_id: str
     lines: list[str]
+    # When each line was written (LogsReply.times).
+    times: list[float] = field(default_factory=list)

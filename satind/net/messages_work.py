@@ -163,12 +163,14 @@ class RunShare(Message):
 
 @dataclass(frozen=True)
 class RunLog(Message):
-    """Lines that jobs of a run wrote on ``peer`` (print, logging), for the run's master."""
+    """Lines that jobs of a run wrote on ``peer`` (print, logging), for the run's master;
+    ``times``: when each was written, by ``peer``'s wall clock (seconds since the epoch)."""
 
     TYPE: ClassVar[int] = 75
     run_id: str
     peer: str
     lines: list[str]
+    times: list[float]
 
 
 # -- a leaving peer's work -----------------------------------------------------------------

@@ -44,6 +44,10 @@ class RunInfo:
     # Its plugin's code was shipped with it (plugin/shipped.py): a member that lacks this
     # version fetches it from the master (CodeRequest) instead of refusing the run.
     shipped: bool = False
+    # When the run first started (or was resumed), by its master's wall clock (seconds since
+    # the epoch); None before. A master that takes the run over (election, hand-over)
+    # counts its elapsed time from here, not from its own start.
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -275,8 +279,10 @@ class RunRecord:
     check: str = ""
     error: str = ""
     stats: dict[str, int | float] = field(default_factory=dict)
-    # The newest lines of its output (history.log_lines).
+    # The newest lines of its output (history.log_lines), and when each was written (seconds
+    # since the epoch, by the clock of the peer that ran the job; 0.0: not known).
     log: list[str] = field(default_factory=list)
+    log_times: list[float] = field(default_factory=list)
     # bytes. The size of its result as kept (CBOR); where, when not in the database.
     result_bytes: int = 0
     result_ref: str = ""

@@ -22,7 +22,7 @@ from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.runs import RunRefused
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.node import parsing, permissions, recorder, shipping
+from satind.node import parsing, permissions, recorder, shipping, status
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
 from satind.work.errors import error_info
@@ -216,7 +216,15 @@ def on_progress(peer: Host, link: Link, msg: m.ProgressRequest) -> None:
             [peer.state.run_counters(msg.run_id), *(dict(r.counters) for _, r in answers)]
         )
         progress = float(total.pop("progress", 0.0))
-        link.post(m.ProgressReply(msg.req, msg.run_id, min(progress, 1.0), stats.as_ints(total)))
+        iteration, iterations = status.iteration_of(peer.state, msg.run_id)
+        if iterations > 0:
+            # Job ids say nothing of an iterative run's progress: each iteration's jobs are
+            # a new set of children of the root (its tree is "done" after the first).
+            progress = iteration / iterations
+        reply = m.ProgressReply(
+            msg.req, msg.run_id, min(progress, 1.0), stats.as_ints(total), iteration, iterations
+        )
+        link.post(reply)
 
     peer.spawn_answer(link, msg.req, answer)
 

@@ -261,7 +261,7 @@ class DashboardServer:
         record = next((vars(r) for r in records if r.run_id == run_id), None)
         log_lines = await self._log(run_id)
         if not log_lines and record is not None:
-            log_lines = list(record["log"])
+            log_lines = list(zip(record["log_times"], record["log"], strict=False))
         peers = await self._traces(run_id)
         recovery = sorted(
             ((e, name) for name, evs, _ in peers for e in evs if e.cat == "recovery"),
@@ -276,13 +276,13 @@ class DashboardServer:
             "run_id": run_id,
             "line": line,
             "record": record,
-            "log": log_lines,
+            "log": [{"at": at, "line": line} for at, line in log_lines],
             "events": events,
             "span": span if starts else [],
             "found": line is not None or record is not None,
         }
 
-    async def _log(self, run_id: str) -> list[str]:
+    async def _log(self, run_id: str) -> list[tuple[float, str]]:
         peer = self.peer
         owner = peer.state.runs.master_of(run_id, peer.name)
         if owner is None or owner == peer.name:
@@ -294,7 +294,7 @@ class DashboardServer:
             m.LogsReply,
             peer.cfg.client.timeout_s,
         )
-        return list(reply.lines) if reply is not None else []
+        return list(zip(reply.times, reply.lines, strict=False)) if reply is not None else []
 
     async def _traces(self, run_id: str) -> list[tuple[str, list[m.TraceEvent], int]]:
         peer = self.peer

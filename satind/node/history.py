@@ -62,7 +62,7 @@ CREATE TABLE runs (
     check_verdict TEXT NOT NULL,
     error TEXT NOT NULL,
     stats TEXT NOT NULL,         -- JSON object
-    log TEXT NOT NULL,           -- JSON list
+    log TEXT NOT NULL,           -- JSON list of [seconds since the epoch, line]
     result BLOB,                 -- the RunResult's CBOR, when small enough
     result_bytes INTEGER NOT NULL,
     result_ref TEXT NOT NULL,    -- else "results/RUN_ID.cbor SIZE SHA256"
@@ -199,9 +199,9 @@ class HistoryStore:
         record = entry.record
         if old is not None:
             masters = list(dict.fromkeys([*old.masters, *record.masters]))
-            log = record.log if len(record.log) >= len(old.log) else old.log
+            longer = record if len(record.log) >= len(old.log) else old
             base = record if record.plugin else old
-            record = replace(base, masters=masters, log=log)
+            record = replace(base, masters=masters, log=longer.log, log_times=longer.log_times)
         if entry.result is None:
             if old is None:
                 return record, None, 0, ""
@@ -282,7 +282,7 @@ class HistoryStore:
                 "ORDER BY ended_at DESC LIMIT ?",
                 (*args, limit),
             ).fetchall()
-        return [replace(_record(row), log=[]) for row in rows]
+        return [replace(_record(row), log=[], log_times=[]) for row in rows]
 
     def owners(self) -> dict[str, str]:
         """Who submitted each recorded run (the permissions of a run known only here)."""
@@ -322,16 +322,22 @@ def _values(r: m.RunRecord) -> tuple[object, ...]:
         r.check,
         r.error,
         json.dumps(r.stats),
-        json.dumps(r.log),
+        json.dumps([[at, line] for at, line in zip(_times(r), r.log, strict=True)]),
         r.result_bytes,
         r.result_ref,
         r.recorded_by,
     )
 
 
+def _times(r: m.RunRecord) -> list[float]:
+    """A record's line times, one per line (0.0 where not known)."""
+    return (list(r.log_times) + [0.0] * len(r.log))[: len(r.log)]
+
+
 def _record(row: tuple[object, ...]) -> m.RunRecord:
     (run_id, plugin, argv, code_hash, owner, masters, state, started, ended, elapsed) = row[:10]
     (check, error, stats, log, size, ref, by) = row[10:]
+    pairs = json.loads(str(log))
     return m.RunRecord(
         run_id=str(run_id),
         plugin=str(plugin),
@@ -346,7 +352,8 @@ def _record(row: tuple[object, ...]) -> m.RunRecord:
         check=str(check),
         error=str(error),
         stats=dict(json.loads(str(stats))),
-        log=list(json.loads(str(log))),
+        log=[str(line) for _, line in pairs],
+        log_times=[float(at) for at, _ in pairs],
         result_bytes=int(str(size)),
         result_ref=str(ref),
         recorded_by=str(by),

@@ -59,6 +59,9 @@ class PeerOptions:
     instance: int | None = None
     plugins: dict[str, plugins.Plugin] | None = None
     run_ids: Callable[[], str] | None = None
+    # The wall clock less the peer's clock (PeerState.wall_offset); None: time.time() less
+    # trio's clock as the peer starts (the simulator's peers share its virtual clock: 0).
+    wall_offset: float | None = None
     # Where checkpoint logs go; by default files in [checkpoint] dir (the simulator shares
     # one in-memory store among its peers, as machines share a mount).
     checkpoint_store: LogStore | None = None

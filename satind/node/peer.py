@@ -250,6 +250,10 @@ class Peer:
         # The core notes only what the log would show (it imports no logging itself): read
         # once logging is set up, as the peer starts.
         self.state.note_level = logging.getLogger("satind.core").getEffectiveLevel()
+        wall_offset = self.options.wall_offset
+        if wall_offset is None:
+            wall_offset = time.time() - trio.current_time()
+        self.state.wall_offset = wall_offset
         try:
             async with trio.open_nursery() as nursery:
                 self.tasks.nursery = nursery

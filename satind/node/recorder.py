@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class Lines(Protocol):
-    def since(self, run_id: str, start: int) -> tuple[list[str], int]: ...
+    def since(self, run_id: str, start: int) -> tuple[list[tuple[float, str]], int]: ...
 
 
 class RecorderHost(Host, Protocol):
@@ -64,20 +64,24 @@ async def _as_master(peer: RecorderHost, run_id: str) -> None:
     finished = peer.state.runs.finished.get(run_id)
     if finished is None:
         return
-    lines, _ = peer.logs.since(run_id, 0)
-    tail = lines[-peer.cfg.history.log_lines :]
-    peer.recorder.add(Entry(_record(peer, finished, tail), finished.result))
+    stamped, _ = peer.logs.since(run_id, 0)
+    tail = stamped[-peer.cfg.history.log_lines :]
+    lines, times = [line for _, line in tail], [at for at, _ in tail]
+    record = dataclasses.replace(_record(peer, finished, lines), log_times=times)
+    peer.recorder.add(Entry(record, finished.result))
     if tail:
         for name in master.copy_holders(peer.state, finished.info):
-            peer.post(name, m.HistoryLog(run_id, tail))
+            peer.post(name, m.HistoryLog(run_id, lines, times))
 
 
 def on_history_log(peer: RecorderHost, link: Link, msg: m.HistoryLog) -> None:
     """A master's lines of a run whose result copy this peer keeps: added to its record (a
     record of the lines alone adds to one that exists, never makes one)."""
-    lines = [line[: peer.cfg.run.log_line_chars] for line in msg.lines]
+    keep = peer.cfg.history.log_lines
+    lines = [line[: peer.cfg.run.log_line_chars] for line in msg.lines][-keep:]
+    times = ([float(at) for at in msg.times] + [0.0] * len(lines))[: len(lines)]
     stub = m.RunRecord(msg.run_id[:100], "", [], "", "", [], "", 0.0, 0.0, 0.0)
-    peer.recorder.add(Entry(dataclasses.replace(stub, log=lines[-peer.cfg.history.log_lines :])))
+    peer.recorder.add(Entry(dataclasses.replace(stub, log=lines, log_times=times)))
 
 
 def _record(peer: RecorderHost, finished: Finished, tail: Sequence[str]) -> m.RunRecord:

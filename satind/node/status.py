@@ -12,7 +12,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import satind.stats as stats
 from satind.core.effects import Link
@@ -22,6 +22,9 @@ from satind.net import messages as m
 from satind.net.names import slot_of
 from satind.node.host import Host
 from satind.node.rpc import ask_all
+
+if TYPE_CHECKING:
+    from satind.core.state import PeerState
 
 # The state of a run's line that is one peer's share of it (summed onto the master's line).
 PART = "part"
@@ -171,14 +174,19 @@ def local_runs(peer: Host) -> list[m.RunStatus]:
         progress = float(counters.pop("progress", 0.0))
         out.append(_row(run.info, PART, progress, 0.0, counters))
     for run in runs.mastered_by(peer.name):
-        barrier = state.iterative.barriers.get(run.info.run_id)
-        extra: dict[str, int | float] | None = (
-            {"iteration": barrier[1]} if barrier is not None else None
-        )
-        place = state.spmd.runs.get(run.info.run_id)
-        if place is not None:  # an SPMD run: its iteration, and the entities it moved
-            extra = {"iteration": place.iteration, "entity_moves": place.moves}
-        out.append(_row(run.info, run.status, 0.0, now - run.started, extra))
+        run_id = run.info.run_id
+        extra: dict[str, int | float] | None = None
+        progress = 0.0  # a divide-and-conquer run's: the members' shares (merge_runs)
+        iteration, iterations = iteration_of(state, run_id)
+        if iteration >= 0:
+            extra = {"iteration": iteration}
+        if iterations > 0:
+            extra = {**(extra or {}), "iterations": iterations}
+            progress = min(iteration / iterations, 1.0)
+        place = state.spmd.runs.get(run_id)
+        if place is not None:  # an SPMD run: the entities it moved
+            extra = {**(extra or {}), "entity_moves": place.moves}
+        out.append(_row(run.info, run.status, progress, run.elapsed(now), extra))
     out += [_row(run.info, QUEUED) for run in runs.queue]
     for finished in runs.finished.values():
         ok = finished.result.error is None
@@ -199,6 +207,21 @@ def local_runs(peer: Host) -> list[m.RunStatus]:
     return out
 
 
+def iteration_of(state: PeerState, run_id: str) -> tuple[int, int]:
+    """An iterative or SPMD run's iterations done and how many it makes (0: not known
+    beforehand — an iterative run stops when its plugin says), as this peer knows them: its
+    master follows every iteration, the other members the barriers. (-1, 0) for a
+    divide-and-conquer run, or one this peer does not know."""
+    run = state.runs.active.get(run_id)
+    if run is None or run.plugin is None or run.plugin.kind == "divide-and-conquer":
+        return -1, 0
+    place = state.spmd.runs.get(run_id)
+    if place is not None:
+        return place.iteration, place.iterations
+    barrier = state.iterative.barriers.get(run_id)
+    return (barrier[1] if barrier is not None else 0), 0
+
+
 def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
     """Sum every peer's share of each run onto the master's line for it."""
     heads: dict[str, m.RunStatus] = {}
@@ -214,6 +237,8 @@ def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
             total = stats.total(dict(s.counters) for s in shares[run_id])
             total.update(head.counters)  # the master's own: an iterative run's iteration
             progress = sum(s.progress for s in shares[run_id])
+            if "iterations" in head.counters:
+                progress = head.progress  # of its iterations (job ids say nothing there)
             head = m.RunStatus(
                 head.run_id,
                 head.plugin,

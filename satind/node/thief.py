@@ -160,10 +160,7 @@ class Thief:
     def _take(self, spec: m.JobSpec, victim: str, wide: bool) -> bool:
         if not self.host.take_stolen(spec, victim):
             return False
-        if wide:
-            self.host.state.steal.stolen_wide += 1
-        else:
-            self.host.state.steal.stolen_local += 1
+        self.host.state.count_steal(spec.run_id, "stolen_wide" if wide else "stolen_local")
         # The worker has work now; it says so again when it runs dry.
         self._worker_wants = False
         self.update()

@@ -77,6 +77,7 @@ class PeerStarter(SimState):
                 **({} if self.plugin is None else {self.plugin.name: self.plugin}),
             },
             run_ids=lambda: next(self._run_ids),
+            wall_offset=0.0,
             checkpoint_store=(
                 self.stores.setdefault(slot, MemoryStore(slot)) if self.local_logs else self.store
             ),

@@ -1,12 +1,25 @@
-"""The status tables never cut what an operator copies into the next command (issue 32,
-point 3): a run id, whatever its arguments, and a peer's name, at any terminal width."""
+"""The console (issue 32, point 3): the status tables never cut what an operator copies into
+the next command (a run id, whatever its arguments, and a peer's name, at any terminal width);
+an iterative or SPMD run's bar counts its iterations, and a bar's time goes on until its run
+ends."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from rich.console import Console
+from rich.progress import Progress
 
-from satind.cli.console import peers_table, runs_table
+from satind.cli.console import (
+    BarView,
+    bar_view,
+    peers_table,
+    run_bar,
+    runs_table,
+    show_bar,
+    status_bar_view,
+)
 from satind.net import messages as m
 
 
@@ -41,3 +54,84 @@ def test_a_cancelled_run_shows_no_made_up_progress() -> None:
     console.print(runs_table(m.StatusReply(0, [], [run])))
     row = next(line for line in console.export_text().splitlines() if "r-1" in line)
     assert "0.0%" not in row and "cancelled" in row
+
+
+class _Clock:
+    """rich's clock for a bar, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _bar_text(progress: Progress) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(progress.get_renderable())
+    return console.export_text()
+
+
+def test_an_spmd_run_shows_its_iteration_and_a_time_that_goes_on() -> None:
+    # What follow_run shows from a progress snapshot of `heat2d 200 200 300` at iteration 206:
+    # before, its tree's share (1.0 after the first iteration) gave a full bar whose elapsed
+    # time stopped there.
+    clock = _Clock()
+    progress = run_bar(Console(file=io.StringIO()), get_time=clock)
+    task = progress.add_task("heat2d 200 200 300 8", total=1.0, rate="", done="")
+    reply = m.ProgressReply(0, "r-1", 0.6866, {"jobs_run": 1648}, iteration=206, iterations=300)
+    show_bar(progress, task, bar_view(reply.progress, reply.iteration, reply.iterations), "")
+    clock.now += 30.8
+    shown = _bar_text(progress)
+    assert "iteration 206 of 300" in shown and "100.0%" not in shown
+    assert "0:00:30" in shown
+    clock.now += 60
+    assert "0:01:30" in _bar_text(progress)
+
+
+def test_a_full_bar_keeps_counting_until_the_run_ends() -> None:
+    # A tree done while the members' statistics and the check are under way.
+    clock = _Clock()
+    progress = run_bar(Console(file=io.StringIO()), get_time=clock)
+    task = progress.add_task("fib 30", total=1.0, rate="", done="")
+    show_bar(progress, task, bar_view(1.0), "")
+    clock.now += 5
+    assert "100.0%" in _bar_text(progress) and "0:00:05" in _bar_text(progress)
+
+
+def test_an_iterative_run_without_a_known_end_counts_iterations() -> None:
+    assert bar_view(0.9, 7, 0) == BarView(7, None, "iteration 7")
+    assert bar_view(0.25) == BarView(0.25, 1.0, " 25.0%")
+    clock = _Clock()
+    progress = run_bar(Console(file=io.StringIO()), get_time=clock)
+    task = progress.add_task("kmeans", total=1.0, rate="", done="")
+    show_bar(progress, task, bar_view(1.0, 7, 0), "")
+    assert progress.tasks[0].total is None  # a bar that pulses, not a full one
+    assert "iteration 7" in _bar_text(progress)
+
+
+def test_status_shows_an_iterative_runs_iterations_not_a_share_of_its_tree() -> None:
+    spmd = m.RunStatus(
+        "r-s", "heat2d", [], "a/0", "running", 206 / 300, 1.0, {"iteration": 206, "iterations": 300}
+    )
+    iterative = m.RunStatus("r-i", "kmeans", [], "a/0", "running", 1.0, 1.0, {"iteration": 7})
+    assert status_bar_view(spmd) == BarView(206, 300, "iteration 206 of 300")
+    console = Console(width=160, record=True)
+    console.print(runs_table(m.StatusReply(0, [], [spmd, iterative])))
+    rows = console.export_text().splitlines()
+    assert "68.7%" in next(line for line in rows if "r-s" in line)
+    assert "206/300" in next(line for line in rows if "r-s" in line)
+    assert "100.0%" not in next(line for line in rows if "r-i" in line)
+
+
+def test_on_80_columns_the_iterations_are_short_and_the_times_keep_their_room() -> None:
+    clock = _Clock()
+    progress = run_bar(Console(file=io.StringIO()), get_time=clock)
+    task = progress.add_task("heat2d 200 200 300 8", total=1.0, rate="", done="")
+    rate = "1,449 jobs/s · 0.0 steals/s"
+    show_bar(progress, task, bar_view(0.6866, 206, 300, wide=False), rate)
+    clock.now += 30.8
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(progress.get_renderable())
+    shown = console.export_text()
+    assert "206/300" in shown and "0:00:30" in shown and rate in shown

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from satind.core import drain, election, lifecycle, orphans, restart
+from satind.core import admission, drain, election, lifecycle, master, orphans, restart
 from satind.core.effects import (
     Changed,
     Log,
@@ -25,7 +25,16 @@ from satind.membership.view import State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
-from tests.core.support import FIB, declare, gone, info, job_of, known_run, make_state
+from tests.core.support import (
+    FIB,
+    FakeLink,
+    declare,
+    gone,
+    info,
+    job_of,
+    known_run,
+    make_state,
+)
 
 
 def test_a_dead_thief_loses_its_jobs_and_what_it_gave_us_is_aborted() -> None:
@@ -430,3 +439,66 @@ def test_the_election_passes_over_a_member_that_cannot_run_the_run() -> None:
     run_b = known_run(b, info(master="c/0"))
     declare(b, "c/0", State.DEAD)
     assert election.elect(b, 3.0) and run_b.info.master == "b/0" and run_b.info.epoch == 1
+
+
+# -- a run's elapsed time across masters ------------------------------------------------------
+
+
+def _started_on_a(offset: float) -> tuple[PeerState, m.RunAnnounce]:
+    """a/0 masters run-0, submitted at its clock's 1.0: its wall clock reads ``offset`` more
+    (peers' trio clocks start anywhere; their wall clocks agree)."""
+    a = make_state("a/0", ("b/0", "c/0"))
+    a.wall_offset = offset
+    _with_plugins(a, "b/0", "c/0")
+    msg = m.Submit(7, "fib", ["12"], FIB.code_hash)
+    parsed = admission.parse_submission(FIB, msg.argv, a.cfg.net.max_frame_bytes)
+    fx = master.submit(a, FakeLink("client~1", role="client"), msg, parsed, 1.0)
+    (announce,) = [f.item for f in fx if isinstance(f, Spread)]
+    assert isinstance(announce, m.RunAnnounce)
+    assert announce.info.started_at == offset + 1.0
+    return a, announce
+
+
+def _finished_on(state: PeerState, at: float) -> float:
+    run = state.runs.active["run-0"]
+    assert run.root is not None and run.info.master == state.name
+    run.root.value = Encoded(codec.encode_value(144))
+    master.finish(state, "run-0", [], at)
+    return state.runs.finished["run-0"].result.elapsed_s
+
+
+def test_a_run_taken_over_after_its_master_is_lost_counts_its_time_from_its_first_start() -> None:
+    # a/0 starts the run at wall 1001.0 and is lost; b/0, whose trio clock reads 4000 less,
+    # takes it over at wall 1025.0 and ends it at wall 1031.8: 30.8 s, not its own 6.8 s.
+    _, announce = _started_on_a(1000.0)
+    b = make_state("b/0", ("a/0", "c/0"))
+    b.wall_offset = 5000.0
+    lifecycle.on_announces(b, [announce], -3998.0)
+    restart.on_member_change(b, gone(b, "a/0"), -3975.0)
+    run = b.runs.active["run-0"]
+    assert run.info.master == "b/0" and run.info.started_at == 1001.0
+    assert _finished_on(b, -3968.2) == pytest.approx(30.8)
+
+
+def test_a_run_handed_over_by_a_draining_master_counts_its_time_from_its_first_start() -> None:
+    a, announce = _started_on_a(0.0)
+    run = a.runs.active["run-0"]
+    assert run.root is not None
+    drain.start(a, "asked")
+    assert drain.hand_over_runs(a) == [ToCompute(Orphaned(run.root))]
+    (handed,) = drain.root_dropped(a, run.root, 24.0)  # the heir is b/0
+    assert isinstance(handed, Send) and isinstance(handed.msg, m.HandOver)
+    b = make_state("b/0", ("a/0", "c/0"))
+    lifecycle.on_announces(b, [announce], 1.5)
+    drain.on_hand_over(b, handed.msg, 24.1)
+    assert b.runs.active["run-0"].info.master == "b/0"
+    assert _finished_on(b, 30.8) == pytest.approx(29.8)  # from a/0's start at 1.0
+
+
+def test_a_resumed_run_counts_its_time_from_the_resume() -> None:
+    # The time a run lay suspended (or lost with every machine) is not the run's.
+    state = make_state()
+    old = dataclasses.replace(info(master="z/9"), started_at=-500.0)
+    master.resume(state, FakeLink("client~1", role="client"), 3, old, [], 5.0)
+    run = state.runs.active["r1"]
+    assert run.info.started_at == 5.0 and run.elapsed(9.0) == 4.0

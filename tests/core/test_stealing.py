@@ -54,6 +54,30 @@ def test_a_steal_takes_the_oldest_job_into_custody() -> None:
     assert state.steal.jobs_given == 1 and list(state.queue.jobs) == [new]
 
 
+def test_a_runs_steals_are_its_own_not_every_runs_on_the_peer() -> None:
+    # Two runs going on one peer: the status's per-run steals/s comes from each run's own
+    # counts, not from the peer's counters' growth, which is both runs' (issue 32, point 3).
+    state = make_state()
+    r1, r2 = known_run(state, info("r1")), known_run(state, info("r2"))
+    for i in range(3):
+        state.queue.push(job_of(r1.state, (20,), index=i))
+    handed: list[HandOut] = []
+    for req in range(3):
+        fx = victim.on_steal_request(state, FakeLink("b/0"), _request(req), 0.0)
+        assert isinstance(fx[0], HandOut)
+        handed.append(fx[0])
+    assert victim.not_handed_out(state, handed[0].reply, handed[0].job)  # one could not go
+    state.count_steal("r2", "stolen_local")
+    state.count_steal("r2", "stolen_wide")
+    state.count_steal("r2", "stolen_wide")
+    assert state.steal.jobs_given == 2  # the peer's, as before
+    assert (state.steal.stolen_local, state.steal.stolen_wide) == (1, 2)
+    one, two = state.run_counters("r1"), state.run_counters("r2")
+    assert (one["jobs_given"], one["stolen_local"], one["stolen_wide"]) == (2, 0, 0)
+    assert (two["jobs_given"], two["stolen_local"], two["stolen_wide"]) == (0, 1, 2)
+    assert r2.steals == {"stolen_local": 1, "stolen_wide": 2}
+
+
 def test_a_thief_that_waits_in_a_sync_gets_only_its_runs_job() -> None:
     state = make_state()
     r1, r2 = known_run(state, info("r1")), known_run(state, info("r2"))

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import datetime
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,12 @@ PLUGINS = str(Path(__file__).parent.parent / "data" / "plugins")
 
 def hellos(text: str) -> list[str]:
     return re.findall(r"^(local/\d|m1/\d): leaf (\d) says hello$", text, re.M)
+
+
+def stamped_hellos(text: str) -> list[tuple[str, str]]:
+    """`satind logs` lines: when the peer wrote each, in UTC to the millisecond, first."""
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    return re.findall(rf"^({stamp}) (m1/\d): leaf \d says hello$", text, re.M)
 
 
 def test_satind_run_shows_what_jobs_print_and_log_on_stderr() -> None:
@@ -32,6 +40,7 @@ def test_logs_from_any_peer_and_follow_until_the_run_ends(keys: Path) -> None:
     daemon = Daemon(keys, "m1", "east", "", "--plugin-path", PLUGINS)
     try:
         first, second = list(daemon.addresses.values())
+        started = time.time()
         submitted = client(keys, first, "submit", "chatty", "6", "--wait", "--json")
         assert submitted.returncode == 0, submitted.stderr
         run_id = re.search(r'"run_id": "([^"]+)"', submitted.stdout)
@@ -39,7 +48,13 @@ def test_logs_from_any_peer_and_follow_until_the_run_ends(keys: Path) -> None:
         # The other peer relays to the run's master.
         shown = client(keys, second, "logs", run_id.group(1))
         assert shown.returncode == 0, shown.stderr
-        assert len(hellos(shown.stdout)) == 13, shown.stdout
+        stamped = stamped_hellos(shown.stdout)
+        assert len(stamped) == 13, shown.stdout
+        # Written during the run, by this machine's clock.
+        written = [datetime.datetime.fromisoformat(at).timestamp() for at, _ in stamped]
+        assert started - 1 <= min(written) <= max(written) <= time.time()
+        plain = client(keys, second, "logs", run_id.group(1), "--no-timestamps")
+        assert len(hellos(plain.stdout)) == 13, plain.stdout
 
         # --follow prints lines as they come and returns when the run is over: 89 leaves
         # of 10 ms each.
@@ -49,7 +64,7 @@ def test_logs_from_any_peer_and_follow_until_the_run_ends(keys: Path) -> None:
         follow = client_in_background(keys, second, "logs", rid, "--follow")
         out, err = follow.communicate(timeout=60)
         assert follow.returncode == 0, err
-        assert len(hellos(out)) == 89, out
+        assert len(stamped_hellos(out)) == 89, out
 
         unknown = client(keys, second, "logs", "no-such-run")
         assert unknown.returncode != 0

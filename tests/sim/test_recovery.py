@@ -120,3 +120,21 @@ def test_orphan_saving_redoes_less_than_naive_recomputation_on_the_same_seeds() 
     # the dead peers had nothing orphaned has nothing to reuse).
     assert sum(s.results_reused > 0 for s in saving) >= len(SEEDS) // 2
     assert sum(s.redone_s for s in saving) < sum(n.redone_s for n in naive)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize("name", ["master-crash", "master-drain"])
+def test_a_runs_elapsed_time_counts_from_its_first_start_under_every_master(
+    name: str, seed: int
+) -> None:
+    # Before the fix, a run taken over after its master was lost (or handed over by a
+    # draining one) reported only its last master's share: 8.7 s of 14.1 s (master-crash,
+    # seed 1), 15.8 s of 19.1 s (master-drain).
+    sim = Simulation(load(SCENARIOS / f"{name}.toml"), seed)
+    assert sim.run().violations == []
+    assert sim.result is not None and sim.result_at is not None
+    assert sim.result.error is None and sim.result.peers > 0
+    # From the submission to the result: the run's time, its statistics and check (finish_s),
+    # and the client's round trip.
+    waited = sim.result_at - sim.submitted_at
+    assert waited - 0.1 < sim.result.elapsed_s + sim.result.finish_s <= waited
