@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from satind import plugin as plugins
 from satind._trio import run_flat
-from satind.cli import daemon, local, parser, runs, system
+from satind.cli import daemon, local, parser, ready, runs, system
 from satind.cli.common import load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.client import client as remote
@@ -36,6 +36,7 @@ CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
     "cancel": runs.cancel,
     "logs": runs.logs,
     "status": system.status,
+    "ready": ready.ready,
     "drain": system.drain,
     "reclaim": system.reclaim,
     "release": system.reclaim,

@@ -360,6 +360,36 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
     client_options(status)
 
+    ready = commands["ready"] = sub.add_parser(
+        "ready",
+        help="exit 0 when this machine's peers are up and joined (a readiness probe)",
+        description="Ask the peer at --to (this machine's first) for its own status and its "
+        "view of the members. Exit 0 and say so when it joined the system (its seeds "
+        "answered, or it is the first member), is up, no peer of its machine is suspect or "
+        "dead, and the counts below are met; else exit 1 with what is missing. Any client "
+        "certificate will do (no operate grant).",
+    )
+    ready.add_argument(
+        "--peers",
+        type=int,
+        metavar="N",
+        help="also wait for N peers of this machine to be up (its `satind start --peers`)",
+    )
+    ready.add_argument(
+        "--members",
+        type=int,
+        default=1,
+        metavar="N",
+        help="also wait for N members of the system to be up, this machine's included (default 1)",
+    )
+    ready.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="not ready when no answer came within S seconds (default: [client] timeout_s)",
+    )
+    client_options(ready)
+
     drain = commands["drain"] = sub.add_parser(
         "drain",
         help="drain peers: stop taking work, finish it, leave",
