@@ -13,6 +13,9 @@ from satind.cli import parser
 
 CONFIGS = Path(__file__).parent.parent.parent / "configs"
 # Shell words that end one command and start the next.
+# `2>&1` and the like, taken out before the words are split (its & is no operator).
+DUPLICATION = re.compile(r"\d*[<>]&\d+")
+REDIRECTION = re.compile(r"^(\d*|&)(>>|>|<)&?")
 OPERATORS = {";", "&", "&&", "|", "||", "(", ")", "{", "}", "!", "then", "do", "else"}
 
 
@@ -20,13 +23,19 @@ def shell_commands(text: str) -> list[list[str]]:
     """The simple commands of a piece of shell, as words (quotes removed, variables left as
     they are written, comments dropped, line continuations joined); the script that a
     command hands to ``sh -c`` or ``bash -c`` gives its own commands too."""
-    lexer = shlex.shlex(text.replace("\\\n", " "), posix=True, punctuation_chars=";&|()\n")
+    text = DUPLICATION.sub(" ", text.replace("\\\n", " "))
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()\n")
     lexer.whitespace_split = True
     lexer.whitespace = " \t\r"  # a newline ends a command: it is punctuation here
     commands: list[list[str]] = [[]]
+    target = False  # the next word is a redirection's target
     for word in lexer:
-        if word in OPERATORS or set(word) <= set(";&|()\n"):
+        if target:
+            target = False
+        elif word in OPERATORS or set(word) <= set(";&|()\n"):
             commands.append([])
+        elif redirection := REDIRECTION.match(word):
+            target = redirection.end() == len(word)  # `> FILE`, not `>FILE`
         else:
             commands[-1].append(word)
     out = []
@@ -64,7 +73,7 @@ def expand(argv: list[str], env: Mapping[str, str]) -> list[str]:
         raise KeyError(f"${name} in {argv}")
 
     pattern = re.compile(
-        r"\$(?:([A-Za-z_][A-Za-z_0-9]*)|\{([A-Za-z_][A-Za-z_0-9]*)(?::-([^}]*))?\})"
+        r"\$(?:([A-Za-z_][A-Za-z_0-9]*|\d)|\{([A-Za-z_][A-Za-z_0-9]*)(?::-([^}]*))?\})"
     )
     return [pattern.sub(value, word) for word in argv]
 
