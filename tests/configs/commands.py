@@ -16,6 +16,9 @@ CONFIGS = Path(__file__).parent.parent.parent / "configs"
 # `2>&1` and the like, taken out before the words are split (its & is no operator).
 DUPLICATION = re.compile(r"\d*[<>]&\d+")
 REDIRECTION = re.compile(r"^(\d*|&)(>>|>|<)&?")
+# Words before a command that run it: `exec satind`, `srun -N2 satind`, `until satind ...`.
+WRAPPERS = {"exec", "env", "srun", "if", "until", "while", "time", "command", "nohup"}
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*=")
 OPERATORS = {";", "&", "&&", "|", "||", "(", ")", "{", "}", "!", "then", "do", "else"}
 
 
@@ -50,12 +53,15 @@ def shell_commands(text: str) -> list[list[str]]:
 
 def satind_commands(text: str) -> list[list[str]]:
     """Each satind command in a piece of shell: the words after the word `satind` (or a path
-    to it), wherever it stands in the command (after exec, srun and its options, env ...)."""
+    to it) where it is the command run, perhaps through a wrapper (exec, srun and its
+    options, if, until, VAR=value ...); not where it is an argument (`pip install satind`)."""
     out = []
     for words in shell_commands(text):
         for i, word in enumerate(words):
             if word == "satind" or word.endswith("/satind"):
                 out.append(words[i + 1 :])
+                break
+            if not (word in WRAPPERS or word.startswith("-") or ASSIGNMENT.match(word)):
                 break
     return out
 
