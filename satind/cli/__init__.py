@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from satind import plugin as plugins
 from satind._trio import run_flat
-from satind.cli import daemon, history, local, parser, runs, system
+from satind.cli import daemon, history, local, parser, ready, runs, system
 from satind.cli.common import load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from satind.client import client as remote
@@ -37,6 +37,7 @@ CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
     "logs": runs.logs,
     "status": system.status,
     "runs": history.runs,
+    "ready": ready.ready,
     "drain": system.drain,
     "reclaim": system.reclaim,
     "release": system.reclaim,
@@ -57,25 +58,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_cli(argv: list[str]) -> int:
-    top_parser, commands = parser.build()
-    # The top level knows the global options and the command; each command's own parser then
-    # reads its arguments intermixed, so options may follow the plugin's arguments.
     try:
-        at = _command_index(argv, commands)
-        top = top_parser.parse_args(argv[:at])  # global options only (and --help)
-        if at == len(argv):
-            top_parser.print_help(sys.stderr)
-            return EXIT_USAGE
-        command = argv[at]
-        sub = commands[command]
-        if command in ("run", "submit"):
-            args = sub.parse_intermixed_args(argv[at + 1 :])
-        else:
-            args = sub.parse_args(argv[at + 1 :])
-        args.command = command
-        args.log_level = top.log_level or ("INFO" if command == "start" else "WARNING")
+        args = parser.parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
+    if args.command is None:
+        parser.build()[0].print_help(sys.stderr)
+        return EXIT_USAGE
+    command = args.command
     logging.basicConfig(
         level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -101,14 +91,6 @@ def run_cli(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("satind: interrupted", file=sys.stderr)
         return 130
-
-
-def _command_index(argv: list[str], commands: dict[str, argparse.ArgumentParser]) -> int:
-    """Position of the command word (the first argument naming a command), or the end."""
-    for i, word in enumerate(argv):
-        if word in commands:
-            return i
-    return len(argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 from satind._trio import run_flat
 from satind.cli.common import flags_of, heuristic_flag, load_config
 from satind.cli.exits import EXIT_USAGE, CliError
+from satind.config import Config
 from satind.net import tls
 from satind.net.transport import parse_address
 
@@ -15,6 +16,20 @@ from satind.net.transport import parse_address
 def start(args: argparse.Namespace) -> int:
     from satind.ops.daemon import DaemonError, Supervisor
 
+    cfg = start_config(args)
+    try:
+        supervisor = Supervisor(cfg, args.log_level)
+        return int(run_flat(supervisor.run))
+    except (DaemonError, tls.KeysError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def start_config(args: argparse.Namespace) -> Config:
+    """The daemon's configuration: the config file with `satind start`'s flags over it.
+
+    Raises:
+        CliError: a flag or the file is not valid (a usage error).
+    """
     cfg = load_config(args.config)
     daemon: dict[str, Any] = {
         "cluster": args.cluster,
@@ -22,6 +37,8 @@ def start(args: argparse.Namespace) -> int:
         "keys": args.keys,
         "name": args.name,
         "standby": True if args.standby else None,
+        "on_sigterm": args.on_sigterm,
+        "drain_deadline_s": args.drain_deadline,
     }
     try:
         if args.listen:
@@ -37,6 +54,8 @@ def start(args: argparse.Namespace) -> int:
         daemon["plugin_paths"] = [*cfg.daemon.plugin_paths, *map(str, args.plugin_path)]
     if args.peers is not None and args.peers < 1:
         raise CliError("--peers must be at least 1", EXIT_USAGE)
+    if args.drain_deadline is not None and not args.drain_deadline >= 0:  # (NaN too)
+        raise CliError("--drain-deadline must be 0 or more seconds", EXIT_USAGE)
     if args.checkpoint_interval is not None and args.checkpoint_interval <= 0:
         raise CliError("--checkpoint-interval must be a positive number of seconds", EXIT_USAGE)
     checkpoint = {
@@ -67,9 +86,4 @@ def start(args: argparse.Namespace) -> int:
         "metrics": metrics,
         "iterative": {"heuristic": heuristic_flag(args)},
     }
-    cfg = flags_of(cfg, flags)
-    try:
-        supervisor = Supervisor(cfg, args.log_level)
-        return int(run_flat(supervisor.run))
-    except (DaemonError, tls.KeysError) as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+    return flags_of(cfg, flags)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from satind import __version__, _native
@@ -210,6 +211,22 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "top level (repeatable; docs/plugins.md)",
     )
     start.add_argument(
+        "--on-sigterm",
+        choices=["leave", "drain"],
+        help="what SIGTERM (a service manager's stop) does: the peers leave at once, or drain "
+        "first (finish their work, hand their results over, then leave). Default: [daemon] "
+        f"on_sigterm ({config_mod.DEFAULT.daemon.on_sigterm})",
+    )
+    start.add_argument(
+        "--drain-deadline",
+        type=float,
+        metavar="S",
+        help="seconds a drain goes on before the peers leave at once (SIGTERM with "
+        "--on-sigterm drain, and `drain`/`stop --drain` without --deadline); give a service "
+        "manager's stop timeout more than this. Default: [daemon] drain_deadline_s "
+        f"({config_mod.DEFAULT.daemon.drain_deadline_s:g})",
+    )
+    start.add_argument(
         "--checkpoint-dir",
         type=Path,
         metavar="DIR",
@@ -397,6 +414,36 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
     client_options(status)
 
+    ready = commands["ready"] = sub.add_parser(
+        "ready",
+        help="exit 0 when this machine's peers are up and joined (a readiness probe)",
+        description="Ask the peer at --to (this machine's first) for its own status and its "
+        "view of the members. Exit 0 and say so when it joined the system (its seeds "
+        "answered, or it is the first member), is up, no peer of its machine is suspect or "
+        "dead, and the counts below are met; else exit 1 with what is missing. Any client "
+        "certificate will do (no operate grant).",
+    )
+    ready.add_argument(
+        "--peers",
+        type=int,
+        metavar="N",
+        help="also wait for N peers of this machine to be up (its `satind start --peers`)",
+    )
+    ready.add_argument(
+        "--members",
+        type=int,
+        default=1,
+        metavar="N",
+        help="also wait for N members of the system to be up, this machine's included (default 1)",
+    )
+    ready.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="not ready when no answer came within S seconds (default: [client] timeout_s)",
+    )
+    client_options(ready)
+
     drain = commands["drain"] = sub.add_parser(
         "drain",
         help="drain peers: stop taking work, finish it, leave",
@@ -495,3 +542,37 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     cfg.add_argument("action", choices=["show"], help="show: print the effective configuration")
     cfg.add_argument("--config", type=Path, help="TOML config file")
     return parser, commands
+
+
+def command_index(argv: Sequence[str], commands: dict[str, argparse.ArgumentParser]) -> int:
+    """Position of the command word (the first argument naming a command), or the end."""
+    for i, word in enumerate(argv):
+        if word in commands:
+            return i
+    return len(argv)
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """``satind ARGV`` as the command reads it: the global options, then the command's own
+    (those of ``run`` and ``submit`` intermixed, so that options may follow the plugin's
+    arguments). ``command`` is None when ARGV names no command. Deployment recipes are checked
+    against this (tests/configs/).
+
+    Raises:
+        SystemExit: a usage error, --help or --version (argparse printed what).
+    """
+    argv = list(argv)
+    top_parser, commands = build()
+    at = command_index(argv, commands)
+    top = top_parser.parse_args(argv[:at])  # global options only (and --help)
+    if at == len(argv):
+        return argparse.Namespace(command=None, log_level=top.log_level)
+    command = argv[at]
+    sub = commands[command]
+    if command in ("run", "submit"):
+        args = sub.parse_intermixed_args(argv[at + 1 :])
+    else:
+        args = sub.parse_args(argv[at + 1 :])
+    args.command = command
+    args.log_level = top.log_level or ("INFO" if command == "start" else "WARNING")
+    return args

@@ -5,16 +5,20 @@ its seeds."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import trio
 
 from satind.membership.rules import push_pull_interval
+from satind.membership.seeds import resolve_seeds
 from satind.membership.state import Link
 from satind.membership.updates import Updates
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.net.transport import Address
+
+log = logging.getLogger("satind.membership.swim")  # the failure detector's one name
 
 
 class Spreading(Updates):
@@ -95,21 +99,42 @@ class Spreading(Updates):
     async def join(self, seeds: Sequence[Address]) -> bool:
         """Exchange state with the seeds until one answers; False after join_timeout_s.
 
-        No seeds (or only ourselves): we are the first member, nothing to wait for.
+        No seeds (or only ourselves): we are the first member, nothing to wait for. A seed's
+        host name is resolved again at each attempt, and the join goes to every address it
+        gives but our own (membership/seeds.py says why). When the seeds gave our own address
+        and never another until join_timeout_s (the first peer behind a name that lists every
+        peer, such as a Kubernetes headless Service), we are the first member too. A name
+        that never resolved is no such proof (DNS may be down): the join fails.
         """
         seeds = [s for s in seeds if s != self.me.address]
         if not seeds:
             self._synced()
             return True
+        me = self.me.address
+        saw_me = saw_others = False
+        addresses: list[Address] = []
         with trio.move_on_after(self.cfg.join_timeout_s):
             while not self._joined.is_set():
-                for seed in seeds:
-                    self.host.post_address(seed, self.state_message(join=True, reply=False))
+                found = await resolve_seeds(seeds, self.resolve)
+                addresses = [a for a in found if a != me]
+                saw_me = saw_me or me in found
+                saw_others = saw_others or bool(addresses)
+                for address in addresses:
+                    self.host.post_address(address, self.state_message(join=True, reply=False))
                 with trio.move_on_after(self.cfg.join_retry_s):
                     await self._joined.wait()
-        if self._joined.is_set() and self._nursery is not None:
-            self._nursery.start_soon(self._sync_after_join, seeds)
-        return self._joined.is_set()
+        if self._joined.is_set():
+            if addresses and self._nursery is not None:
+                self._nursery.start_soon(self._sync_after_join, addresses)
+            return True
+        if saw_me and not saw_others:
+            log.info(
+                "the seeds %s name no peer but this one: starting the system",
+                ", ".join(map(str, seeds)),
+            )
+            self._synced()
+            return True
+        return False
 
     def _synced(self) -> None:
         self.synced = True

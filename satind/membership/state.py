@@ -14,6 +14,7 @@ import trio
 from satind.config import MembershipConfig
 from satind.membership.gossip import Dissemination
 from satind.membership.rules import Suspicion
+from satind.membership.seeds import Resolver, system_resolver
 from satind.membership.view import Change, Member, MemberTable
 from satind.net import messages as m
 from satind.net.transport import Address
@@ -59,12 +60,15 @@ class SwimState:
         host: SwimHost,
         rng: random.Random,
         clock: Callable[[], float] = trio.current_time,
+        resolve: Resolver = system_resolver,
     ) -> None:
         self.cfg = cfg
         self.table = table
         self.host = host
         self.rng = rng
         self.clock = clock
+        # How a seed's host name becomes addresses (membership/seeds.py; tests pass a fake).
+        self.resolve = resolve
         self.dissemination = Dissemination(cfg.retransmit_mult, cfg.gossip_max_items)
         self.health = 0
         self._seq = itertools.count(1)

@@ -206,6 +206,11 @@ class PeerStatus:
     # lacks (plugin/requirements.py), another version of the plugin, shipped code it could
     # not get.
     not_serving: list[str] = field(default_factory=list)
+    # Whether it joined the system: its join was answered, or it is the first member (False
+    # while its seeds have not answered, and for good when they never did). A peer says it of
+    # itself; a line made from another's member table says True, as a member is in a table
+    # only once it reached someone (`satind ready`).
+    joined: bool = True
 
 
 @dataclass(frozen=True)

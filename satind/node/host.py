@@ -94,6 +94,8 @@ class Host(Protocol):
     code_cache: Cache | None
     # Clients waiting for a run's result here, woken when it arrives.
     result_waiters: dict[str, list[trio.Event]]
+    # Set once it joined the system (its seeds answered, or it is the first member).
+    joined: trio.Event
     # (process CPU s, monotonic s, last share): status's CPU figure between two samples.
     _cpu: tuple[float, float, float]
 

@@ -140,6 +140,7 @@ def local_status(peer: Host) -> m.PeerStatus:
             for run_id, run in state.runs.active.items()
             if run.refused is not None
         ],
+        joined=peer.joined.is_set(),
     )
 
 

@@ -25,6 +25,7 @@ hangs at import is logged once, with its file, and costs nothing else.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import logging
 import re
@@ -79,6 +80,15 @@ def restart_backoff(cfg: DaemonConfig, crashes: int, ran_s: float) -> tuple[int,
     return crashes, min(cfg.restart_max_delay_s, cfg.restart_delay_s * 2 ** (crashes - 1))
 
 
+def listens_everywhere(host: str) -> bool:
+    """Whether ``host`` is the unspecified address (0.0.0.0, ::): every interface, no one
+    address another machine could dial."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 @dataclass
 class Slot:
     """One peer position on this machine and its current process."""
@@ -113,6 +123,15 @@ class Supervisor:
             seeds = [parse_address(s) for s in d.seeds]
         except ValueError as exc:
             raise DaemonError(f"bad seed: {exc}") from None
+        if listens_everywhere(d.host):
+            # A peer tells the members the address it listens at (there is no separate
+            # advertised address): 0.0.0.0 sends every other machine back to itself.
+            log.warning(
+                "peers listen on %s, and that is the address they give the other members, "
+                "which no other machine can reach: give --listen an address of this machine "
+                "that the others reach (docs/deploy.md)",
+                d.host,
+            )
         count = d.peers or default_peer_count()
         if not (d.port >= 0 and d.port + count - 1 < 65536):
             raise DaemonError(f"ports {d.port}..{d.port + count - 1} are not valid")
