@@ -8,6 +8,7 @@ from pathlib import Path
 
 from satind import __version__, _native
 from satind import config as config_mod
+from satind.cli.parser_start import add_start, heuristic_option
 
 
 def _version() -> str:
@@ -15,16 +16,6 @@ def _version() -> str:
     compiled = _native.compiled()
     how = f"engine compiled ({len(compiled)} modules, mypyc)" if compiled else "pure Python"
     return f"satind {__version__}, {how}"
-
-
-def heuristic_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--heuristic",
-        metavar="NAME",
-        help="how masters place the tasks of iterative runs on workers: emct (default), "
-        "emct*, mct, mct*, ud, ud*, lw, lw*, random, random1-4, random1w-4w "
-        "(docs/volatile.md; config iterative.heuristic)",
-    )
 
 
 def deadline_option(cmd: argparse.ArgumentParser) -> None:
@@ -178,96 +169,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     plist.add_argument("--json", action="store_true", help="one JSON array on stdout")
     client_options(plist)
 
-    start = commands["start"] = sub.add_parser(
-        "start",
-        help="run this machine's peers in the foreground (the daemon)",
-        description=(
-            "Start and supervise this machine's peers: NAME/0 ... NAME/N-1 on ports PORT, "
-            "PORT+1, ... They join the system through the seeds. SIGTERM or Ctrl-C stops them "
-            "gracefully. Every option defaults to the [daemon] section of the config."
-        ),
-    )
-    start.add_argument("--config", type=Path, help="TOML config file (see configs/)")
-    heuristic_option(start)
-    start.add_argument("--listen", metavar="HOST:PORT", help="address of peer 0")
-    start.add_argument("--seeds", metavar="HOST:PORT,...", help="peers of other machines")
-    start.add_argument("--cluster", help="this machine's cluster label")
-    start.add_argument("--peers", type=int, help="number of peers (default: one per core)")
-    start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")
-    start.add_argument("--name", help="this machine's name (its certificate's; default: host)")
-    start.add_argument(
-        "--standby",
-        action="store_true",
-        help="join as standby peers: members that take no work until admitted, by the "
-        "coordinator of a run ([adapt] enabled) when it wants more peers, or by `satind "
-        "release NAME/0 ...` (docs/operations.md, self-adaptivity)",
-    )
-    start.add_argument(
-        "--plugin-path",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="also load the plugin files in DIR: each *.py there that assigns PLUGIN at its "
-        "top level (repeatable; docs/plugins.md)",
-    )
-    start.add_argument(
-        "--on-sigterm",
-        choices=["leave", "drain"],
-        help="what SIGTERM (a service manager's stop) does: the peers leave at once, or drain "
-        "first (finish their work, hand their results over, then leave). Default: [daemon] "
-        f"on_sigterm ({config_mod.DEFAULT.daemon.on_sigterm})",
-    )
-    start.add_argument(
-        "--drain-deadline",
-        type=float,
-        metavar="S",
-        help="seconds a drain goes on before the peers leave at once (SIGTERM with "
-        "--on-sigterm drain, and `drain`/`stop --drain` without --deadline); give a service "
-        "manager's stop timeout more than this. Default: [daemon] drain_deadline_s "
-        f"({config_mod.DEFAULT.daemon.drain_deadline_s:g})",
-    )
-    start.add_argument(
-        "--checkpoint-dir",
-        type=Path,
-        metavar="DIR",
-        help="write checkpoint logs of finished results here (a local disk, or a mount every "
-        "machine shares), so that runs survive the loss of every peer (`satind resume`)",
-    )
-    start.add_argument(
-        "--checkpoint-interval",
-        type=float,
-        metavar="SECONDS",
-        help="seconds between checkpoints (default: [checkpoint] interval_s, 10)",
-    )
-    start.add_argument(
-        "--history",
-        type=Path,
-        metavar="FILE",
-        help="keep the run history in this SQLite file (`satind runs`; `result` and `logs` "
-        "after a restart). Default: [history] path, else "
-        "$XDG_STATE_HOME/satind/history-NAME.sqlite (~/.local/state without XDG_STATE_HOME)",
-    )
-    start.add_argument(
-        "--no-history",
-        action="store_true",
-        help="keep no run history ([history] enabled = false)",
-    )
-    start.add_argument(
-        "--dashboard-port",
-        type=int,
-        metavar="PORT",
-        help="serve the web dashboard at http://HOST:PORT+i/ for peer i, HOST being "
-        "[dashboard] host (127.0.0.1 unless configured; elsewhere it needs [dashboard] tls or "
-        "token); 0: any free ports (the log says which). Default: off ([dashboard] enabled)",
-    )
-    start.add_argument(
-        "--metrics-port",
-        type=int,
-        metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT+i/metrics for peer i, HOST being "
-        "[metrics] host (127.0.0.1 unless configured); 0: any free ports (the log says "
-        "which). Default: off ([metrics] enabled)",
-    )
+    add_start(sub, commands)
 
     submit = commands["submit"] = sub.add_parser(
         "submit",

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from satind.client import client as remote
 from satind.client.files import ClientFiles, unsaved
+from satind.client.follow import follow_result
 from satind.config import Config
 from satind.net import codec
 from satind.net import messages as m
@@ -133,7 +134,7 @@ async def run_local(request: LocalRun, cfg: Config) -> Outcome | Failure:
                     if p.address is not None and p.process.returncode is None
                 ]
                 try:
-                    result = await remote.follow_result(run_id, survivors, cfg, credentials)
+                    result = await follow_result(run_id, survivors, cfg, credentials)
                 except remote.RunLost as lost:
                     return Failure("runtime", str(lost))
     except StartupError as exc:

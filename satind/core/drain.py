@@ -21,7 +21,7 @@ subtree as soon as they hear of the new epoch (lifecycle.new_epoch), keeping and
 what those finished; results that still come back here are kept and handed over when this
 peer leaves. It leaves once the heir's announcement reached it: leaving earlier, the members
 would elect a master of their own as well. The submitter, which waits here, gets the result
-through this peer while it lives, then through the others (client.follow_result). Queued runs
+through this peer while it lives, then through the others (client/follow.py). Queued runs
 are handed over at once. Without an heir (every other member drains, or none has the plugin)
 the master stays until its runs are over.
 

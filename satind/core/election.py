@@ -116,7 +116,7 @@ def able(state: PeerState, info: m.RunInfo) -> set[str] | None:
 def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
     """A run its lost master had queued (not started): this peer masters it under the next
     epoch, and starts it when a slot is free, as its own submissions. The submitter follows
-    it through the other members (client.follow_result)."""
+    it through the other members (client/follow.py)."""
     state.runs.queued_elsewhere.pop(info.run_id, None)
     # Installed, or shipped and fetched here (a queued shipped run's code may not be: it is
     # then lost with its master; core/shipping.py).
