@@ -27,19 +27,21 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
 from satind.config import Config, HistoryConfig
 from satind.net import codec
 from satind.net import messages as m
+
+if TYPE_CHECKING:
+    import sqlite3
 
 # "SATH": what marks the file as a satind run history (PRAGMA application_id).
 APPLICATION_ID = 0x53415448
@@ -117,6 +119,8 @@ class HistoryStore:
         Raises:
             HistoryError: it is not, or cannot be read or written.
         """
+        import sqlite3  # here: a peer without a history does not load it
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as db:
@@ -157,6 +161,8 @@ class HistoryStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        import sqlite3  # here: a peer without a history does not load it
+
         db = sqlite3.connect(self.path, timeout=self.cfg.busy_timeout_s, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode = WAL")
@@ -175,6 +181,8 @@ class HistoryStore:
         Raises:
             HistoryError: the database failed (full disk, locked past busy_timeout_s).
         """
+        import sqlite3  # here: a peer without a history does not load it
+
         try:
             with self._connect() as db:
                 db.execute("BEGIN IMMEDIATE")
@@ -291,6 +299,8 @@ class HistoryStore:
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
+        import sqlite3  # here: a peer without a history does not load it
+
         try:
             with self._connect() as db:
                 yield db

@@ -50,7 +50,6 @@ from satind.node.adapt import Coordinator
 from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer
 from satind.node.compute import ComputeDriver, ThreadCompute
-from satind.node.dashboard import DashboardServer
 from satind.node.dispatch import dispatch
 from satind.node.effects import apply_effects, write_notes
 from satind.node.history import Recorder
@@ -67,6 +66,7 @@ from satind.plugin.shipped import Cache
 from satind.trace import Traces
 
 if TYPE_CHECKING:
+    from satind.node.dashboard import DashboardServer
     from satind.node.metrics import MetricsServer
 
 log = logging.getLogger(__name__)
@@ -286,6 +286,10 @@ class Peer:
                     self.metrics = MetricsServer(self, self.cfg.metrics)
                     await nursery.start(self.metrics.run)
                 if self.cfg.dashboard.enabled:
+                    # Imported here, as the metrics endpoint: a peer without a dashboard
+                    # does not pay for its modules.
+                    from satind.node.dashboard import DashboardServer
+
                     self.dashboard = DashboardServer(self, self.cfg.dashboard)
                     await nursery.start(self.dashboard.run)
                 if self.checkpointer.enabled:
