@@ -17,7 +17,7 @@ from satind._trio import run_flat
 from satind.cli.common import env_default, flags_of, heuristic_flag, load_config
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, FOR_FAILURE, CliError
 from satind.cli.report import print_report, run_report
-from satind.net import tls
+from satind.net import tls, trust
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,6 +214,15 @@ def keys(args: argparse.Namespace) -> int:
                 print(f"next: satind keys issue {args.directory} MACHINE  (for each other machine)")
             else:
                 print(f"next: satind keys issue {args.directory} MACHINE  (once per machine)")
+            return EXIT_OK
+        if args.action in ("trust", "untrust"):
+            if not args.name:
+                raise CliError(
+                    f"satind keys {args.action} DIR FILE: give the other CA's ca.pem", EXIT_USAGE
+                )
+            names = trust.change(args.directory, Path(args.name), args.action == "untrust")
+            print(f"{args.directory / tls.CA_CERT} trusts: " + "; ".join(names))
+            print("the daemons read it when they start: restart them one at a time (drain)")
             return EXIT_OK
         if not args.name:
             raise CliError("satind keys issue DIR NAME: give the certificate's NAME", EXIT_USAGE)

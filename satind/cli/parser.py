@@ -402,10 +402,19 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         ),
     )
     keys.add_argument(
-        "action", choices=["init", "issue"], help="init: a new CA; issue: a certificate"
+        "action",
+        choices=["init", "issue", "trust", "untrust"],
+        help="init: a new CA; issue: a certificate; trust/untrust FILE: trust another CA's "
+        "certificates (a ca.pem) in DIR too, or no longer — to move a cluster to a new CA "
+        "without stopping it (docs/deploy.md, 'Rotating the CA')",
     )
     keys.add_argument("directory", type=Path, metavar="DIR", help="the keys directory")
-    keys.add_argument("name", nargs="?", metavar="NAME", help="the certificate's (machine's) name")
+    keys.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="the certificate's (machine's) name; for trust/untrust, the other CA's ca.pem",
+    )
     keys.add_argument("--client", action="store_true", help="issue a client certificate")
     keys.add_argument(
         "--may-operate",

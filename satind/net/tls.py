@@ -101,6 +101,7 @@ def _new_ca(name: str, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePri
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -159,6 +160,10 @@ def _new_certificate(
         .not_valid_before(start)
         .not_valid_after(start + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
             x509.SubjectAlternativeName(
@@ -171,8 +176,16 @@ def _new_certificate(
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
-def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) -> Path:
-    """Create a cluster CA (EC P-256) in ``directory``; returns the certificate's path.
+def ca_name() -> str:
+    """A new CA's name: its own, so that peers can trust two CAs at once while the cluster
+    moves from one to the other (net/trust.py). OpenSSL checks a certificate against the
+    trusted CA of its issuer's name; two CAs of one name, and it tries only the first."""
+    return f"satind cluster CA {_now():%Y-%m-%d} {os.urandom(3).hex()}"
+
+
+def init_ca(directory: Path, name: str = "", days: int = 3650) -> Path:
+    """Create a cluster CA (EC P-256) in ``directory``, named ``name`` (default:
+    ``ca_name()``); returns the certificate's path.
 
     Raises:
         KeysError: the directory already holds a CA.
@@ -180,7 +193,7 @@ def init_ca(directory: Path, name: str = "satind cluster CA", days: int = 3650) 
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     if (directory / CA_CERT).exists() or (directory / CA_KEY).exists():
         raise KeysError(f"{directory} already holds a CA ({CA_CERT}); use another directory")
-    cert, key = _new_ca(name, days)
+    cert, key = _new_ca(name or ca_name(), days)
     _write_private(directory / CA_KEY, _key_pem(key))
     (directory / CA_CERT).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return directory / CA_CERT
@@ -222,9 +235,25 @@ def issue(
     cert_path, key_path = directory / f"{name}.pem", directory / f"{name}.key"
     if cert_path.exists() or key_path.exists():
         raise KeysError(f"{cert_path} already exists")
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    # ca.pem may trust other CAs too (a rotation, net/trust.py): this one's is ca.key's.
+    mine = ca_key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    ca_cert = next(
+        (
+            c
+            for c in x509.load_pem_x509_certificates(ca_cert_path.read_bytes())
+            if c.public_key().public_bytes(
+                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            == mine
+        ),
+        None,
+    )
+    if ca_cert is None:
+        raise KeysError(f"{ca_cert_path} holds no certificate of {ca_key_path}")
     cert_pem, key_pem = _new_certificate(ca_cert, ca_key, name, client, days, not_before, grants)
     _write_private(key_path, key_pem)
     cert_path.write_bytes(cert_pem)
