@@ -176,6 +176,20 @@ def _new_certificate(
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
+def certificate_of(
+    key: ec.EllipticCurvePrivateKey, certs: Sequence[x509.Certificate]
+) -> x509.Certificate | None:
+    """The certificate among ``certs`` of the private ``key`` (None: none of them)."""
+
+    def der(public: object) -> bytes:
+        return public.public_bytes(  # type: ignore[attr-defined, no-any-return]
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
+    mine = der(key.public_key())
+    return next((c for c in certs if der(c.public_key()) == mine), None)
+
+
 def ca_name() -> str:
     """A new CA's name: its own, so that peers can trust two CAs at once while the cluster
     moves from one to the other (net/trust.py). OpenSSL checks a certificate against the
@@ -238,20 +252,7 @@ def issue(
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
     # ca.pem may trust other CAs too (a rotation, net/trust.py): this one's is ca.key's.
-    mine = ca_key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    ca_cert = next(
-        (
-            c
-            for c in x509.load_pem_x509_certificates(ca_cert_path.read_bytes())
-            if c.public_key().public_bytes(
-                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-            == mine
-        ),
-        None,
-    )
+    ca_cert = certificate_of(ca_key, x509.load_pem_x509_certificates(ca_cert_path.read_bytes()))
     if ca_cert is None:
         raise KeysError(f"{ca_cert_path} holds no certificate of {ca_key_path}")
     cert_pem, key_pem = _new_certificate(ca_cert, ca_key, name, client, days, not_before, grants)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from satind.net.tls import CA_CERT, CA_KEY, KeysError
+from satind.net.tls import CA_CERT, CA_KEY, KeysError, certificate_of
 
 
 def _cas(path: Path) -> list[x509.Certificate]:
@@ -89,13 +90,6 @@ def _own(directory: Path) -> bytes | None:
     if not key_path.exists():
         return None
     key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
-    spki = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    for cert in _cas(directory / CA_CERT):
-        pub = cert.public_key().public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        if pub == spki:
-            return _fingerprint(cert)
-    return None
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    cert = certificate_of(key, _cas(directory / CA_CERT))
+    return None if cert is None else _fingerprint(cert)
