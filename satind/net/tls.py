@@ -24,6 +24,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from satind.net.names import CLIENT_SEPARATOR as CLIENT_SEPARATOR
@@ -181,8 +182,8 @@ def certificate_of(
 ) -> x509.Certificate | None:
     """The certificate among ``certs`` of the private ``key`` (None: none of them)."""
 
-    def der(public: object) -> bytes:
-        return public.public_bytes(  # type: ignore[attr-defined, no-any-return]
+    def der(public: CertificatePublicKeyTypes) -> bytes:
+        return public.public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
 
