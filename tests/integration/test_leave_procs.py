@@ -7,6 +7,7 @@ short `drain_deadline_s`: the machine's peers leave by the deadline and the run 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -47,7 +48,9 @@ def test_drain_with_deadline_0_leaves_at_once(keys: Path, who: str) -> None:
         wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 4)
         # The master is the peer the client submits to: m2/0 when it is the one drained.
         to = m2.first if who == "master" else m1.first
-        argv = ["submit", "tree", "3", "8", "40", "sleep", "--wait", "--json"]
+        # 24 jobs of 24 leaves of 40 ms: a thief is mostly inside a stolen job with some of
+        # its leaves done, which the cut hands over.
+        argv = ["submit", "tree", "2", "24", "40", "sleep", "--wait", "--json"]
         submit = client_in_background(keys, to, *argv)
         try:
             wait_for(lambda: any(r["progress"] > 0.3 for r in status(keys, m1.first)["runs"]), 60)
@@ -64,8 +67,16 @@ def test_drain_with_deadline_0_leaves_at_once(keys: Path, who: str) -> None:
         assert gone_in < 2.0 + 1.0, gone_in  # 2 s, plus the drain command's own start-up
         assert submit.returncode == 0, err
         report = json.loads(out)
-        assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
-        assert report["stats"]["results_reused"] > 0, report["stats"]
+        assert report["result"] == independent.tree(2, 24) and report["check"] == "ok"
+        # What it finished was handed over and reused — when it had finished anything: a
+        # peer cut just after it took a job has nothing to hand (it logs what it hands; one
+        # in 25 or so here). tests/sim/test_drain_deadline_sim.py shows the reuse
+        # deterministically, on its seeds.
+        handed = re.search(
+            rf"{slot} INFO satind.core.drain: handing \d+ result", m2.log.read_text()
+        )
+        if handed is not None:
+            assert report["stats"]["results_reused"] > 0, report["stats"]
     finally:
         m2.kill()
         m1.kill()
