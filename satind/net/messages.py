@@ -94,6 +94,7 @@ from satind.net.messages_work import RunStatsReply as RunStatsReply
 from satind.net.messages_work import RunStatsRequest as RunStatsRequest
 from satind.net.messages_work import StealReply as StealReply
 from satind.net.messages_work import StealRequest as StealRequest
+from satind.net.records import AdaptDecision as AdaptDecision
 
 # The records nested in messages (re-exported: codec.py resolves field types here).
 from satind.net.records import Broadcasts as Broadcasts

@@ -174,6 +174,20 @@ class Broadcasts:
 
 
 @dataclass(frozen=True)
+class AdaptDecision:
+    """One period's decision of a self-adaptivity coordinator (node/adapt.py), as a status
+    line carries it: when (wall clock), for which run, over how many peers, the weighted
+    average efficiency, what it did ("add 2", "drain m1/0", "drain cluster c1", "wait"), why."""
+
+    at: float
+    run_id: str
+    peers: int
+    efficiency: float
+    action: str
+    why: str
+
+
+@dataclass(frozen=True)
 class PeerStatus:
     """One peer's line in ``satind status``."""
 
@@ -206,6 +220,8 @@ class PeerStatus:
     # lacks (plugin/requirements.py), another version of the plugin, shipped code it could
     # not get.
     not_serving: list[str] = field(default_factory=list)
+    # The last decisions of its adaptivity coordinator (a run's master with [adapt] enabled).
+    decisions: list[AdaptDecision] = field(default_factory=list)
     # Whether it joined the system: its join was answered, or it is the first member (False
     # while its seeds have not answered, and for good when they never did). A peer says it of
     # itself; a line made from another's member table says True, as a member is in a table

@@ -21,6 +21,7 @@ import collections
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import trio
 from satind.adaptivity.coordinator import Decision, Sample, confirm, decide, periods
 from satind.core.effects import Link, Reply
 from satind.net import messages as m
+from satind.net.names import slot_of
 from satind.node.host import Host
 from satind.node.rpc import ask_all
 
@@ -96,6 +98,25 @@ class Coordinator:
         # Peers asked of provisioning count as coming until this time (max_peers).
         self._expected = 0
         self._expected_until = 0.0
+
+    def recent(self, count: int = 5) -> list[m.AdaptDecision]:
+        """The last ``count`` decisions, as a status line carries them (wall-clock times)."""
+        now, wall = self.peer.now(), time.time()
+        out = []
+        for made in list(self.decisions)[-count:]:
+            d = made.decision
+            if d.add:
+                action = f"add {d.add}"
+            elif d.drain_cluster:
+                action = f"drain cluster {d.drain_cluster}"
+            elif d.drain:
+                action = "drain " + ", ".join(slot_of(name) for name in d.drain)
+            else:
+                action = "wait"
+            at = round(wall - (now - made.at), 3)
+            eff = round(d.wa_efficiency, 3)
+            out.append(m.AdaptDecision(at, made.run_id, made.peers, eff, action, d.why))
+        return out
 
     def coordinated_run(self) -> str:
         """The run whose master coordinates: the oldest in progress that this peer masters

@@ -227,31 +227,20 @@ class DashboardServer:
         try:
             peers, runs = await status.gather(self.peer)
             snap = status.status_json(m.StatusReply(0, peers, runs))
-            snap.update(peer=self.peer.name, at=time.time(), adapt=self._decisions())
+            snap.update(peer=self.peer.name, at=time.time())
+            snap["adapt"] = self._decisions(snap)
             self._snapshot, self._snapshot_at = snap, trio.current_time()
             return snap
         finally:
             self._making.set()
             self._making = None
 
-    def _decisions(self) -> list[dict[str, Any]]:
-        """The decisions of this peer's coordinator (it coordinates the runs it masters)."""
-        coordinator = getattr(self.peer, "coordinator", None)
-        out = []
-        for made in list(getattr(coordinator, "decisions", []))[-20:]:
-            d = made.decision
-            out.append(
-                {
-                    "at": made.at,
-                    "run_id": made.run_id,
-                    "peers": made.peers,
-                    "efficiency": round(d.wa_efficiency, 3),
-                    "add": d.add,
-                    "drain": list(d.drain) + ([d.drain_cluster] if d.drain_cluster else []),
-                    "why": d.why,
-                }
-            )
-        return out
+    @staticmethod
+    def _decisions(snap: dict[str, Any]) -> list[dict[str, Any]]:
+        """The coordinators' last decisions, from every peer's line (each run's coordinator
+        is its master), newest last."""
+        made = [dict(d, peer=p["slot"]) for p in snap["peers"] for d in p.get("decisions", [])]
+        return sorted(made, key=lambda d: d["at"])[-20:]
 
     async def run_page(self, run_id: str) -> dict[str, Any]:
         """A run: its line (live), its history record, its log, its recovery events."""

@@ -108,6 +108,10 @@ class Host(Protocol):
 
     def machine(self) -> list[str]: ...
 
+    def decisions(self) -> list[m.AdaptDecision]:
+        """The last decisions of this peer's adaptivity coordinator (node/adapt.py)."""
+        ...
+
     # -- what it does -----------------------------------------------------------------------
     def apply(self, effects: Effects) -> None:
         """Carry out the core's effects, in order."""

@@ -206,6 +206,9 @@ class Peer:
         self._recovery = RecoveryWatch()  # recovery events for the traces
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
+    def decisions(self) -> list[m.AdaptDecision]:
+        return self.coordinator.recent()
+
     def masters_of(self, run_id: str) -> list[str]:
         """The masters a run had as this peer saw them, "SLOT@EPOCH", the first first."""
         return list(self._recovery.masters_seen.get(run_id, []))

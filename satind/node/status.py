@@ -77,7 +77,7 @@ def status_json(reply: m.StatusReply) -> dict[str, Any]:
     return {
         # "slot": the name the daemon gives the peer (b/0), whichever process runs there now
         # ("name", b/0#k2j9x1: membership/view.py).
-        "peers": [{**vars(p), "slot": slot_of(p.name)} for p in reply.peers],
+        "peers": [{**dataclasses.asdict(p), "slot": slot_of(p.name)} for p in reply.peers],
         "runs": [
             {**vars(r), "progress": round(r.progress, 4), "elapsed_s": round(r.elapsed_s, 3)}
             for r in reply.runs
@@ -141,6 +141,7 @@ def local_status(peer: Host) -> m.PeerStatus:
             if run.refused is not None
         ],
         joined=peer.joined.is_set(),
+        decisions=peer.decisions(),
     )
 
 

@@ -113,6 +113,11 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     admitted = [line for line in log.splitlines() if "adapt:" in line and "admitting m3/0" in line]
     assert drained, log[-3000:]
     assert admitted, log[-3000:]
+    # The master's status line carries its coordinator's decisions (the dashboard shows them).
+    [master] = [p for p in status(keys, m1.first)["peers"] if p["slot"] == "m1/0"]
+    actions = [d["action"] for d in master["decisions"]]
+    assert master["decisions"] and all(d["run_id"] == out["run_id"] for d in master["decisions"])
+    assert any(a.startswith(("add", "drain", "wait")) for a in actions), master["decisions"]
 
     # m2/0 drained and left; m3/0 was admitted (it may have been drained again since: with
     # these thresholds two peers sharing the machine's CPUs are "inefficient" again).

@@ -38,3 +38,20 @@ def test_the_page_is_packaged_and_loads_nothing_from_elsewhere() -> None:
     html = page().decode()
     assert html.startswith("<!doctype html>") and 'EventSource("/api/events")' in html
     assert "<script src" not in html and "<link" not in html
+
+
+def test_the_coordinators_decisions_come_from_every_peers_line_newest_last() -> None:
+    from satind.node.dashboard import DashboardServer
+
+    def decision(at: float, run: str) -> dict[str, object]:
+        return {"at": at, "run_id": run, "peers": 3, "efficiency": 0.2, "action": "wait", "why": ""}
+
+    snap = {
+        "peers": [
+            {"slot": "a/0", "decisions": [decision(3.0, "r1"), decision(5.0, "r1")]},
+            {"slot": "b/0", "decisions": [decision(4.0, "r2")]},
+            {"slot": "c/0", "decisions": []},
+        ]
+    }
+    made = DashboardServer._decisions(snap)
+    assert [(d["peer"], d["at"]) for d in made] == [("a/0", 3.0), ("b/0", 4.0), ("a/0", 5.0)]
