@@ -118,7 +118,8 @@ from satind.net.records import TraceEvent as TraceEvent
 # 15: the run history (HistoryRequest, HistoryReply, HistoryLog); when each line of a run's
 # output was written (RunLog.times, LogsReply.times); an iterative or SPMD run's iteration in
 # ProgressReply (.iteration, .iterations); when a run first started (RunInfo.started_at), for
-# its elapsed time across masters.
+# its elapsed time across masters; a coordinator's decisions in its status line
+# (PeerStatus.decisions).
 # 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
