@@ -7,14 +7,16 @@ Parts (``--part``, default all; each prints a markdown table and writes a plot i
 - ``systems``: the same workloads (fib at fine and coarse grain, nqueens, knapsack, raytracer,
   a flat bag of equal tasks) on every system with ``--workers`` workers; time after the system
   is up (start-up reported apart), ratio to satind and whether the answer is the sequential
-  one. Each system is started once (start-up timed), runs every workload once untimed (the
-  warm-up, reported), then --repeat timed runs of each. docs/compare.png
+  one. Each system is started once (start-up timed) and runs every workload once untimed (the
+  warm-up, reported); then --repeat repetitions, each running every workload on every system
+  in turn (interleaved), with each system's speed-up over sequential. docs/compare.png
 - ``widearea``: CRS against RS on 2 clusters x 4 peers with emulated wide-area latency (0, 10
   and 50 ms one way) and sleeping tree leaves: runtime, local and wide-area stolen jobs and
   messages (the shape of the Satin paper's Table VI). docs/widearea.png
 - ``micro``: spawn/sync costs in the form of the Satin paper's Table III.
 
-Ray, Dask and matplotlib come from the ``bench`` extra: pip install -e '.[bench]'.
+Ray, Dask and matplotlib come from the ``bench`` extra: pip install -e '.[bench]'. Without
+matplotlib the tables are printed and no plot is made.
 """
 
 from __future__ import annotations
@@ -77,53 +79,59 @@ def satind_run(argv: list[str], peers: int, extra: list[str] | None = None) -> d
 
 
 def part_systems(args: argparse.Namespace) -> None:
+    """Every system started once (start-up timed) and warmed up (each workload once, untimed);
+    then the repetitions **interleaved**: in each, every workload on every system in turn,
+    satind first, so that drift of the machine (another job starting, the CPU's clock) lands on
+    all systems alike instead of on whichever ran in that phase. The systems stay up, idle,
+    while the others run."""
     rows = workloads(args.quick)
     names = ["satind", *args.systems]
     times: dict[tuple[str, str], list[float]] = {}
     startup: dict[str, list[float]] = {n: [] for n in names}
     answers: dict[tuple[str, str], Any] = {}
     first: dict[tuple[str, str], float] = {}
-    for name in names:
-        if name == "satind":
-            # Each `satind run` starts its own peers: nothing to warm up, start-up measured
-            # on every run.
-            for _ in range(args.repeat):
-                for w in rows:
-                    report = satind_run(list(w.argv), args.workers)
-                    times.setdefault((name, w.label), []).append(report["elapsed_s"])
-                    startup[name].append(report["wall_s"] - report["elapsed_s"])
-                    answers[(name, w.label)] = report["result"]
-            print(f"  {name} done", flush=True)
-            continue
-        system = SYSTEMS[name](args.workers)
-        t = time.perf_counter()
-        system.start()
-        startup[name].append(time.perf_counter() - t)
-        try:
+    started: dict[str, Any] = {}
+    try:
+        for name in names[1:]:
+            system = SYSTEMS[name](args.workers)
+            t = time.perf_counter()
+            system.start()
+            startup[name].append(time.perf_counter() - t)
+            started[name] = system
             # One untimed run of each workload first: Ray starts a worker process for every
             # task that waits in ray.get, and the first run would measure those start-ups.
             for w in rows:
                 t = time.perf_counter()
                 answers[(name, w.label)] = w.answer(system.solve(w))
                 first[(name, w.label)] = time.perf_counter() - t
-            for _ in range(args.repeat):
-                for w in rows:
+            print(f"  {name} up", flush=True)
+        for rep in range(args.repeat):
+            for w in rows:
+                # Each `satind run` starts its own peers: nothing to warm up, start-up
+                # measured on every run.
+                report = satind_run(list(w.argv), args.workers)
+                times.setdefault(("satind", w.label), []).append(report["elapsed_s"])
+                startup["satind"].append(report["wall_s"] - report["elapsed_s"])
+                answers[("satind", w.label)] = report["result"]
+                for name, system in started.items():
                     t = time.perf_counter()
                     value = system.solve(w)
                     times.setdefault((name, w.label), []).append(time.perf_counter() - t)
                     if w.answer(value) != answers[(name, w.label)]:
                         answers[(name, w.label)] = "differs between runs"
-        finally:
+            print(f"  repetition {rep + 1} of {args.repeat} done", flush=True)
+    finally:
+        for system in started.values():
             system.stop()
-        print(f"  {name} done", flush=True)
 
     def med(name: str, w: Workload) -> float:
         return statistics.median(times[(name, w.label)])
 
     reference = "sequential" if "sequential" in names else "satind"
     print(
-        f"\n{args.workers} workers each; medians of {args.repeat}; time after start-up and "
-        "warm-up (s); x: time relative to satind (above 1: slower than satind)\n"
+        f"\n{args.workers} workers each; medians of {args.repeat}, the systems interleaved in "
+        "each repetition; time after start-up and warm-up (s); x: time relative to satind "
+        "(above 1: slower than satind)\n"
     )
     print("| workload | " + " | ".join(names) + " | same answer |")
     print("|---" * (len(names) + 2) + "|")
@@ -138,6 +146,14 @@ def part_systems(args: argparse.Namespace) -> None:
             + " | ".join(cells)
             + f" | {'yes' if same else 'NO: ' + ', '.join(wrong)} |"
         )
+    if "sequential" in names:
+        parallel = [n for n in names if n != "sequential"]
+        print(f"\nSpeed-up over sequential Python on {args.workers} workers (medians):\n")
+        print("| workload | " + " | ".join(parallel) + " |")
+        print("|---" * (len(parallel) + 1) + "|")
+        for w in rows:
+            seq = med("sequential", w)
+            print(f"| {w.label} | " + " | ".join(f"{seq / med(n, w):.2f}" for n in parallel) + " |")
     print("\nThe first (untimed) run of each workload, after start-up (s):\n")
     print("| workload | " + " | ".join(names[1:]) + " |")
     print("|---" * len(names) + "|")
@@ -154,7 +170,18 @@ def part_systems(args: argparse.Namespace) -> None:
             else ""
         )
         print(f"| {n} | {statistics.median(startup[n]):.2f}{note} |")
-    plot_systems(rows, names, med)
+    if has_matplotlib():
+        plot_systems(rows, names, med)
+
+
+def has_matplotlib() -> bool:
+    """Plots need matplotlib (the ``bench`` extra); without it the tables are the result."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("\n(no plot: matplotlib is not installed; pip install -e '.[bench]')")
+        return False
+    return True
 
 
 def plot_systems(rows: list[Workload], names: list[str], med: Any) -> None:
@@ -238,7 +265,8 @@ def part_widearea(args: argparse.Namespace) -> None:
                 f"{wide_bytes / 1e3:,.0f} KB | "
                 f"{med(algorithm, latency, 'steal_attempts_wide'):.0f} |"
             )
-    plot_widearea(latencies, med)
+    if has_matplotlib():
+        plot_widearea(latencies, med)
 
 
 def plot_widearea(latencies: tuple[float, ...], med: Any) -> None:
