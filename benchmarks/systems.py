@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 from typing import Any
 
 from workloads import SPECS, Task, Workload, expand, fold, solve_seq
@@ -126,6 +127,13 @@ def _pool_part(spec: str, params: Any, task: Task) -> tuple[Task, Any]:
     return task, solve_seq(spec, params, task)
 
 
+def _own_session() -> None:
+    """A pool worker in a session of its own, as each satind peer is (ops/launcher.py): where
+    the kernel shares a CPU by session (autogroups), both systems then get the same share of
+    a loaded machine."""
+    os.setsid()
+
+
 class Pool:
     name = "process pool"
     # Subtrees per worker: enough to balance uneven subtrees, few enough to cost little.
@@ -137,7 +145,9 @@ class Pool:
 
     def start(self) -> None:
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            self.workers, mp_context=multiprocessing.get_context("forkserver")
+            self.workers,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_own_session,
         )
         # Start every worker now (the pool starts them lazily) and import this module there.
         list(
