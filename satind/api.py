@@ -88,12 +88,21 @@ class Spawnable(Generic[R]):
 
     def spawn(self, *args: Any) -> Handle[R]:
         """Spawn ``fn(*args)``: it may run here later or on another peer. See ``sync``."""
+        return self._spawn(args, None)
+
+    def _spawn(
+        self, args: tuple[Any, ...], inlet: Callable[[Exception], Any] | None
+    ) -> Handle[Any]:
+        """``spawn`` and ``spawn_inlet``: one native call from either (compiled, a call
+        between compiled methods is a C call)."""
         w = _worker.CURRENT
         if w is None:
             try:
                 return _Done(self.fn(*args), None)
             except Exception as exc:
-                return _Done(None, exc)
+                if inlet is None:
+                    return _Done(None, exc)
+                return _Done(inlet(exc), None)  # the inlet at once: the sequential meaning
         # The hot path of every spawn: keep it to attribute reads and one allocation.
         cur = w.current
         pending = cur.pending + 1
@@ -107,6 +116,8 @@ class Spawnable(Generic[R]):
         cur.nspawn = index + 1
         run = cur.run
         job = Job(self.fn, args, cur, index, run, cur.share * run.inv_branching)
+        if inlet is not None:
+            job.inlet = inlet  # before an orphan's kept result may stand in for it
         if run.orphans is not None and w.adopt(job):
             return job  # an orphan's kept result stands in for it (core/orphans.py)
         w.jobs.append(job)
@@ -142,15 +153,7 @@ class Spawnable(Generic[R]):
         spawner's other children are aborted and its ``sync()`` raises that exception. A job
         that returns normally runs no handler. An exception arrives as itself when its type
         is registered (``satind.register_type``); see docs/plugins.md."""
-        w = _worker.CURRENT
-        if w is None:
-            try:
-                return _Done(self.fn(*args), None)
-            except Exception as exc:
-                return _Done(handler(exc), None)  # the inlet at once: the sequential meaning
-        job = self.spawn(*args)
-        job.inlet = handler  # type: ignore[attr-defined]
-        return job
+        return self._spawn(args, handler)
 
     def guard(self, fn: Callable[..., bool]) -> Callable[..., bool]:
         """Decorator: ``fn(*args)`` — same arguments as the job — says whether this peer's

@@ -57,6 +57,14 @@ class EngineConfig:
     # as much as the spawn itself (spawn/sync 2.2 us instead of 1.0 us, docs/benchmarks.md).
     # A peer process raises it; 0 leaves CPython's setting alone.
     gc_young_threshold: int = 50_000
+    # jobs. A frame keeps its finished children until it ends: an orphan frame that is
+    # aborted, or a drained peer's, hands them on for reuse (satin-ft §3.2), and a checkpoint
+    # logs them. A frame that has spawned more than this many keeps them only until its next
+    # sync returns: a loop that spawns and syncs a million times would otherwise hold a
+    # million records that the garbage collector walks (Table III's loop, 380 -> 290 ns,
+    # docs/benchmarks.md) and ~200 MB. Such a frame, aborted after a sync, computes the
+    # children it had synced again. 0: no frame keeps synced children.
+    keep_synced_children: int = 1000
     # satind.abort() cancels the children of the running job (engine/speculation.py). False
     # makes it do nothing, as a sequential run does: the answer stays right (a search that
     # aborts must be correct without it, satin-grid-programming-model §3.3), only the

@@ -40,6 +40,22 @@ from satind.work.jobs import Job
 from satind.work.jobs import is_aborted as is_aborted
 
 
+def call_with_inlet(job: Job) -> Exception | None:
+    """Run a child that has an inlet; the exception it raised, or None (its value is set).
+
+    Its exception is the inlet's input, the usual outcome of a speculative search rather than
+    a failure, so it is caught here, in a module that is not compiled: compiled code adds a
+    traceback entry to every exception that crosses one of its calls, caught or not, and
+    that entry (a code object and a frame made on the spot) cost more than the spawn itself
+    (docs/benchmarks.md, Table III's inlet rows). The engine's own unwinding exceptions are
+    BaseExceptions and pass through."""
+    try:
+        job.value = job.fn(*job.args)
+    except Exception as exc:
+        return exc
+    return None
+
+
 def drop_children(frame: Job, jobs: deque[Job]) -> int:
     """Remove ``frame``'s children from the work queue and mark them aborted; returns how
     many. A frame's queued children are usually on top of the queue (the owner's end); jobs
@@ -66,4 +82,4 @@ def drop_children(frame: Job, jobs: deque[Job]) -> int:
     return dropped
 
 
-__all__ = ["aborted", "drop_children", "is_aborted"]
+__all__ = ["aborted", "call_with_inlet", "drop_children", "is_aborted"]

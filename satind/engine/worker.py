@@ -50,6 +50,7 @@ from satind.engine.frames import (
     root_of,
     too_many,
 )
+from satind.engine.speculation import call_with_inlet
 from satind.engine.unwind import SubtreeAborted, abandon, orphaned_result
 from satind.engine.worker_base import GUARDS as GUARDS
 from satind.engine.worker_base import Mailbox as Mailbox
@@ -136,13 +137,18 @@ class Worker(WorkerBase):
         self.current = job
         try:
             try:
-                job.value = job.fn(*job.args)
+                if job.inlet is None:
+                    job.value = job.fn(*job.args)
+                elif (raised := call_with_inlet(job)) is not None:
+                    job.exc = self._failed(job, raised)
+                    if parent is not None:
+                        self._inlet_ready(job, parent, parent is prev and parent.pending == 1)
             except (WorkerStopped, RunAborted, SubtreeAborted):
                 raise
             except Exception as exc:
                 job.exc = self._failed(job, exc)
-                if parent is not None and hasattr(job, "inlet"):
-                    self._inlet_ready(job, parent)
+                if parent is not None and job.inlet is not None:
+                    self._inlet_ready(job, parent, False)
             if job.pending:
                 # Implicit sync at the end of every job, also when it raised: a child must not
                 # outlive its parent, and the queue must hold no child of a finished frame.
@@ -152,8 +158,8 @@ class Worker(WorkerBase):
                     # An inlet raised after the job's code ended: the job fails with it.
                     job.value = UNSET
                     job.exc = self._failed(job, exc)
-                    if parent is not None and hasattr(job, "inlet"):
-                        self._inlet_ready(job, parent)
+                    if parent is not None and job.inlet is not None:
+                        self._inlet_ready(job, parent, False)
         except RunAborted as aborted:
             self.current = prev
             if self.ready:
@@ -310,6 +316,9 @@ class Worker(WorkerBase):
                         self.attention = True
             if not self.ready or not self._inlets_after(frame):
                 break
+        if frame.nspawn > self.keep_synced:
+            # Every child is finished and synced: past the limit they are not kept.
+            frame.kids = None
         if self._wanting:
             self._want(False)
 
@@ -378,20 +387,24 @@ class Worker(WorkerBase):
             self._report(job)
         elif self.cut and orphaned_result(job, error, self.cut):
             self._keep_orphan(job)
-        elif fresh and error is not None and hasattr(job, "inlet"):
+        elif fresh and error is not None and job.inlet is not None:
             assert job.parent is not None
-            self._inlet_ready(job, job.parent)
+            self._inlet_ready(job, job.parent, False)
 
     # -- inlets and abort (engine/speculation.py) ---------------------------------------------
 
-    def _inlet_ready(self, job: Job, parent: Job) -> None:
-        """``job`` raised and has an inlet: its handler runs at its parent's sync."""
+    def _inlet_ready(self, job: Job, parent: Job, last: bool) -> None:
+        """``job`` raised and has an inlet: its handler runs at its parent's sync. ``last``:
+        ``job`` is the last child its parent's sync loop, which ran it, waits for; that loop
+        looks for handlers as it ends, so it needs no ``attention`` (a drain of the mailbox
+        at the next sync)."""
         ready = self.ready.get(parent)
         if ready is None:
             self.ready[parent] = [job]
         else:
             ready.append(job)
-        self.attention = True
+        if not last:
+            self.attention = True
 
     def _run_inlets(self, frame: Job) -> None:
         """Run the handlers of ``frame``'s children that raised, oldest first, in ``frame``
@@ -400,11 +413,11 @@ class Worker(WorkerBase):
         kids = self.ready.pop(frame, None)
         while kids:
             kid = kids.pop(0)
-            exc = kid.exc
-            assert exc is not None  # only a child that raised is ready
+            exc, inlet = kid.exc, kid.inlet
+            assert exc is not None and inlet is not None  # only a child that raised is ready
             self.in_inlet = True
             try:
-                kid.value = kid.inlet(exc)
+                kid.value = inlet(exc)  # type: ignore[arg-type]
             except Exception:
                 self.abort_children(frame)
                 self.ready.pop(frame, None)

@@ -139,6 +139,9 @@ class WorkerBase:
         # what a spawn compares with (see ``cancelling``).
         self.pending_limit = cfg.max_pending_jobs
         self.max_pending = self.pending_limit
+        # A frame that spawned more than this drops its children at the end of each sync
+        # (cfg.keep_synced_children).
+        self.keep_synced = cfg.keep_synced_children
         # Roots of subtrees being unwound, their frames aborted at their next sync: orphan
         # subtrees (Orphaned: True, their finished results are kept) and stolen jobs whose
         # victim aborted them (Cancel: False, nothing is kept).

@@ -269,14 +269,16 @@ class Job:
         # aborted orphan frame keeps as orphans (worker.abandon). Cleared when it finishes, so
         # that parent and children do not keep each other alive.
         self.kids: Job | None = None
+        # Set by ``spawn_inlet``: the spawner's handler of this job's exception. A store per
+        # spawn costs about a nanosecond compiled; a missing attribute makes every test of
+        # it raise and catch an AttributeError.
+        self.inlet: Callable[[Exception], Any] | None = None
         # Not set here, to keep the spawn path short (every store costs): ``exc`` (read only
         # through ``error``), ``_path`` (see ``path``) and ``origin`` (set by whoever creates a
         # job without a local parent: the peer id its result goes to, None for a root).
 
     exc: BaseException | None
     origin: str | None
-    # Set only by ``spawn_inlet``: the spawner's handler of this job's exception.
-    inlet: Callable[[BaseException], Any]
     # Shared objects this job made (satind/shared.py): part of their ids. Set on first use.
     nshared: int
     # A job without a local parent, finished: what this peer had applied to the run's shared

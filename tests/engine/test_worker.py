@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -315,6 +316,45 @@ def test_an_orphaned_frame_keeps_its_finished_children_and_drops_the_rest() -> N
     w.post(JobArrived(Job(leaf.fn, (0,), root, 0, root.run, 0.1)))
     w.drain()
     assert len(w.queue) == 0 and hooks.drained() == []
+
+
+@pytest.mark.parametrize(("keep", "kept_values"), [(1000, [0, 10, 20, 110]), (2, [110])])
+def test_a_frame_past_keep_synced_children_drops_what_it_synced(
+    keep: int, kept_values: list[int]
+) -> None:
+    # A frame keeps its finished children for reuse if it is aborted (satin-ft §3.2), also
+    # those it already synced; past engine.keep_synced_children spawns it drops them as each
+    # sync returns, so a loop of spawn+sync does not hold every child it ever had.
+    hooks = Hooks()
+    w = Worker(dataclasses.replace(EngineConfig(), keep_synced_children=keep), hooks)
+    root = make_root(lambda: None, (), _run())
+
+    @spawnable
+    def leaf(i: int) -> int:
+        if i == 11:  # the second phase: news of the death arrives while it runs
+            w.post(Orphaned(root))
+        return 10 * i
+
+    @spawnable
+    def phases() -> int:
+        first = [leaf.spawn(i) for i in range(3)]
+        sync()
+        second = [leaf.spawn(i) for i in (9, 10, 11)]
+        sync()
+        return sum(h.result() for h in first + second)
+
+    root.fn, root.args = phases.fn, ()
+    root.origin = "gone-peer"
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+    kept = sorted(job.value for kind, job in hooks.drained() if kind == "orphan")
+    # The second phase runs newest first: 11 finishes, and the frame is cut before 10 and 9
+    # start. With the default the first phase's children are kept beside it; a frame that
+    # had spawned more than 2 dropped them when its first sync returned.
+    assert kept == kept_values
 
 
 def test_without_satind_spawn_is_a_plain_call() -> None:
