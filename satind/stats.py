@@ -39,6 +39,12 @@ STATS: tuple[Stat, ...] = (
     Stat("jobs_run", "jobs", "run", "jobs run to completion"),
     Stat("leaves_run", "jobs", "run", "jobs that spawned nothing"),
     Stat("progress", "fraction", "run", "share of the run's tree finished (from job ids)"),
+    Stat(
+        "busy_s",
+        "seconds",
+        "run",
+        "time compute sides spent on the run's jobs, not waiting for work or stolen children",
+    ),
     Stat("steal_attempts_local", "requests", "steal", "steal requests inside the cluster"),
     Stat("steal_attempts_wide", "requests", "steal", "steal requests to other clusters"),
     Stat("stolen_local", "jobs", "steal", "jobs stolen inside the cluster"),
@@ -181,6 +187,7 @@ PER_RUN: frozenset[str] = frozenset(
         "aborts",
         "jobs_cancelled",
         "abort_wasted_s",
+        "busy_s",
     }
 )
 
@@ -202,3 +209,14 @@ def delta(now: Mapping[str, float], baseline: Mapping[str, float]) -> dict[str, 
 def as_ints(stats: Mapping[str, float]) -> dict[str, int | float]:
     """Counters are sums of integers; send them as such (floats only where fractional)."""
     return {k: int(v) if float(v).is_integer() else v for k, v in stats.items()}
+
+
+def efficiency(counters: Mapping[str, float], peers: int, elapsed_s: float) -> float | None:
+    """The run's efficiency from the peers' own accounting: the time their compute sides
+    spent on its jobs over the time they had (peers x elapsed), as Satin measures it (§4.5)
+    and with no sequential run to compare with. None when it cannot be said (no peers, no
+    time, or counters from a satind that did not keep ``busy_s``)."""
+    busy = counters.get("busy_s")
+    if busy is None or peers <= 0 or elapsed_s <= 0:
+        return None
+    return round(min(1.0, busy / (peers * elapsed_s)), 4)

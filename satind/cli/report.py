@@ -27,6 +27,7 @@ def run_report(plugin: str, argv: Sequence[str], outcome: Outcome) -> dict[str, 
         "elapsed_s": round(outcome.elapsed_s, 6),
         "finish_s": round(outcome.finish_s, 6),
         "peers": outcome.peers,
+        "efficiency": outcome.efficiency,
         "stats": outcome.stats,
         "check": outcome.check,
         **({"outputs": outcome.outputs} if outcome.outputs else {}),
@@ -49,6 +50,12 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
             f"statistics and check); {_verdict(report['check'])}"
         )
         print("  " + _line(counters, stats.SUMMARY))
+        if report.get("efficiency") is not None:
+            print(
+                f"  efficiency {report['efficiency']:.3f}: compute sides busy "
+                f"{counters['busy_s']:.3f} s of {report['peers']} peers x "
+                f"{report['elapsed_s']:.3f} s"
+            )
         for name, what in report.get("outputs", {}).items():
             print(f"  output {name}: {what}")
         if any(counters.get(name) for name in stats.RECOVERY):

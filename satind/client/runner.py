@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from satind import stats
 from satind.client import client as remote
 from satind.client.files import ClientFiles, unsaved
 from satind.client.follow import follow_result
@@ -42,6 +43,11 @@ class Outcome:
     finish_s: float = 0.0
     # What became of each output file the plugin's report made (client/files.py).
     outputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def efficiency(self) -> float | None:
+        """Its efficiency from the peers' own accounting (``stats.efficiency``)."""
+        return stats.efficiency(self.stats, self.peers, self.elapsed_s)
 
 
 # Errors of runs an operator stopped, not of runs that failed (core/lifecycle.stopped_result).

@@ -130,6 +130,7 @@ class Worker(WorkerBase):
             self.under[job] = self.current
             # Only jobs without a local parent get here: the spawn path pays nothing.
             started, jobs_before = time.time(), job.run.jobs_run
+            self._clock(job.run)
         elif job.run.orphans is not None and adopt(job, self.hooks):
             return  # a tuple came in while it waited in the queue: its result is kept
 
@@ -167,6 +168,7 @@ class Worker(WorkerBase):
             drop_queued_children(job, self.jobs)
             if parent is None:
                 del self.under[job]
+                self._clock(prev.run)
             if parent is not None or aborted.run_id != job.run.run_id:
                 raise
             self.nesting -= 1  # the run's outermost frame here: drop it, report nothing
@@ -185,8 +187,10 @@ class Worker(WorkerBase):
             if parent is None:
                 self.nesting -= 1
                 del self.under[job]
+                ended = time.time()
+                self._clock(prev.run)
                 if not keep:
-                    self._cancelled(job, time.time() - started)
+                    self._cancelled(job, ended - started)
                 self.hooks.report(SubtreeDropped(job))
             self.attention = True
             return
@@ -202,6 +206,7 @@ class Worker(WorkerBase):
         else:
             self.nesting -= 1
             del self.under[job]
+            self._clock(prev.run)
             if self.trace is not None:
                 ran = job.run.jobs_run - jobs_before
                 name = getattr(job.fn, "__name__", "job")
@@ -360,7 +365,9 @@ class Worker(WorkerBase):
         self.attention = False
         run = self.current.run
         started = time.time()
+        self._clock(None)
         event = self.mailbox.get(self.cfg.wait_poll_s)
+        self._clock(run)
         if self.trace is not None and self.current is not self.idle_frame:
             self.trace.wait(run.run_id, started, time.time())  # a sync waited
         if event is None:

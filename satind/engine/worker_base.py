@@ -49,7 +49,7 @@ from satind.engine.unwind import cut_subtree, in_cut
 from satind.net.codec import Encoded, EncodeError, encode_value
 from satind.work.errors import aborted
 from satind.work.events import EntityInput
-from satind.work.jobs import UNSET, Job
+from satind.work.jobs import UNSET, Job, RunState
 from satind.work.reports import (
     ChildrenAborted,
     GuardWaiting,
@@ -139,6 +139,11 @@ class WorkerBase:
         # what a spawn compares with (see ``cancelling``).
         self.pending_limit = cfg.max_pending_jobs
         self.max_pending = self.pending_limit
+        # Whose time the compute side spends now, and since when (``_clock``): the run of
+        # the job without a local parent it runs (a root or a stolen job), or None while it
+        # blocks waiting for an event.
+        self.clock_run: RunState | None = None
+        self.clock_t = 0.0
         # A frame that spawned more than this drops its children at the end of each sync
         # (cfg.keep_synced_children).
         self.keep_synced = cfg.keep_synced_children
@@ -228,10 +233,13 @@ class WorkerBase:
     def suspend(self) -> None:
         """Reclaimed: compute nothing until released, still handling the mailbox (results
         and cancellations keep arriving)."""
+        run = self.clock_run
+        self._clock(None)
         while self.reclaimed and not self._stopped:
             event = self.mailbox.get(self.cfg.wait_poll_s)
             if event is not None:
                 self._handle(event)
+        self._clock(run)
 
     def _want(self, wanted: bool, run_id: str = "") -> None:
         self._wanting = wanted
@@ -240,6 +248,19 @@ class WorkerBase:
     def _child_result(self, event: ChildResult) -> None:
         """Apply the result of a child another peer ran: the hot path's (``Worker``)."""
         raise NotImplementedError
+
+    def _clock(self, run: RunState | None) -> None:
+        """Charge the time since the last call to the run that had the compute side
+        (``RunState.busy_s``) and hand it to ``run`` (None: nobody, it blocks). Called where
+        a job without a local parent starts and ends and around every blocking wait, never on
+        the spawn path. Between two jobs, at the top level, the time goes to the idle
+        frame's run, which is nobody's. On ``wall_clock``: virtual in the simulator."""
+        now = self.wall_clock()
+        owner = self.clock_run
+        if owner is not None:
+            owner.busy_s += now - self.clock_t
+        self.clock_run = run
+        self.clock_t = now
 
     def _failed(self, job: Job, exc: BaseException) -> BaseException:
         """What a job that raised failed with: its exception, or, for a recursion past the

@@ -119,6 +119,7 @@ class RunState:
         "aborted",
         "aborts",
         "app",
+        "busy_s",
         "epoch",
         "inv_branching",
         "jobs_cancelled",
@@ -155,6 +156,10 @@ class RunState:
         self.aborts = 0
         self.jobs_cancelled = 0
         self.abort_wasted_s = 0.0
+        # Seconds the compute side spent on this run's jobs, not blocked waiting for work or
+        # for stolen children (engine/worker_base.py ``_clock``): busy / (peers x elapsed) is
+        # the run's efficiency from the peers' own accounting, without a sequential baseline.
+        self.busy_s = 0.0
         # Fraction of the run's tree this peer finished (shares from job ids; see Job.share).
         self.progress = 0.0
         # Set (by the trio thread) when the run is over: its frames still waiting here are
@@ -188,6 +193,7 @@ class RunState:
             "aborts": self.aborts,
             "jobs_cancelled": self.jobs_cancelled,
             "abort_wasted_s": self.abort_wasted_s,
+            "busy_s": self.busy_s,
         }
         if self.app:
             out.update(self.app)

@@ -105,6 +105,10 @@ def test_json_has_the_documented_fields() -> None:
     for name in stats.SUMMARY:  # the counters the summary prints (satind/stats.py)
         assert isinstance(out["stats"][name], int), name
     assert 0 < out["elapsed_s"] < RUN_TIMEOUT
+    # The peers' own accounting: busy time on the run's jobs, at most what two peers had.
+    busy = out["stats"]["busy_s"]
+    assert 0 < busy <= 2 * out["elapsed_s"] * 1.01
+    assert out["efficiency"] == round(min(1.0, busy / (2 * out["elapsed_s"])), 4)
 
 
 def test_crs_steals_inside_the_cluster_and_rs_across(tmp_path: Path) -> None:

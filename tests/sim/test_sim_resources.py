@@ -212,3 +212,18 @@ def test_resource_keys_parse() -> None:
     bandwidth, load = sc.faults
     assert (bandwidth.kind, bandwidth.cluster, bandwidth.value) == ("bandwidth", "c1", float("inf"))
     assert (load.kind, load.peers, load.value) == ("load", ("c0/1",), 0.3)
+
+
+def test_a_runs_busy_time_is_the_time_its_peers_spent_in_its_leaves() -> None:
+    # The compute side charges its time to the run whose job it runs and none while it blocks
+    # for work or for stolen children (``RunState.busy_s``). In virtual time only leaves take
+    # time, so the run's busy time is exactly the leaves' durations on every peer, a loaded
+    # one's stretched ones included.
+    sim = _run(_scenario("", '[[faults]]\nat = 0.5\nload = ["c0/1"]\nshare = 0.5\n'))
+    assert sim.result is not None
+    leaves = sum(driver.busy_s for driver in sim.workers.values())
+    assert leaves > 0 and sim.workers[sim.slots["c0/1"]].busy_s > 0
+    assert sim.result.stats["busy_s"] == pytest.approx(leaves)
+    # ... and less than the peers had: some waited for work at the start and the end.
+    span = sim.end - 3.0  # the run was submitted at 3 s
+    assert leaves < len(sim.workers) * span
