@@ -85,14 +85,16 @@ def part_systems(args: argparse.Namespace) -> None:
     all systems alike instead of on whichever ran in that phase. The systems stay up, idle,
     while the others run."""
     rows = workloads(args.quick)
-    names = ["satind", *args.systems]
+    # satind again with another configuration, interleaved as a system of its own.
+    variants = {f"satind[{Path(c).stem}]": str(c) for c in args.satind_config or []}
+    names = ["satind", *variants, *args.systems]
     times: dict[tuple[str, str], list[float]] = {}
     startup: dict[str, list[float]] = {n: [] for n in names}
     answers: dict[tuple[str, str], Any] = {}
     first: dict[tuple[str, str], float] = {}
     started: dict[str, Any] = {}
     try:
-        for name in names[1:]:
+        for name in args.systems:
             system = SYSTEMS[name](args.workers)
             t = time.perf_counter()
             system.start()
@@ -113,6 +115,11 @@ def part_systems(args: argparse.Namespace) -> None:
                 times.setdefault(("satind", w.label), []).append(report["elapsed_s"])
                 startup["satind"].append(report["wall_s"] - report["elapsed_s"])
                 answers[("satind", w.label)] = report["result"]
+                for name, config in variants.items():
+                    report = satind_run(list(w.argv), args.workers, ["--config", config])
+                    times.setdefault((name, w.label), []).append(report["elapsed_s"])
+                    startup[name].append(report["wall_s"] - report["elapsed_s"])
+                    answers[(name, w.label)] = report["result"]
                 for name, system in started.items():
                     t = time.perf_counter()
                     value = system.solve(w)
@@ -155,11 +162,13 @@ def part_systems(args: argparse.Namespace) -> None:
             seq = med("sequential", w)
             print(f"| {w.label} | " + " | ".join(f"{seq / med(n, w):.2f}" for n in parallel) + " |")
     print("\nThe first (untimed) run of each workload, after start-up (s):\n")
-    print("| workload | " + " | ".join(names[1:]) + " |")
-    print("|---" * len(names) + "|")
+    print("| workload | " + " | ".join(args.systems) + " |")
+    print("|---" * (len(args.systems) + 1) + "|")
     for w in rows:
         print(
-            f"| {w.label} | " + " | ".join(f"{first[(n, w.label)]:.3f}" for n in names[1:]) + " |"
+            f"| {w.label} | "
+            + " | ".join(f"{first[(n, w.label)]:.3f}" for n in args.systems)
+            + " |"
         )
     print("\n| system | start-up (s, median) |")
     print("|---|---|")
@@ -315,6 +324,13 @@ def main() -> None:
         "--systems",
         default="ray,dask,pool,sequential",
         help="comma-separated, from: " + ", ".join(SYSTEMS),
+    )
+    parser.add_argument(
+        "--satind-config",
+        action="append",
+        metavar="FILE",
+        help="also run satind with this TOML config, interleaved, as system satind[STEM] "
+        "(repeatable): a before/after of one setting in one invocation",
     )
     args = parser.parse_args()
     args.systems = [s for s in args.systems.split(",") if s]

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import satind_run  # noqa: E402
+from core import satind_run
 
 WORKLOADS: list[tuple[str, list[str]]] = [
     ("nqueens 14", ["nqueens", "14"]),

@@ -97,6 +97,18 @@ class StealConfig:
     # thief about it (custody.py): a lost steal reply or result is recovered after about this
     # long. Queries are one small message per stolen job per interval.
     custody_check_s: float = 5.0
+    # jobs. A thief whose compute side has nothing to do (no sync of its own waits) asks for
+    # up to this many; the victim gives half of the siblings at the oldest end of its queue
+    # (jobs spawned by the same frame: a flat bag, a search's first level), at most this many,
+    # so that a thief does not pay a round trip per job of a bag (steal-half, as work-first
+    # schedulers do). A thief waiting in a sync takes one job. 1: one job per steal (the
+    # paper's rule).
+    batch_max: int = 32
+    # jobs. ... but only when at least this many siblings lie there: a frame that spawned a
+    # bag. A divide-and-conquer frame's few children (one of fib's two, three of a 4-way
+    # split) go one per steal, the largest first, as the paper has it: taking half of them
+    # would leave a draining or crashing thief holding more of the tree.
+    batch_from: int = 8
     # seconds. First and largest pause between failed steal rounds (doubling in between).
     backoff_min_s: float = 0.0005
     backoff_max_s: float = 0.02

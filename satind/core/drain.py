@@ -73,10 +73,34 @@ def start(
         return []
     state.note(INFO, __name__, "draining: %s", reason)
     state.draining = True
-    fx: Effects = [StealUpdate()]
+    fx: Effects = [StealUpdate(), *give_back_queued(state)]
     for kind in kinds.each():
         if kind.draining is not None:
             fx += kind.draining(state, now)  # SPMD entities ask their masters to move them
+    return fx
+
+
+def give_back_queued(state: PeerState) -> Effects:
+    """The jobs this peer stole that wait in its queue, not started, go back to their
+    victims: the thief says it does not have them ("unknown"), and each victim takes its job
+    back and runs it (core/custody.py), instead of the drain waiting while this peer runs
+    them — a thief that took half of a bag (``steal.batch_max``) may hold many. A job the
+    compute side took meanwhile stays here and is finished."""
+    fx: Effects = []
+    for (key, victim), jobs in list(state.custody.taken.items()):
+        for job in list(jobs):
+            if kinds.of_job(job) is not None:
+                continue  # an iterative task or SPMD step: its kind moves it (``start``)
+            try:
+                state.queue.jobs.remove(job)  # atomic beside the compute side's pops
+            except ValueError:
+                continue  # started, or not in the queue yet
+            jobs.remove(job)
+            fx.append(Send(victim, m.JobState(key[0], key[1], "unknown")))
+        if not jobs:
+            state.custody.taken.pop((key, victim), None)
+    if fx:
+        state.note(INFO, __name__, "draining: gave back %d job(s) not started", len(fx))
     return fx
 
 

@@ -8,7 +8,7 @@ compare them (h11's and Dask's worker state machine's pattern).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from satind.core.model.timers import TimerEvent
@@ -88,12 +88,14 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class HandOut:
-    """Give a job to a thief: send the steal reply that carries it on the request's
-    connection. If the reply cannot go, the job stays here (``victim.not_handed_out``)."""
+    """Give a job (and ``more``, its siblings in the reply's ``more``) to a thief: send the
+    steal reply that carries them on the request's connection. If the reply cannot go, they
+    stay here (``victim.not_handed_out``)."""
 
     link: Link
     reply: m.StealReply
     job: Job
+    more: list[Job] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ connection; once it is out, the job is in custody (custody.py) until its result 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from satind.api import name_of
@@ -96,8 +97,56 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
             data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
         except codec.EncodeError as exc:
             return fx + hand_out(state, link, msg, job, exc, now)
-        return fx + hand_out(state, link, msg, job, data, now, shared_ids(refs))
+        more = _siblings(state, job, msg, len(data)) if msg.many > 1 else []
+        return fx + hand_out(state, link, msg, job, data, now, shared_ids(refs), more)
     return [*fx, EncodeArgs(link, msg, job)]
+
+
+def _siblings(
+    state: PeerState, first: Job, msg: m.StealRequest, size: int
+) -> list[tuple[Job, bytes, list[str]]]:
+    """Steal-half: the siblings of ``first`` (jobs its parent spawned) that lie next at the
+    oldest end of the queue, half of them if there are ``steal.batch_from`` or more, at most
+    ``msg.many`` jobs in all with ``first``,
+    each with its encoded arguments and shared object ids. Jobs are taken off the queue and
+    those not given put back as they were; the first that is no sibling, is aborted, has
+    large arguments or would make the reply too large ends the look. Nothing in a run with
+    orphan tuples (its jobs may be fetched instead, ``fetch_orphan``)."""
+    parent = first.parent
+    if parent is None or first.run.orphans is not None:
+        return []
+    queue = state.queue
+    budget = state.cfg.net.max_frame_bytes // 4 - size
+    looked: list[Job] = []
+    encoded: list[tuple[Job, bytes, list[str]]] = []
+    while len(looked) < 2 * msg.many - 1:
+        job = queue.steal(msg.run)
+        if job is None:
+            break
+        looked.append(job)
+        if job.parent is not parent or job.run.aborted or is_aborted(job):
+            break
+        if state.cancelled and cancelled_here(state, job):
+            break
+        if not _small(job.args, SMALL_ARGS):
+            break
+        refs: list[Any] = []
+        try:
+            data = codec.encode_value(job.args, state.cfg.net.max_frame_bytes, refs)
+        except codec.EncodeError:
+            break
+        budget -= len(data)
+        if budget < 0:
+            break
+        encoded.append((job, data, shared_ids(refs)))
+    # Half of the siblings seen, ``first`` included, go to the thief (the older half); none
+    # but ``first`` when they are few (``steal.batch_from``).
+    give = min(len(encoded), (len(encoded) + 1) // 2, msg.many - 1)
+    if 1 + len(encoded) < state.cfg.steal.batch_from:
+        give = 0
+    for job in reversed(looked[give:]):
+        queue.give_back(job)
+    return encoded[:give]
 
 
 def hand_out(
@@ -108,9 +157,11 @@ def hand_out(
     args: bytes | codec.EncodeError,
     now: float,
     shared: list[str] | None = None,
+    more: list[tuple[Job, bytes, list[str]]] | None = None,
 ) -> Effects:
     """Give ``job`` (its arguments encoded, or why they could not be) to the thief, with the
-    ids of the shared objects they refer to (``shared_ids`` of what encoding them recorded)."""
+    ids of the shared objects they refer to (``shared_ids`` of what encoding them recorded),
+    and ``more`` of its siblings the same way (``_siblings``)."""
     table, rest = _table(state, link, msg)
     run = state.runs.active.get(job.run.run_id)
     if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
@@ -121,12 +172,26 @@ def hand_out(
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
         state.note(WARNING, __name__, "cannot give away %r: %s", job, args)
         return [*_give_back(state, job), Reply(link, m.StealReply(msg.req, None, table)), *rest]
-    spec = job_spec(run.info, job, args, shared or [])
     thief = link.remote_name
-    state.custody.give((spec.run_id, spec.path), job, thief, now)
-    state.count_steal(spec.run_id, "jobs_given")
-    state.note(DEBUG, __name__, "gave %s%s to %s", spec.run_id, spec.path.hex(), thief)
-    return [HandOut(link, m.StealReply(msg.req, spec, table), job), *rest, Checkpoint("theft")]
+    given = [(job, args, shared or []), *(more or [])]
+    specs = []
+    for each, data, ids in given:
+        spec = job_spec(run.info, each, data, ids)
+        state.custody.give((spec.run_id, spec.path), each, thief, now)
+        state.count_steal(spec.run_id, "jobs_given")
+        specs.append(spec)
+    state.note(
+        DEBUG,
+        __name__,
+        "gave %s%s to %s (%d job(s))",
+        run.info.run_id,
+        specs[0].path.hex(),
+        thief,
+        len(specs),
+    )
+    reply = m.StealReply(msg.req, specs[0], table, specs[1:])
+    extra = [each for each, _, _ in given[1:]]
+    return [HandOut(link, reply, job, extra), *rest, Checkpoint("theft")]
 
 
 def job_spec(
@@ -154,12 +219,17 @@ def shared_ids(refs: list[Any]) -> list[str]:
     return sorted({str(ref[0]) for ref in refs})
 
 
-def not_handed_out(state: PeerState, reply: m.StealReply, job: Job) -> Effects:
-    """The reply carrying ``job`` could not be sent (the connection closed): it stays here."""
-    if reply.job is not None:
-        key = (reply.job.run_id, reply.job.path)
-        state.custody.given.pop(key, None)
-        state.count_steal(reply.job.run_id, "jobs_given", -1)
+def not_handed_out(
+    state: PeerState, reply: m.StealReply, job: Job, more: Sequence[Job] = ()
+) -> Effects:
+    """The reply carrying ``job`` (and ``more``) could not be sent (the connection closed):
+    they stay here, as they were in the queue."""
+    specs = [reply.job, *reply.more] if reply.job is not None else []
+    for spec in specs:
+        state.custody.given.pop((spec.run_id, spec.path), None)
+        state.count_steal(spec.run_id, "jobs_given", -1)
+    for sibling in reversed(more):
+        state.queue.give_back(sibling)
     return _give_back(state, job)
 
 

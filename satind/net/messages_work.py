@@ -40,16 +40,21 @@ class StealRequest(Message):
     # Runs the thief does not run (refused there, or their shipped code is coming): no job
     # of those.
     skip: list[str] = field(default_factory=list)
+    # The most jobs the thief takes (steal.batch_max when its compute side is idle, else
+    # 1): the victim gives half of the siblings at the oldest end of its queue, at most this.
+    many: int = 1
 
 
 @dataclass(frozen=True)
 class StealReply(Message):
-    """The oldest job of the victim's queue, or None when it had none."""
+    """The oldest job of the victim's queue, or None when it had none; ``more``: siblings of
+    that job, next oldest first, when the thief asked for several (``StealRequest.many``)."""
 
     TYPE: ClassVar[int] = 11
     req: int
     job: JobSpec | None
     orphans: list[OrphanTuple] | None = None
+    more: list[JobSpec] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def apply_effects(peer: EffectsHost, effects: Effects) -> None:
             peer.compute.post(fx.event)
         elif isinstance(fx, HandOut):
             if not fx.link.post(fx.reply):
-                peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job))
+                peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job, fx.more))
         elif isinstance(fx, Spread):
             if isinstance(fx.item, m.RunAnnounce):
                 peer.swim.dissemination.add_run(fx.item)

@@ -74,9 +74,9 @@ class Thief:
             self._go = trio.Event()
 
     def on_late_reply(self, msg: m.StealReply, victim: str, wide: bool) -> None:
-        """A steal reply nobody waits for any more (it timed out): keep its job anyway."""
+        """A steal reply nobody waits for any more (it timed out): keep its jobs anyway."""
         if msg.job is not None:
-            self._take(msg.job, victim, wide)
+            self._take_all(msg, victim, wide)
 
     # -- the service ----------------------------------------------------------------------
 
@@ -138,6 +138,8 @@ class Thief:
                 for_run,
                 offer(self.host.state),
                 self.host.state.cannot_run(),
+                # Idle (no sync of ours waits): take half of a bag at once.
+                1 if for_run else self.cfg.batch_max,
             ),
         )
         reply = await requests.reply_within(req, within_s)
@@ -155,7 +157,16 @@ class Thief:
             self.host.got_orphan_table(reply.orphans)
         if reply.job is None:
             return False
-        return self._take(reply.job, victim, wide)
+        return self._take_all(reply, victim, wide)
+
+    def _take_all(self, reply: m.StealReply, victim: str, wide: bool) -> bool:
+        """Take the reply's job and its siblings (``StealReply.more``), oldest first: the
+        compute side runs the newest first, and thieves of ours take the oldest."""
+        assert reply.job is not None
+        took = False
+        for spec in (reply.job, *reply.more):
+            took = self._take(spec, victim, wide) or took
+        return took
 
     def _take(self, spec: m.JobSpec, victim: str, wide: bool) -> bool:
         if not self.host.take_stolen(spec, victim):

@@ -181,6 +181,27 @@ def test_a_drain_waits_for_jobs_out_with_thieves_then_hands_over() -> None:
     assert handed[0].results == [kept]
 
 
+def test_a_draining_thief_gives_back_the_stolen_jobs_it_has_not_started() -> None:
+    # A thief holding half of a bag (steal.batch_max) would keep its drain waiting while it
+    # runs them: the ones still queued go back to their victim ("unknown": the victim takes
+    # each back), the one the compute side already took stays and is finished here.
+    state = make_state()
+    run = known_run(state, info(master="b/0"))
+    queued = [job_of(run.state, (i,), index=i) for i in range(3)]
+    running = job_of(run.state, (9,), index=9)
+    for job in [*queued, running]:
+        job.origin = "b/0"
+        state.custody.take(("r1", job.path), "b/0", job)
+    for job in queued:
+        state.queue.push(job)
+    fx = drain.start(state, "asked")
+    back = [f.msg for f in fx if isinstance(f, Send) and isinstance(f.msg, m.JobState)]
+    assert [(msg.path, msg.state) for msg in back] == [(j.path, "unknown") for j in queued]
+    assert all(f.dest == "b/0" for f in fx if isinstance(f, Send))
+    assert not state.queue.jobs
+    assert list(state.custody.taken) == [(("r1", running.path), "b/0")]
+
+
 def test_a_draining_master_stays_until_its_runs_are_over() -> None:
     state = make_state()
     known_run(state)  # mastered here

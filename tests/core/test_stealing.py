@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from satind.core import custody, orphans, sharing, thief, victim
 from satind.core.effects import (
     Checkpoint,
@@ -13,15 +15,17 @@ from satind.core.effects import (
     ToCompute,
 )
 from satind.core.model.orphans import Orphans
+from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived, Wakeup
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.work.jobs import Job
 from tests.core.support import FakeLink, info, job_of, known_run, make_state
 
 
-def _request(req: int = 1, run: str = "", orphans: bool = False) -> m.StealRequest:
-    return m.StealRequest(req, False, orphans, run)
+def _request(req: int = 1, run: str = "", orphans: bool = False, many: int = 1) -> m.StealRequest:
+    return m.StealRequest(req, False, orphans, run, many=many)
 
 
 def test_a_steal_from_an_empty_queue_gets_no_job() -> None:
@@ -188,6 +192,64 @@ def test_a_reply_that_cannot_go_leaves_the_job_here() -> None:
     assert isinstance(fx[0], HandOut)
     assert victim.not_handed_out(state, fx[0].reply, fx[0].job) == [ToCompute(Wakeup())]
     assert list(state.queue.jobs) == [job] and not state.custody.given
+
+
+def _bag(state: PeerState, n: int) -> tuple[Job, list[Job]]:
+    """A frame that spawned ``n`` children, all queued (oldest first), and a later job of
+    another frame on top."""
+    run = known_run(state)
+    frame = job_of(run.state, (0,), index=0)
+    kids = [job_of(run.state, (i,), parent=frame, index=i) for i in range(n)]
+    for kid in kids:
+        state.queue.push(kid)
+    return frame, kids
+
+
+def test_an_idle_thief_takes_half_of_a_bag_in_one_steal() -> None:
+    # Steal-half (steal.batch_max): 20 siblings at the oldest end, a thief that asks for up
+    # to 32 takes the older 11 (the victim keeps 9 queued and the one it runs), each in
+    # custody, in one reply; the rest stay queued in their order.
+    state = make_state()
+    _, kids = _bag(state, 20)
+    request = _request(many=32)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), request, 1.0)
+    hand = fx[0]
+    assert isinstance(hand, HandOut) and hand.reply.job is not None
+    given = [hand.job, *hand.more]
+    assert given == kids[:11]
+    assert [s.path for s in [hand.reply.job, *hand.reply.more]] == [k.path for k in kids[:11]]
+    assert [codec.decode_value(s.args) for s in hand.reply.more] == [(i,) for i in range(1, 11)]
+    assert len(state.custody.given) == 11 and state.steal.jobs_given == 11
+    assert list(state.queue.jobs) == kids[11:]
+    # A reply that cannot go puts all of them back, in their order, out of custody.
+    victim.not_handed_out(state, hand.reply, hand.job, hand.more)
+    assert list(state.queue.jobs) == kids and not state.custody.given
+    assert state.steal.jobs_given == 0
+
+
+@pytest.mark.parametrize(("n", "many"), [(7, 32), (20, 1)])
+def test_few_siblings_or_a_thief_in_a_sync_take_one_job(n: int, many: int) -> None:
+    # Fewer siblings than steal.batch_from (a divide-and-conquer frame's children), or a
+    # thief that asks for one (it waits in a sync): the oldest job alone, as before.
+    state = make_state()
+    _, kids = _bag(state, n)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(many=many), 1.0)
+    hand = fx[0]
+    assert isinstance(hand, HandOut) and hand.job is kids[0] and hand.more == []
+    assert hand.reply.more == [] and list(state.queue.jobs) == kids[1:]
+
+
+def test_a_batch_stops_at_the_first_job_of_another_frame() -> None:
+    state = make_state()
+    _, kids = _bag(state, 10)
+    other = job_of(kids[0].run, (99,), index=3)  # another frame's, between the siblings
+    state.queue.jobs.insert(4, other)
+    fx = victim.on_steal_request(state, FakeLink("b/0"), _request(many=32), 1.0)
+    hand = fx[0]
+    assert isinstance(hand, HandOut)
+    # Only 4 siblings lie before it: fewer than batch_from, so one job goes.
+    assert hand.job is kids[0] and hand.more == []
+    assert list(state.queue.jobs) == [*kids[1:4], other, *kids[4:]]
 
 
 # -- custody ----------------------------------------------------------------------------------
