@@ -3,12 +3,23 @@ peer-seconds per wall second, and membership convergence time against the number
 (with the plot docs/sim-convergence.png).
 
     python benchmarks/simulator.py [--sizes 16,32,64,128,256,512,1000] [--repeat 3]
+    python benchmarks/simulator.py --scale 250,500,1000,2000   # the steady scenario's curve
+
+``--scale`` runs the steady scenario (configs/scenarios/steady-1000.toml) at each size, four
+clusters of a quarter each, one simulation per child process (its own peak RSS): wall time,
+peak RSS and its share per peer, messages per peer per virtual second (flat when every
+peer's traffic is O(1)).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import resource
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 from satind.sim.scenario import load, parse
@@ -33,13 +44,62 @@ def convergence(n: int, seed: int) -> tuple[float | None, float, int]:
     return report.convergence_s, report.wall_s, report.messages
 
 
+def steady(n: int, seed: int) -> dict[str, float]:
+    """The steady scenario with ``n`` peers, in this process (``--one``)."""
+    base = ROOT / "configs/scenarios/steady-1000.toml"
+    scenario = load(base)
+    quarter = {f"c{i}": n // 4 + (1 if i < n % 4 else 0) for i in range(4)}
+    scenario = dataclasses.replace(scenario, clusters=quarter, name=f"steady-{n}")
+    report = simulate(scenario, seed)
+    assert report.invariants_ok, report.violations
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "peers": report.peers,
+        "wall_s": report.wall_s,
+        "virtual_s": report.virtual_s,
+        "messages": report.messages,
+        "rss_mb": rss_mb,
+    }
+
+
+def scale(sizes: list[int], seed: int) -> None:
+    print("## the steady scenario against the number of peers\n")
+    print(
+        "| peers | wall s | virtual s | messages / peer / virtual s | peak RSS MB | KB per peer |"
+    )
+    print("|---|---|---|---|---|---|")
+    for n in sizes:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), "--seed", str(seed)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        rate = got["messages"] / got["peers"] / got["virtual_s"]
+        print(
+            f"| {got['peers']:,.0f} | {got['wall_s']:.1f} | {got['virtual_s']:.1f} | "
+            f"{rate:.2f} | {got['rss_mb']:.0f} | {got['rss_mb'] * 1024 / got['peers']:.0f} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scale", help="peer counts for the steady scenario, comma-separated")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sizes", default="16,32,64,128,256,512,1000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--speed-scenario", default="configs/scenarios/steady-1000.toml")
     parser.add_argument("--plot", default="docs/sim-convergence.png")
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(steady(args.one, args.seed)))
+        return
+    if args.scale:
+        scale([int(s) for s in args.scale.split(",")], args.seed)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"command: python benchmarks/simulator.py --sizes {args.sizes} --repeat {args.repeat}\n")
 

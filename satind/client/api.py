@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from satind import config as config_mod
+from satind import stats
 from satind.client import client as remote
 from satind.client.errors import Refused, run_error
 from satind.client.files import ClientFiles
@@ -96,6 +97,12 @@ class Outcome:
     # you like), or, when the master's operator keeps them, where they are ("PEER:PATH").
     outputs: dict[str, bytes] = field(default_factory=dict)
     kept: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def efficiency(self) -> float | None:
+        """busy_s / (peers x elapsed_s): the run's efficiency from the peers' own accounting
+        (``stats.efficiency``)."""
+        return stats.efficiency(self.stats, self.peers, self.elapsed_s)
 
 
 class Run:
