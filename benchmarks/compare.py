@@ -92,6 +92,7 @@ def part_systems(args: argparse.Namespace) -> None:
     startup: dict[str, list[float]] = {n: [] for n in names}
     answers: dict[tuple[str, str], Any] = {}
     first: dict[tuple[str, str], float] = {}
+    efficiency: dict[str, list[float]] = {}
     started: dict[str, Any] = {}
     try:
         for name in args.systems:
@@ -113,6 +114,7 @@ def part_systems(args: argparse.Namespace) -> None:
                 # measured on every run.
                 report = satind_run(list(w.argv), args.workers)
                 times.setdefault(("satind", w.label), []).append(report["elapsed_s"])
+                efficiency.setdefault(w.label, []).append(report.get("efficiency") or 0.0)
                 startup["satind"].append(report["wall_s"] - report["elapsed_s"])
                 answers[("satind", w.label)] = report["result"]
                 for name, config in variants.items():
@@ -161,6 +163,19 @@ def part_systems(args: argparse.Namespace) -> None:
         for w in rows:
             seq = med("sequential", w)
             print(f"| {w.label} | " + " | ".join(f"{seq / med(n, w):.2f}" for n in parallel) + " |")
+    print(
+        "\nsatind's efficiency from its peers' own accounting (busy / (peers x elapsed)), "
+        "median, and its speed-up over sequential divided by the workers:\n"
+    )
+    print("| workload | efficiency (accounting) | speed-up / workers |")
+    print("|---|---|---|")
+    for w in rows:
+        speedup = (
+            f"{med('sequential', w) / med('satind', w) / args.workers:.3f}"
+            if "sequential" in names
+            else "-"
+        )
+        print(f"| {w.label} | {statistics.median(efficiency[w.label]):.3f} | {speedup} |")
     print("\nThe first (untimed) run of each workload, after start-up (s):\n")
     print("| workload | " + " | ".join(args.systems) + " |")
     print("|---" * (len(args.systems) + 1) + "|")

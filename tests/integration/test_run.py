@@ -108,7 +108,8 @@ def test_json_has_the_documented_fields() -> None:
     # The peers' own accounting: busy time on the run's jobs, at most what two peers had.
     busy = out["stats"]["busy_s"]
     assert 0 < busy <= 2 * out["elapsed_s"] * 1.01
-    assert out["efficiency"] == round(min(1.0, busy / (2 * out["elapsed_s"])), 4)
+    # (elapsed_s is rounded in the JSON, the efficiency was computed before)
+    assert abs(out["efficiency"] - min(1.0, busy / (2 * out["elapsed_s"]))) < 0.002
 
 
 def test_crs_steals_inside_the_cluster_and_rs_across(tmp_path: Path) -> None:
