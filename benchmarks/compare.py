@@ -347,6 +347,14 @@ def main() -> None:
         help="also run satind with this TOML config, interleaved, as system satind[STEM] "
         "(repeatable): a before/after of one setting in one invocation",
     )
+    parser.add_argument(
+        "--background-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N busy Python processes (each in a session of its own) run throughout: the "
+        "fixed background load of docs/benchmarks.md (2 = one per core here)",
+    )
     args = parser.parse_args()
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = [s for s in args.systems if s not in SYSTEMS]
@@ -354,15 +362,26 @@ def main() -> None:
         parser.error(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}")
     print("command: python benchmarks/compare.py " + shlex.join(sys.argv[1:]))
     print(f"machine: {machine()}\n")
-    if args.part in ("all", "micro"):
-        print("## Spawn and sync (Table III)\n")
-        part_micro(args)
-    if args.part in ("all", "systems"):
-        print("\n## satind and the alternatives\n")
-        part_systems(args)
-    if args.part in ("all", "widearea"):
-        print("\n## CRS vs RS under emulated wide-area latency\n")
-        part_widearea(args)
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(args.background_load)
+    ]
+    if hogs:
+        print(f"background load: {len(hogs)} busy process(es), pids {[h.pid for h in hogs]}\n")
+    try:
+        if args.part in ("all", "micro"):
+            print("## Spawn and sync (Table III)\n")
+            part_micro(args)
+        if args.part in ("all", "systems"):
+            print("\n## satind and the alternatives\n")
+            part_systems(args)
+        if args.part in ("all", "widearea"):
+            print("\n## CRS vs RS under emulated wide-area latency\n")
+            part_widearea(args)
+    finally:
+        for hog in hogs:  # the ones started here, by pid
+            hog.kill()
+            hog.wait()
 
 
 if __name__ == "__main__":
