@@ -6,7 +6,7 @@ peer-seconds per wall second, and membership convergence time against the number
     python benchmarks/simulator.py --scale 250,500,1000,2000   # the steady scenario's curve
 
 ``--scale`` runs the steady scenario (configs/scenarios/steady-1000.toml) at each size, four
-clusters of a quarter each, one simulation per child process (its own peak RSS): wall time,
+clusters of a quarter each, its leaves scaled with the size (the same work per peer), one simulation per child process (its own peak RSS): wall time,
 peak RSS and its share per peer, messages per peer per virtual second (flat when every
 peer's traffic is O(1)).
 """
@@ -49,7 +49,11 @@ def steady(n: int, seed: int) -> dict[str, float]:
     base = ROOT / "configs/scenarios/steady-1000.toml"
     scenario = load(base)
     quarter = {f"c{i}": n // 4 + (1 if i < n % 4 else 0) for i in range(4)}
-    scenario = dataclasses.replace(scenario, clusters=quarter, name=f"steady-{n}")
+    # The same tree, its leaves scaled with the peers: the same work per peer, so the run
+    # takes about as long (a minute of virtual time) at every size.
+    assert scenario.workload is not None
+    work = dataclasses.replace(scenario.workload, leaf_ms=scenario.workload.leaf_ms * n / 1000)
+    scenario = dataclasses.replace(scenario, clusters=quarter, workload=work, name=f"steady-{n}")
     report = simulate(scenario, seed)
     assert report.invariants_ok, report.violations
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
