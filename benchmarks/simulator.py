@@ -5,10 +5,10 @@ peer-seconds per wall second, and membership convergence time against the number
     python benchmarks/simulator.py [--sizes 16,32,64,128,256,512,1000] [--repeat 3]
     python benchmarks/simulator.py --scale 250,500,1000,2000   # the steady scenario's curve
 
-``--scale`` runs the steady scenario (configs/scenarios/steady-1000.toml) at each size, four
-clusters of a quarter each, its leaves scaled with the size (the same work per peer), one simulation per child process (its own peak RSS): wall time,
-peak RSS and its share per peer, messages per peer per virtual second (flat when every
-peer's traffic is O(1)).
+``--scale`` runs the steady scenario (configs/scenarios/steady-1000.toml) at each size: four
+clusters of a quarter each, its leaves scaled with the size (the same work per peer), one
+simulation per child process (its own peak RSS). It prints wall time, peak RSS and its share
+per peer, and messages per peer per virtual second (flat when every peer's traffic is O(1)).
 """
 
 from __future__ import annotations
