@@ -106,28 +106,30 @@ def _siblings(
     state: PeerState, first: Job, msg: m.StealRequest, size: int
 ) -> list[tuple[Job, bytes, list[str]]]:
     """Steal-half: the siblings of ``first`` (jobs its parent spawned) that lie next at the
-    oldest end of the queue, half of them if there are ``steal.batch_from`` or more, at most
-    ``msg.many`` jobs in all with ``first``,
-    each with its encoded arguments and shared object ids. Jobs are taken off the queue and
-    those not given put back as they were; the first that is no sibling, is aborted, has
-    large arguments or would make the reply too large ends the look. Nothing in a run with
-    orphan tuples (its jobs may be fetched instead, ``fetch_orphan``)."""
+    oldest end of the queue, the older half of them if there are ``steal.batch_from`` or
+    more, at most ``msg.many`` jobs in all with ``first``; each with its encoded arguments
+    and shared object ids, and taken off the queue. Chosen from a snapshot of the queue and
+    removed one by one, so that no job the compute side may need is ever out of the queue
+    meanwhile (it would find the queue empty and wait): one it took since ends the batch,
+    as do large arguments or a reply grown too large. Nothing in a run with orphan tuples
+    (its jobs may be fetched instead, ``fetch_orphan``)."""
     parent = first.parent
     if parent is None or first.run.orphans is not None:
         return []
-    queue = state.queue
-    budget = state.cfg.net.max_frame_bytes // 4 - size
-    looked: list[Job] = []
-    encoded: list[tuple[Job, bytes, list[str]]] = []
-    while len(looked) < 2 * msg.many - 1:
-        job = queue.steal(msg.run)
-        if job is None:
-            break
-        looked.append(job)
+    jobs = state.queue.jobs
+    siblings: list[Job] = []
+    for job in list(jobs)[: 2 * msg.many - 1]:  # a snapshot: one C call, atomic
         if job.parent is not parent or job.run.aborted or is_aborted(job):
             break
         if state.cancelled and cancelled_here(state, job):
             break
+        siblings.append(job)
+    if 1 + len(siblings) < state.cfg.steal.batch_from:
+        return []
+    budget = state.cfg.net.max_frame_bytes // 4 - size
+    given: list[tuple[Job, bytes, list[str]]] = []
+    # The older half of the siblings, ``first`` included, go to the thief.
+    for job in siblings[: min((len(siblings) + 1) // 2, msg.many - 1)]:
         if not _small(job.args, SMALL_ARGS):
             break
         refs: list[Any] = []
@@ -138,15 +140,12 @@ def _siblings(
         budget -= len(data)
         if budget < 0:
             break
-        encoded.append((job, data, shared_ids(refs)))
-    # Half of the siblings seen, ``first`` included, go to the thief (the older half); none
-    # but ``first`` when they are few (``steal.batch_from``).
-    give = min(len(encoded), (len(encoded) + 1) // 2, msg.many - 1)
-    if 1 + len(encoded) < state.cfg.steal.batch_from:
-        give = 0
-    for job in reversed(looked[give:]):
-        queue.give_back(job)
-    return encoded[:give]
+        try:
+            jobs.remove(job)  # atomic beside the compute side's pops
+        except ValueError:
+            break  # the compute side took it meanwhile
+        given.append((job, data, shared_ids(refs)))
+    return given
 
 
 def hand_out(
@@ -166,8 +165,10 @@ def hand_out(
     run = state.runs.active.get(job.run.run_id)
     if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
         # Its run ended, or it was aborted, meanwhile (large arguments are encoded off the
-        # network side): nobody waits for it.
-        return [Reply(link, m.StealReply(msg.req, None, table)), *rest]
+        # network side): nobody waits for it. Siblings taken with it that still count go
+        # back.
+        back = _put_back(state, [each for each, _, _ in more or []])
+        return [*back, Reply(link, m.StealReply(msg.req, None, table)), *rest]
     if isinstance(args, codec.EncodeError):
         # Arguments CBOR cannot carry: this job runs here, and stays the oldest.
         state.note(WARNING, __name__, "cannot give away %r: %s", job, args)
@@ -228,9 +229,17 @@ def not_handed_out(
     for spec in specs:
         state.custody.given.pop((spec.run_id, spec.path), None)
         state.count_steal(spec.run_id, "jobs_given", -1)
-    for sibling in reversed(more):
-        state.queue.give_back(sibling)
-    return _give_back(state, job)
+    return [*_put_back(state, more), *_give_back(state, job)]
+
+
+def _put_back(state: PeerState, jobs: Sequence[Job]) -> Effects:
+    """Siblings taken for a thief that did not get them go back to the oldest end, in their
+    order, but for those an abort has cancelled meanwhile (``abort()`` could not drop them
+    while they were out of the queue, and nobody waits for them now)."""
+    back = [job for job in jobs if not job.run.aborted and not is_aborted(job)]
+    for job in reversed(back):
+        state.queue.give_back(job)
+    return [ToCompute(Wakeup())] if back else []
 
 
 def _give_back(state: PeerState, job: Job) -> Effects:

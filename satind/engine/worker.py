@@ -159,7 +159,11 @@ class Worker(WorkerBase):
                     # An inlet raised after the job's code ended: the job fails with it.
                     job.value = UNSET
                     job.exc = self._failed(job, exc)
-                    if parent is not None and job.inlet is not None:
+                    if (
+                        parent is not None
+                        and job.inlet is not None
+                        and job not in self.ready.get(parent, ())
+                    ):  # (its own code may have raised too: one handler call for the job)
                         self._inlet_ready(job, parent, False)
         except RunAborted as aborted:
             self.current = prev

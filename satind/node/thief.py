@@ -163,8 +163,13 @@ class Thief:
         """Take the reply's job and its siblings (``StealReply.more``), oldest first: the
         compute side runs the newest first, and thieves of ours take the oldest."""
         assert reply.job is not None
-        took = False
-        for spec in (reply.job, *reply.more):
+        took = self._take(reply.job, victim, wide)
+        for spec in reply.more:
+            if self.host.state.draining:
+                # A reply that was on its way when the drain began (core/drain.py gave back
+                # the rest): the victim takes these back rather than the drain waiting.
+                self.host.post(victim, m.JobState(spec.run_id, spec.path, "unknown"))
+                continue
             took = self._take(spec, victim, wide) or took
         return took
 

@@ -239,6 +239,28 @@ def test_few_siblings_or_a_thief_in_a_sync_take_one_job(n: int, many: int) -> No
     assert hand.reply.more == [] and list(state.queue.jobs) == kids[1:]
 
 
+def test_siblings_of_a_first_job_aborted_meanwhile_go_back_unless_aborted_too() -> None:
+    # The frame aborted its first 3 children while the batch was chosen (aborted_below 3):
+    # nothing goes to the thief, the siblings that still count go back to the queue (the
+    # compute side is woken), the aborted ones do not.
+    state = make_state()
+    frame, kids = _bag(state, 20)
+    state.queue.jobs.popleft()  # the first, as the steal took it
+    more: list[tuple[Job, bytes, list[str]]] = [
+        (kid, codec.encode_value((kid.index,)), []) for kid in kids[1:6]
+    ]
+    for kid in kids[1:6]:
+        state.queue.jobs.remove(kid)
+    frame.aborted_below = 3
+    fx = victim.hand_out(state, FakeLink("b/0"), _request(many=32), kids[0], b"", 1.0, [], more)
+    assert fx[0] == ToCompute(Wakeup())
+    replies = [f.msg for f in fx if isinstance(f, Reply)]
+    assert len(replies) == 1 and isinstance(replies[0], m.StealReply)
+    assert replies[0].job is None
+    assert list(state.queue.jobs) == [*kids[3:6], *kids[6:]]
+    assert not state.custody.given
+
+
 def test_a_batch_stops_at_the_first_job_of_another_frame() -> None:
     state = make_state()
     _, kids = _bag(state, 10)

@@ -367,3 +367,40 @@ def test_without_satind_an_inlet_runs_at_once_and_abort_does_nothing() -> None:
     handles = [leaf.spawn_inlet(inlet, i) for i in range(4)]
     sync()
     assert [h.result() for h in handles] == [0, 1, 2, 0] and got == [0, 3]
+
+
+def test_a_child_that_raises_and_whose_sync_raises_too_has_its_inlet_run_once(
+    worker: Worker,
+) -> None:
+    # The child's own code raises with a grandchild pending; its implicit sync then runs the
+    # grandchild's handler, which raises as well. The child failed twice over, but its
+    # spawner's handler runs once, with the last exception.
+    calls: list[str] = []
+
+    @spawnable
+    def grandchild() -> None:
+        raise ValueError("grandchild")
+
+    @spawnable
+    def child() -> None:
+        def reraise(exc: Exception) -> None:
+            raise RuntimeError("from the grandchild's handler")
+
+        grandchild.spawn_inlet(reraise)
+        raise KeyError("child")
+
+    def handler(exc: Exception) -> str:
+        calls.append(repr(exc))
+        return "handled"
+
+    @spawnable
+    def spawner() -> str:
+        handle = child.spawn_inlet(handler)
+        sync()
+        return str(handle.result())
+
+    root = make_root(spawner.fn, (), _run())
+    worker.run_job(root)
+    assert root.error is None and root.value.decode() == "handled"
+    assert calls == ['RuntimeError("from the grandchild\'s handler")']
+    assert not worker.ready
