@@ -157,10 +157,11 @@ class WorkerBase:
         # time.
         self.cancelling = 0
         # Frames with children whose inlet waits to run, in the order they finished
-        # (engine/speculation.py); and whether a handler is running now (a handler that
-        # syncs does not run the others inside it).
+        # (engine/speculation.py); and the frames whose handler runs now (a handler that
+        # syncs does not run its frame's other handlers inside it; the frames of jobs that
+        # run inside that sync run theirs as usual).
         self.ready: dict[Job, list[Job]] = {}
-        self.in_inlet = False
+        self.handling: set[Job] = set()
         # Shared objects (satind/shared.py): this peer's replicas and what keeps them in step
         # (engine/replica_table.py); ``shared`` is its replicas by id (the network side reads
         # which ones exist).

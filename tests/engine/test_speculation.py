@@ -404,3 +404,43 @@ def test_a_child_that_raises_and_whose_sync_raises_too_has_its_inlet_run_once(
     assert root.error is None and root.value.decode() == "handled"
     assert calls == ['RuntimeError("from the grandchild\'s handler")']
     assert not worker.ready
+
+
+def test_a_job_run_inside_a_handlers_sync_runs_its_own_childrens_handlers(
+    worker: Worker,
+) -> None:
+    # A handler spawns and syncs; the job it waits for runs inside that sync, and that job's
+    # own child raises into an inlet. Only the handler's frame defers its other handlers
+    # while the handler runs; the inner job's handler runs at the inner job's sync.
+    @spawnable
+    def deep() -> None:
+        raise ValueError("deep")
+
+    @spawnable
+    def inner() -> int:
+        handle = deep.spawn_inlet(lambda exc: 42)
+        sync()
+        return int(handle.result())
+
+    @spawnable
+    def failing() -> None:
+        raise KeyError("failing")
+
+    @spawnable
+    def spawner() -> list[int]:
+        got: list[int] = []
+
+        def handler(exc: Exception) -> str:
+            handle = inner.spawn()
+            sync()
+            got.append(handle.result())
+            return "handled"
+
+        failing.spawn_inlet(handler)
+        sync()
+        return got
+
+    root = make_root(spawner.fn, (), _run())
+    worker.run_job(root)
+    assert root.error is None and root.value.decode() == [42]
+    assert not worker.ready and not worker.handling
