@@ -265,7 +265,7 @@ class Worker(WorkerBase):
                         raise RunAborted(frame.run.run_id)  # over here: nobody needs this frame
                     if self.cut and (root := root_of(frame)) in self.cut:
                         raise SubtreeAborted(root)
-                    if frame in self.ready and frame not in self.handling:
+                    if frame in self.ready and frame is not self.handler_frame:
                         self._run_inlets(frame)
                     continue
                 try:
@@ -334,7 +334,7 @@ class Worker(WorkerBase):
     def _inlets_after(self, frame: Job) -> bool:
         """``frame``'s loop ended with inlets ready: run them if they are ``frame``'s (True:
         they spawned, or more became ready, so the loop goes on)."""
-        if frame in self.handling:
+        if frame is self.handler_frame:
             # A handler's own sync(): the handlers that became ready meanwhile run after it
             # returns (``_run_inlets`` picks them up), never inside it.
             return False
@@ -426,7 +426,7 @@ class Worker(WorkerBase):
             kid = kids.pop(0)
             exc, inlet = kid.exc, kid.inlet
             assert exc is not None and inlet is not None  # only a child that raised is ready
-            self.handling.add(frame)
+            outer, self.handler_frame = self.handler_frame, frame
             try:
                 kid.value = inlet(exc)  # type: ignore[arg-type]
             except Exception:
@@ -434,7 +434,7 @@ class Worker(WorkerBase):
                 self.ready.pop(frame, None)
                 raise
             finally:
-                self.handling.discard(frame)
+                self.handler_frame = outer
             # ``kid.exc`` stays: a handled job has no result of its own (see speculation.py).
             # Its traceback goes: it holds the frames the job ran in, which would otherwise
             # live as long as the spawner's frame keeps its finished children.

@@ -157,11 +157,13 @@ class WorkerBase:
         # time.
         self.cancelling = 0
         # Frames with children whose inlet waits to run, in the order they finished
-        # (engine/speculation.py); and the frames whose handler runs now (a handler that
-        # syncs does not run its frame's other handlers inside it; the frames of jobs that
-        # run inside that sync run theirs as usual).
+        # (engine/speculation.py); and the frame whose handler runs now, the innermost if
+        # handlers nest (a handler that syncs does not run its frame's other handlers inside
+        # it; the frames of jobs that run inside that sync run theirs as usual). A sync loop
+        # only ever runs for the innermost frame, so the innermost handler's is the only
+        # one to compare with.
         self.ready: dict[Job, list[Job]] = {}
-        self.handling: set[Job] = set()
+        self.handler_frame: Job | None = None
         # Shared objects (satind/shared.py): this peer's replicas and what keeps them in step
         # (engine/replica_table.py); ``shared`` is its replicas by id (the network side reads
         # which ones exist).

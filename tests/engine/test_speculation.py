@@ -443,4 +443,4 @@ def test_a_job_run_inside_a_handlers_sync_runs_its_own_childrens_handlers(
     root = make_root(spawner.fn, (), _run())
     worker.run_job(root)
     assert root.error is None and root.value.decode() == [42]
-    assert not worker.ready and not worker.handling
+    assert not worker.ready and worker.handler_frame is None
