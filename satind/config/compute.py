@@ -61,8 +61,8 @@ class EngineConfig:
     # aborted, or a drained peer's, hands them on for reuse (satin-ft §3.2), and a checkpoint
     # logs them. A frame that has spawned more than this many keeps them only until its next
     # sync returns: a loop that spawns and syncs a million times would otherwise hold a
-    # million records that the garbage collector walks (Table III's loop, 380 -> 290 ns,
-    # docs/benchmarks.md) and ~200 MB. Such a frame, aborted after a sync, computes the
+    # million records that the garbage collector walks (Table III's loop: 400 ns instead of
+    # 154, docs/benchmarks.md) and ~290 MB. Such a frame, aborted after a sync, computes the
     # children it had synced again. 0: no frame keeps synced children.
     keep_synced_children: int = 1000
     # satind.abort() cancels the children of the running job (engine/speculation.py). False

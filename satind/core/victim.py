@@ -55,9 +55,7 @@ def on_steal_request(state: PeerState, link: Link, msg: m.StealRequest, now: flo
     # Never a job its master placed here (an iterative task, an SPMD entity job or root):
     # it runs here, not elsewhere (``WorkQueue.steal`` passes over them).
     job = queue.steal(msg.run)
-    while job is not None and (
-        job.run.aborted or is_aborted(job) or (state.cancelled and cancelled_here(state, job))
-    ):
+    while job is not None and _over(state, job):
         # A job of a run that is over here (ended, suspended, or an epoch left behind), or
         # of an aborted frame or job (core/aborts.py): nobody waits for it. Given away, it
         # would be run again under the run's id.
@@ -119,9 +117,7 @@ def _siblings(
     jobs = state.queue.jobs
     siblings: list[Job] = []
     for job in list(jobs)[: 2 * msg.many - 1]:  # a snapshot: one C call, atomic
-        if job.parent is not parent or job.run.aborted or is_aborted(job):
-            break
-        if state.cancelled and cancelled_here(state, job):
+        if job.parent is not parent or _over(state, job):
             break
         siblings.append(job)
     if 1 + len(siblings) < state.cfg.steal.batch_from:
@@ -163,7 +159,7 @@ def hand_out(
     and ``more`` of its siblings the same way (``_siblings``)."""
     table, rest = _table(state, link, msg)
     run = state.runs.active.get(job.run.run_id)
-    if run is None or job.run.aborted or is_aborted(job) or cancelled_here(state, job):
+    if run is None or _over(state, job):
         # Its run ended, or it was aborted, meanwhile (large arguments are encoded off the
         # network side): nobody waits for it. Siblings taken with it that still count go
         # back.
@@ -230,6 +226,13 @@ def not_handed_out(
         state.custody.given.pop((spec.run_id, spec.path), None)
         state.count_steal(spec.run_id, "jobs_given", -1)
     return [*_put_back(state, more), *_give_back(state, job)]
+
+
+def _over(state: PeerState, job: Job) -> bool:
+    """Nobody waits for ``job`` any more: its run is over here (ended, suspended, or an epoch
+    left behind), or it, or a job above it, was aborted (core/aborts.py). Given away, it
+    would be run again under the run's id."""
+    return job.run.aborted or is_aborted(job) or cancelled_here(state, job)
 
 
 def _put_back(state: PeerState, jobs: Sequence[Job]) -> Effects:

@@ -191,10 +191,9 @@ class Worker(WorkerBase):
             if parent is None:
                 self.nesting -= 1
                 del self.under[job]
-                ended = time.time()
                 self._clock(prev.run)
                 if not keep:
-                    self._cancelled(job, ended - started)
+                    self._cancelled(job, time.time() - started)
                 self.hooks.report(SubtreeDropped(job))
             self.attention = True
             return

@@ -274,6 +274,17 @@ def test_result_before_sync_is_an_error(worker: Worker) -> None:
     assert isinstance(root.error, ResultNotReady)
 
 
+def _run_stolen(w: Worker, root: Job, fn: Any, args: tuple[Any, ...]) -> None:
+    """Run ``root`` as ``fn(*args)`` stolen from a peer (its origin), with ``w`` current."""
+    root.fn, root.args = fn, args
+    root.origin = "gone-peer"
+    worker_mod.CURRENT = w
+    try:
+        w.run_job(root)
+    finally:
+        worker_mod.CURRENT = None
+
+
 def test_an_orphaned_frame_keeps_its_finished_children_and_drops_the_rest() -> None:
     # A job stolen from a peer that then died (satin-ft §3.2): when the peer learns it, the
     # job's frame is aborted at its next sync; the children that finished are kept as
@@ -294,13 +305,7 @@ def test_an_orphaned_frame_keeps_its_finished_children_and_drops_the_rest() -> N
         sync()
         return sum(h.result() for h in handles)
 
-    root.fn, root.args = split.fn, (8,)
-    root.origin = "gone-peer"
-    worker_mod.CURRENT = w
-    try:
-        w.run_job(root)
-    finally:
-        worker_mod.CURRENT = None
+    _run_stolen(w, root, split.fn, (8,))
     events = hooks.drained()
     # Children run newest first: 7, 6 and 5 finished; 4 down to 0 were still queued.
     kept = sorted(job.value for kind, job in events if kind == "orphan")
@@ -343,13 +348,7 @@ def test_a_frame_past_keep_synced_children_drops_what_it_synced(
         sync()
         return sum(h.result() for h in first + second)
 
-    root.fn, root.args = phases.fn, ()
-    root.origin = "gone-peer"
-    worker_mod.CURRENT = w
-    try:
-        w.run_job(root)
-    finally:
-        worker_mod.CURRENT = None
+    _run_stolen(w, root, phases.fn, ())
     kept = sorted(job.value for kind, job in hooks.drained() if kind == "orphan")
     # The second phase runs newest first: 11 finishes, and the frame is cut before 10 and 9
     # start. With the default the first phase's children are kept beside it; a frame that
