@@ -48,6 +48,11 @@ def check(args: tuple[int, ...], result: int) -> None:
         raise AssertionError(f"fib({args[0]}) is {a}, not {result}")
 
 
+def benchmark() -> None:
+    """A leaf's work at a small size (fib 22: ~2 ms), for self-adaptivity's speed."""
+    fib_seq(22)
+
+
 PLUGIN = Plugin(
     name="fib",
     entry=fib,
@@ -56,4 +61,5 @@ PLUGIN = Plugin(
     max_branching=2,
     check=check,
     description="n-th Fibonacci number by doubly recursive spawning",
+    benchmark=benchmark,
 )

@@ -3,11 +3,14 @@
 Every period the coordinator has two samples of each peer's counters (``Sample``, at the
 start and the end of the period) and turns them into one ``PeerPeriod`` each:
 
-- overhead: the share of the period the peer was idle (stealing, or waiting for stolen work);
+- overhead: the share of the period the peer's compute side did not compute (idle,
+  stealing, blocked in a sync for a stolen child, or starved of the GIL by the network side:
+  the paper's "idle or communicating");
 - wide overhead: the share it spent waiting on wide-area steal round trips;
-- speed: its machine's speed for interpreted code (1 / the CPU time of a fixed benchmark)
-  times the share of a CPU it got while it worked (CPU time over busy wall time: a machine
-  shared with another program gives the peer less), relative to the fastest peer.
+- speed: its machine's speed (1 / the CPU time of the run's plugin's own benchmark when every
+  peer of the period timed it, else of a fixed Python loop) times the share of a CPU it got
+  while it computed (CPU time over computing wall time: a machine shared with another
+  program gives the peer less), relative to the fastest peer.
 
 The weighted average efficiency is the paper's ``1/n * sum(speed_i * (1 - overhead_i))``. Then,
 in this order, one decision per period:
@@ -53,6 +56,8 @@ class Sample:
     bench_cpu_s: float
     standby: bool = False
     progress: float = 0.0  # its share of the run's progress (summed over peers: the run's)
+    busy_s: float = 0.0  # seconds its compute side computed (adaptivity/measure.py)
+    app_bench_cpu_s: float = 0.0  # the run's plugin's benchmark, in CPU seconds (0: none)
     # Alive, but its answer did not come in time (a saturated link, an overloaded machine):
     # counted as all overhead for the period, wide-area overhead when ``wide``.
     missing: bool = False
@@ -108,16 +113,23 @@ def periods(before: Mapping[str, Sample], after: Sequence[Sample]) -> list[PeerP
         span = now.at - then.at
         if span <= 0:
             continue
-        idle = _clip((now.idle_s - then.idle_s) / span)
-        wide = min(idle, _clip((now.wide_wait_s - then.wide_wait_s) / span))
-        busy_s = span * (1.0 - idle)
-        # The CPU a peer got while it worked; an idle peer gives no evidence: count it whole.
+        busy_s = min(span, max(0.0, now.busy_s - then.busy_s))
+        overhead = 1.0 - busy_s / span
+        wide = min(overhead, _clip((now.wide_wait_s - then.wide_wait_s) / span))
+        # The CPU a peer got while it computed; a peer that hardly computed gives no
+        # evidence: count it whole.
         share = _clip((now.cpu_s - then.cpu_s) / busy_s) if busy_s > 0.01 * span else 1.0
-        machine = 1.0 / max(now.bench_cpu_s, 1e-9)
-        raw.append((now, idle, wide, machine * max(share, 1e-3)))
-    fastest = max((speed for *_, speed in raw), default=1.0)
+        raw.append((now, overhead, wide, max(share, 1e-3)))
+    # The application's own benchmark when every peer timed it (the same work everywhere),
+    # else the fixed loop: speeds are compared between peers, so one measure for all.
+    app = bool(raw) and all(s.app_bench_cpu_s > 0 for s, *_ in raw)
+    speeds = [
+        share / max(s.app_bench_cpu_s if app else s.bench_cpu_s, 1e-9) for s, _, _, share in raw
+    ]
+    fastest = max(speeds, default=1.0)
     return [
-        PeerPeriod(s.name, s.cluster, speed / fastest, idle, wide) for s, idle, wide, speed in raw
+        PeerPeriod(s.name, s.cluster, speed / fastest, overhead, wide)
+        for (s, overhead, wide, _), speed in zip(raw, speeds, strict=True)
     ] + silent
 
 

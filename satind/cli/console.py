@@ -152,6 +152,31 @@ def runs_table(reply: m.StatusReply) -> Table:
     return table
 
 
+# Decisions of the adaptivity coordinators `satind status` shows (the newest).
+SHOWN_DECISIONS = 5
+
+
+def decisions_table(reply: m.StatusReply) -> Table | None:
+    """The self-adaptivity coordinators' last decisions (every run's master with
+    ``[adapt] enabled`` keeps its own, node/adapt.py), newest last; None when there are
+    none."""
+    made = sorted(
+        ((d, p.name) for p in reply.peers for d in p.decisions), key=lambda item: item[0].at
+    )[-SHOWN_DECISIONS:]
+    if not made:
+        return None
+    table = Table(title="self-adaptivity", title_justify="left")
+    for column in ("at", "coordinator", "run", "peers", "efficiency", "action"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("why", overflow="fold")
+    for d, peer in made:
+        at = datetime.datetime.fromtimestamp(d.at).strftime("%H:%M:%S")
+        table.add_row(
+            at, slot_of(peer), d.run_id, str(d.peers), f"{d.efficiency:.2f}", d.action, d.why
+        )
+    return table
+
+
 def _iteration_cell(counters: dict[str, int | float]) -> str:
     if "iteration" not in counters:
         return "-"
@@ -239,6 +264,9 @@ def print_status(reply: m.StatusReply) -> None:
         console.print(runs_table(reply))
     else:
         console.print("no runs")
+    decisions = decisions_table(reply)
+    if decisions is not None:
+        console.print(decisions)
     for p in reply.peers:
         for line in p.not_serving:  # a run it takes no part in, and why
             console.print(f"{slot_of(p.name)} takes no part in run {line}", markup=False)
@@ -319,7 +347,11 @@ async def watch_status(client: Client, cfg: Config) -> None:
                     view = status_bar_view(run, console.width >= WIDE)
                     show_bar(progress, tasks[run.run_id], view, rate)
                 narrow = console.width < 120
-                live.update(Group(peers_table(reply, narrow), progress, rates, notice))
+                views: list[Table | Progress | Text] = [peers_table(reply, narrow), progress]
+                decisions = decisions_table(reply)
+                if decisions is not None:
+                    views.append(decisions)
+                live.update(Group(*views, rates, notice))
                 await trio.sleep(cfg.client.watch_interval_s)
 
 

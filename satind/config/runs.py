@@ -263,6 +263,11 @@ class AdaptConfig:
     # A command run when more peers are wanted than standby peers can give: its arguments,
     # then the number of peers wanted (also in SATIND_PEERS_WANTED). Empty: standby only.
     provision_command: list[str] = field(default_factory=list)
+    # A command run for each peer the coordinator drained, once it is gone (it handed its
+    # work and results over and left): its arguments, then the peer's slot and host (also
+    # in SATIND_RELEASED_SLOT and SATIND_RELEASED_HOST), to give the machine back to the
+    # batch system or cloud it came from. Empty: the machine's daemon keeps it, idle.
+    release_command: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,10 @@ class WorkerBase:
         # blocks waiting for an event.
         self.clock_run: RunState | None = None
         self.clock_t = 0.0
+        # All of it charged to some run, ever: the compute side's time computing, which
+        # self-adaptivity's overhead is the rest of (adaptivity/measure.py). A float the
+        # trio thread only reads.
+        self.busy_total_s = 0.0
         # A frame that spawned more than this drops its children at the end of each sync
         # (cfg.keep_synced_children).
         self.keep_synced = cfg.keep_synced_children
@@ -262,8 +266,22 @@ class WorkerBase:
         owner = self.clock_run
         if owner is not None:
             owner.busy_s += now - self.clock_t
+            if owner is not self.idle_frame.run:
+                self.busy_total_s += now - self.clock_t
         self.clock_run = run
         self.clock_t = now
+
+    def busy_seconds(self) -> float:
+        """``busy_total_s`` with the stretch under way (a stolen job may compute for a
+        minute before it ends and is charged). Read from the trio thread: a ``_clock`` on the
+        compute thread between the reads may count one stretch twice, or not yet, in one
+        sample; the next sample is right again (self-adaptivity clips a period's share)."""
+        since = self.clock_t
+        total = self.busy_total_s
+        owner = self.clock_run
+        if owner is None or owner is self.idle_frame.run:
+            return total
+        return total + max(0.0, self.wall_clock() - since)
 
     def _failed(self, job: Job, exc: BaseException) -> BaseException:
         """What a job that raised failed with: its exception, or, for a recursion past the

@@ -142,7 +142,10 @@ class LoadReply(Message):
     """A peer's counters for self-adaptivity (adaptivity/measure.py), all growing: seconds
     idle and waiting on wide-area steals, CPU seconds of the process, and the CPU seconds
     the reference benchmark took just now. ``standby``: started with ``--standby`` and not
-    admitted yet. ``progress``: its share of the asking run's progress."""
+    admitted yet. ``progress``: its share of the asking run's progress. ``busy_s``: seconds
+    its compute side spent computing (any run's jobs). ``app_bench_cpu_s``: CPU seconds the
+    run's plugin's own benchmark took at its last timing here (0: it has none, or it was
+    not timed here yet)."""
 
     TYPE: ClassVar[int] = 109
     req: int
@@ -154,6 +157,8 @@ class LoadReply(Message):
     standby: bool
     # This peer's share of the run's progress (the ``progress`` counter: tree finished).
     progress: float
+    busy_s: float
+    app_bench_cpu_s: float
 
 
 @dataclass(frozen=True)

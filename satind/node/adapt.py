@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import trio
 
 from satind.adaptivity.coordinator import Decision, Sample, confirm, decide, periods
+from satind.adaptivity.measure import timed_cpu_s
 from satind.core.effects import Link, Reply
 from satind.net import messages as m
 from satind.net.names import slot_of
@@ -38,6 +39,39 @@ log = logging.getLogger(__name__)
 
 # Decisions a coordinator keeps for `satind status` and the tests (the newest).
 KEPT_DECISIONS = 100
+# seconds. How often a coordinator looks whether peers it drained are gone, to release
+# their machines (``release_loop``): a membership lookup, not a message.
+RELEASE_POLL_S = 1.0
+
+
+def app_benchmark(peer: Host, run_id: str) -> float:
+    """The last timing here of ``run_id``'s plugin's own benchmark (0: it has none, or it
+    was not timed yet), starting the next timing in the background: answering the
+    coordinator never waits for plugin code (adaptivity/measure.py ``AppBenchmarks``)."""
+    run = peer.state.runs.active.get(run_id)
+    if run is None:
+        return 0.0
+    info = run.info
+    plugin = peer.state.plugin_version(info.plugin, info.code_hash)
+    if plugin is None or plugin.benchmark is None:
+        return 0.0
+    benchmarks = peer.benchmarks
+    if benchmarks.start(info.code_hash):
+        work = plugin.benchmark
+
+        async def time_it() -> None:
+            cpu_s = None
+            try:
+                cpu_s = await peer.compute.run_plugin(timed_cpu_s, work)
+            except Exception as exc:
+                # A broken benchmark costs this peer its application speed, nothing else:
+                # the fixed loop stands in.
+                log.warning("adapt: plugin %s's benchmark failed: %r", info.plugin, exc)
+            finally:
+                benchmarks.done(info.code_hash, cpu_s)
+
+        peer.spawn_task(time_it)
+    return benchmarks.cpu_s.get(info.code_hash, 0.0)
 
 
 def measure(peer: Host, run_id: str) -> m.LoadReply:
@@ -52,6 +86,8 @@ def measure(peer: Host, run_id: str) -> m.LoadReply:
         peer.compute.benchmark_cpu_s(peer.cfg.adapt.benchmark_loops),
         state.standby,
         float(state.run_counters(run_id).get("progress", 0.0)),
+        peer.compute.busy_seconds(),
+        app_benchmark(peer, run_id),
     )
 
 
@@ -70,6 +106,8 @@ def _sample(name: str, at: float, reply: m.LoadReply) -> Sample:
         reply.bench_cpu_s,
         reply.standby,
         reply.progress,
+        reply.busy_s,
+        reply.app_bench_cpu_s,
     )
 
 
@@ -98,6 +136,10 @@ class Coordinator:
         # Peers asked of provisioning count as coming until this time (max_peers).
         self._expected = 0
         self._expected_until = 0.0
+        # Peers it drained, not gone yet: name -> host (``release_loop``); and the slots it
+        # gave back, oldest first (for `satind status` and the tests).
+        self._drained: dict[str, str] = {}
+        self.released: collections.deque[str] = collections.deque(maxlen=KEPT_DECISIONS)
 
     def recent(self, count: int = 5) -> list[m.AdaptDecision]:
         """The last ``count`` decisions, as a status line carries them (wall-clock times)."""
@@ -130,7 +172,13 @@ class Coordinator:
         return oldest.info.run_id
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.release_loop)
+            task_status.started()
+            await self.coordinate()
+
+    async def coordinate(self) -> None:
+        """Sample, decide and act, every period, while this peer coordinates a run."""
         while True:
             await trio.sleep(self.cfg.period_s)
             run_id = self.coordinated_run()
@@ -193,6 +241,8 @@ class Coordinator:
             )
         for name in drain:
             peer.post(name, m.Drain(reason, drain))
+            member = peer.table.get(name)
+            self._drained[name] = member.address.host if member is not None else ""
         if decision.add:
             standby = sorted(s.name for s in samples if s.standby)
             admitted = tuple(standby[: decision.add])
@@ -228,27 +278,62 @@ class Coordinator:
             return False
         self._provisioning = True
 
-        async def go() -> None:
-            try:
-                env = {**os.environ, "SATIND_PEERS_WANTED": str(count)}
-                done = await trio.run_process(
-                    [*command, str(count)],
-                    check=False,
-                    env=env,
-                    capture_stdout=True,
-                    capture_stderr=True,
-                )
-                if done.returncode != 0:
-                    log.error(
-                        "adapt: provision command %s exited %d: %s",
-                        command,
-                        done.returncode,
-                        done.stderr.decode(errors="replace")[-500:],
-                    )
-            except OSError as exc:
-                log.error("adapt: cannot run provision command %s: %s", command, exc)
-            finally:
-                self._provisioning = False
+        def done() -> None:
+            self._provisioning = False
 
-        self.peer.spawn_task(go)
+        env = {"SATIND_PEERS_WANTED": str(count)}
+        self.peer.spawn_task(self._command, "provision", [*command, str(count)], env, done)
         return True
+
+    async def release_loop(self) -> None:
+        """Give the machines of peers this coordinator drained back to the provisioning side
+        once they are gone (left, or lost on the way): ``[adapt] release_command`` with the
+        peer's slot and host, once per peer. Only gone peers: a peer still draining holds
+        results that it hands over before it leaves."""
+        while True:
+            await trio.sleep(RELEASE_POLL_S)
+            if not self._drained:
+                continue
+            gone = {}
+            for name in list(self._drained):
+                member = self.peer.table.get(name)
+                if member is None or member.state.gone:
+                    gone[name] = self._drained.pop(name)
+            for name, host in sorted(gone.items()):
+                slot = slot_of(name)
+                self.released.append(slot)
+                command = self.cfg.release_command
+                if command:
+                    env = {"SATIND_RELEASED_SLOT": slot, "SATIND_RELEASED_HOST": host}
+                    self.peer.spawn_task(self._command, "release", [*command, slot, host], env)
+                log.info("adapt: %s (on %s) drained and gone: released", slot, host)
+
+    async def _command(
+        self,
+        what: str,
+        argv: list[str],
+        env: dict[str, str],
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        """Run a provisioning-side command, logging how it failed (it is the operator's)."""
+        try:
+            finished = await trio.run_process(
+                argv,
+                check=False,
+                env={**os.environ, **env},
+                capture_stdout=True,
+                capture_stderr=True,
+            )
+            if finished.returncode != 0:
+                log.error(
+                    "adapt: %s command %s exited %d: %s",
+                    what,
+                    argv,
+                    finished.returncode,
+                    finished.stderr.decode(errors="replace")[-500:],
+                )
+        except OSError as exc:
+            log.error("adapt: cannot run %s command %s: %s", what, argv, exc)
+        finally:
+            if done is not None:
+                done()

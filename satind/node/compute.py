@@ -62,6 +62,11 @@ class ComputeDriver(Protocol):
         """CPU time the compute side has had so far (self-adaptivity's CPU share)."""
         ...
 
+    def busy_seconds(self) -> float:
+        """Seconds the compute side has spent computing jobs so far (self-adaptivity's
+        overhead is the rest)."""
+        ...
+
     def benchmark_cpu_s(self, loops: int) -> float:
         """CPU seconds a fixed reference work of ``loops`` turns takes here now."""
         ...
@@ -104,6 +109,9 @@ class ThreadCompute:
     def cpu_seconds(self) -> float:
         # The process's: the trio thread's share is small next to the compute thread's.
         return time.process_time()
+
+    def busy_seconds(self) -> float:
+        return self.worker.busy_seconds()
 
     def benchmark_cpu_s(self, loops: int) -> float:
         return benchmark_cpu_s(loops)

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import trio
 
 import satind.plugin as plugins
+from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
 from satind.core.effects import Effects
 from satind.core.state import PeerState
@@ -96,6 +97,8 @@ class Host(Protocol):
     result_waiters: dict[str, list[trio.Event]]
     # Set once it joined the system (its seeds answered, or it is the first member).
     joined: trio.Event
+    # Timings of runs' plugins' own benchmarks here (self-adaptivity, node/adapt.py).
+    benchmarks: AppBenchmarks
     # (process CPU s, monotonic s, last share): status's CPU figure between two samples.
     _cpu: tuple[float, float, float]
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 import satind.plugin as plugins
+from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
 from satind.core import (
     custody,
@@ -204,6 +205,7 @@ class Peer:
         self.dashboard: DashboardServer | None = None  # [dashboard] enabled: the web page
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
+        self.benchmarks = AppBenchmarks()
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
     def decisions(self) -> list[m.AdaptDecision]:

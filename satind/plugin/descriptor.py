@@ -85,6 +85,12 @@ class Plugin:
         requires: what the plugin needs installed where it runs, as PEP 508 requirements
             (``("numpy>=1.26",)``); a peer that lacks one takes no part in its runs and says
             why (plugin/requirements.py).
+        benchmark: optional, a small fixed piece of the application's own work (the Satin
+            paper's "the actual application with a smaller input problem"), called with no
+            arguments; self-adaptivity times it in CPU seconds on each peer of a run to
+            compare the machines' speeds for this application (docs/operations.md). Keep it
+            to a few milliseconds, the same work every call, using no spawn. Without it a
+            fixed Python loop is timed instead.
     """
 
     name: str
@@ -106,6 +112,7 @@ class Plugin:
     # (``driven``). The core reads this, so it never imports the drivers' modules.
     kind: RunKind = "divide-and-conquer"
     requires: tuple[str, ...] = ()
+    benchmark: Callable[[], object] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.entry, Spawnable):

@@ -261,6 +261,11 @@ class LockstepCompute:
         virtual duration times the share in force (the simulated ``time.process_time()``)."""
         return self._cpu_s
 
+    def busy_seconds(self) -> float:
+        """Virtual seconds the compute side spent computing jobs (the worker's own account,
+        as on a real peer)."""
+        return self.worker.busy_seconds()
+
     def benchmark_cpu_s(self, loops: int = 0) -> float:
         """CPU seconds the reference work (``BENCHMARK_WORK_S``) takes on this peer now.
 

@@ -82,17 +82,31 @@ def test_decide(spec: str, cfg: AdaptConfig, expected: Decision) -> None:
 
 
 def sample(
-    name: str, at: float, idle: float, cpu: float, bench: float = 0.01, **kw: object
+    name: str,
+    at: float,
+    idle: float,
+    cpu: float,
+    bench: float = 0.01,
+    *,
+    busy: float | None = None,
+    app: float = 0.0,
+    wide: float = 0.0,
+    cluster: str = "c0",
+    standby: bool = False,
 ) -> Sample:
+    """A peer's counters at ``at``; it computed all the time it was not idle unless
+    ``busy`` says otherwise."""
     return Sample(
         name,
-        str(kw.get("cluster", "c0")),
+        cluster,
         at,
         idle,
-        float(kw.get("wide", 0.0)),  # type: ignore[arg-type]
+        wide,
         cpu,
         bench,
-        bool(kw.get("standby", False)),
+        standby,
+        busy_s=at - idle if busy is None else busy,
+        app_bench_cpu_s=app,
     )
 
 
@@ -119,6 +133,26 @@ def test_periods_turn_two_samples_into_overhead_and_relative_speed() -> None:
     assert got["slow"].speed == pytest.approx(0.5)
     assert got["loaded"].speed == pytest.approx(0.3)
     assert wa_efficiency(list(got.values())) == pytest.approx((1 + 0.8 + 0.5 + 0.3) / 4)
+
+
+def test_overhead_is_all_time_not_computing_not_only_idle_time() -> None:
+    # Never idle (it always had work or a sync to wait in), but it computed 6 s of 10: the
+    # rest went to waiting for stolen children's results, messages and the GIL.
+    before = {"a": sample("a", 0.0, 0.0, 0.0, busy=0.0)}
+    [got] = periods(before, [sample("a", 10.0, 0.0, 6.0, busy=6.0)])
+    assert got.overhead == pytest.approx(0.4)
+    assert got.speed == 1.0  # 6 CPU s in 6 s computing: a whole CPU
+
+
+def test_the_plugins_own_benchmark_gives_the_speed_when_every_peer_timed_it() -> None:
+    before = {n: sample(n, 0.0, 0.0, 0.0) for n in ("a", "b")}
+    # The loop says the machines are alike; the application runs twice as fast on a.
+    after = [sample("a", 10.0, 0.0, 10.0, app=0.1), sample("b", 10.0, 0.0, 10.0, app=0.2)]
+    got = {p.name: p.speed for p in periods(before, after)}
+    assert got == {"a": pytest.approx(1.0), "b": pytest.approx(0.5)}
+    # One peer has not timed it yet: the loop for everyone, not two measures mixed.
+    after[1] = sample("b", 10.0, 0.0, 10.0)
+    assert {p.name: p.speed for p in periods(before, after)} == {"a": 1.0, "b": 1.0}
 
 
 def test_wide_overhead_is_within_idle_time() -> None:

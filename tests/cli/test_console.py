@@ -14,6 +14,7 @@ from rich.progress import Progress
 from satind.cli.console import (
     BarView,
     bar_view,
+    decisions_table,
     peers_table,
     run_bar,
     runs_table,
@@ -54,6 +55,26 @@ def test_a_cancelled_run_shows_no_made_up_progress() -> None:
     console.print(runs_table(m.StatusReply(0, [], [run])))
     row = next(line for line in console.export_text().splitlines() if "r-1" in line)
     assert "0.0%" not in row and "cancelled" in row
+
+
+def test_the_coordinators_decisions_show_newest_last_and_none_without_any() -> None:
+    assert decisions_table(_reply()) is None
+    made = [
+        m.AdaptDecision(1_700_000_000.0 + i, "r-1", 3, 0.25, f"drain m{i}/0", f"reason {i}")
+        for i in range(7)
+    ]
+    peers = [
+        m.PeerStatus("m1/0#a", "c0", "alive", decisions=made[::2]),
+        m.PeerStatus("m2/0#b", "c0", "alive", decisions=made[1::2]),
+    ]
+    table = decisions_table(m.StatusReply(0, peers, []))
+    assert table is not None
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(table)
+    lines = [line for line in console.export_text().splitlines() if "reason" in line]
+    # The five newest, in time order, each with its coordinator's slot.
+    assert [line.split("reason ")[1].split()[0] for line in lines] == ["2", "3", "4", "5", "6"]
+    assert "m1/0" in lines[0] and "drain m2/0" in lines[0] and "0.25" in lines[0]
 
 
 class _Clock:

@@ -2,7 +2,8 @@
 peer whose CPU the test loads with a hog, and admits a standby peer when the efficiency is
 high again. Three one-peer machines; the master's peer and the standby peer are pinned to one
 CPU, the loaded peer and two hogs to the other: whatever the order of the decisions, the loaded
-peer gets a third of a CPU and the others at least half of one, so it is the one drained."""
+peer gets a third of a CPU and the others at least half of one, so it is the one drained,
+and, once gone, its machine is released with ``[adapt] release_command``."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ def machines(tmp_path: Path) -> Iterator[tuple[Daemon, Daemon, Daemon]]:
     for name in ("m1", "m2", "m3"):
         assert satind("keys", "issue", str(keys), name).returncode == 0
     config = keys / "adapt.toml"
-    config.write_text(CONFIG)
+    # The provisioning side's release command: it writes down what it was given.
+    released = keys / "released.txt"
+    record = f"open({str(released)!r}, 'a').write(' '.join(__import__('sys').argv[1:]) + chr(10))"
+    release = json.dumps([sys.executable, "-c", record])
+    config.write_text(f"{CONFIG}release_command = {release}\n")
     started: list[Daemon] = []
     try:
         one = ("--peers", "1", "--config", str(config))
@@ -129,5 +134,12 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     except AssertionError:
         raise AssertionError(f"states {states()}; log {log[-3000:]}") from None
     assert states().get("m3/0") != "standby"
+    # Gone, m2/0's machine was given back to the provisioning side: the release command ran
+    # with its slot and host.
+    released = keys / "released.txt"
+    wait_for(lambda: released.exists() and "m2/0 127.0.0.1" in released.read_text(), 15.0)
+    # `satind status` shows the coordinator's decisions to an operator.
+    shown = client(keys, m1.first, "status")
+    assert shown.returncode == 0 and "self-adaptivity" in shown.stdout, shown.stdout
     # (Which comes first depends on the first period: both peers busy and the hog not yet
     # felt, the efficiency is high and m3 is admitted before m2 goes.)
