@@ -18,6 +18,8 @@ import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from plotting import has_matplotlib  # the scripts' directory: python benchmarks/...
+
 from satind.sim.scenario import parse
 from satind.sim.simulator import Simulation
 
@@ -57,6 +59,8 @@ def one(key: str, seed: int, adapt: bool) -> dict[str, object]:
 
 
 def plot(rows: dict[tuple[str, bool], list[dict[str, object]]], out: Path) -> None:
+    if not has_matplotlib():
+        return
     import matplotlib
 
     matplotlib.use("Agg")

@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from plotting import has_matplotlib  # the scripts' directory: python benchmarks/...
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 # label -> (policy, interval_s[, fsync]), None: checkpoints off
@@ -154,6 +156,8 @@ def by_tasks(args: argparse.Namespace, tmp: Path) -> None:
 def plot(
     rows: list[tuple[int, dict[str, tuple[float, float]]]], labels: list[str], out: Path
 ) -> None:
+    if not has_matplotlib():
+        return
     import matplotlib
 
     matplotlib.use("Agg")

@@ -43,6 +43,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p
 )
 
+from plotting import has_matplotlib  # noqa: E402
 from systems import SYSTEMS  # noqa: E402
 from workloads import Workload, workloads  # noqa: E402
 
@@ -196,16 +197,6 @@ def part_systems(args: argparse.Namespace) -> None:
         print(f"| {n} | {statistics.median(startup[n]):.2f}{note} |")
     if has_matplotlib():
         plot_systems(rows, names, med)
-
-
-def has_matplotlib() -> bool:
-    """Plots need matplotlib (the ``bench`` extra); without it the tables are the result."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("\n(no plot: matplotlib is not installed; pip install -e '.[bench]')")
-        return False
-    return True
 
 
 def plot_systems(rows: list[Workload], names: list[str], med: Any) -> None:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from plotting import has_matplotlib  # the scripts' directory: python benchmarks/...
 from recovery_procs import Machine, satind
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -139,6 +140,8 @@ def rates(points: list[tuple[float, int]]) -> tuple[list[float], list[float]]:
 
 
 def plot(runs: dict[str, dict[str, Any]], times: dict[str, float], path: Path) -> None:
+    if not has_matplotlib():
+        return
     import matplotlib
 
     matplotlib.use("Agg")

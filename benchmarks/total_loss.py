@@ -22,6 +22,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from plotting import has_matplotlib  # the scripts' directory: python benchmarks/...
+
 from satind.sim.scenario import parse
 from satind.sim.simulator import SimReport, simulate
 
@@ -126,6 +128,8 @@ def main() -> None:
 
 
 def plot(results: dict[tuple[str, float], list[SimReport]]) -> None:
+    if not has_matplotlib():
+        return
     import matplotlib
 
     matplotlib.use("Agg")

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from plotting import has_matplotlib  # the scripts' directory: python benchmarks/...
+
 from satind.volatile.study import N_COM, TASKS, W_MIN, Table, format_table, run_study
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -22,6 +24,8 @@ FIGURE_2 = ("emct", "emct*", "mct", "mct*", "ud*", "lw*", "random1w")
 
 
 def plot(table: Table, out: Path) -> None:
+    if not has_matplotlib():
+        return
     import matplotlib
 
     matplotlib.use("Agg")

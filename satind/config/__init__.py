@@ -51,6 +51,7 @@ from satind.config.shell import DashboardConfig as DashboardConfig
 from satind.config.shell import LauncherConfig as LauncherConfig
 from satind.config.shell import MetricsConfig as MetricsConfig
 from satind.config.shell import OnSigterm as OnSigterm
+from satind.config.shell import OwnerConfig as OwnerConfig
 from satind.config.shell import PluginsConfig as PluginsConfig
 from satind.config.shell import default_peer_count as default_peer_count
 from satind.config.wire import EmulationConfig as EmulationConfig

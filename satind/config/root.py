@@ -27,6 +27,7 @@ from satind.config.shell import (
     DashboardConfig,
     LauncherConfig,
     MetricsConfig,
+    OwnerConfig,
     PluginsConfig,
 )
 from satind.config.wire import EmulationConfig, MembershipConfig, NetConfig
@@ -52,6 +53,7 @@ class Config:
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    owner: OwnerConfig = field(default_factory=OwnerConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)

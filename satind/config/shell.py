@@ -107,6 +107,30 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True)
+class OwnerConfig:
+    """`satind start`: reclaim this machine's peers automatically while its owner uses it
+    (ops/owner.py), as desktop grids do: the Casanova et al. model's RECLAIMED state, detected
+    from the load other processes put on the machine instead of declared by hand."""
+
+    # Off by default: on a dedicated machine other load is not an owner, and a reclaimed
+    # peer computes nothing.
+    reclaim: bool = False
+    # fraction of the CPUs the daemon may use. Other processes (anything but this daemon and
+    # its peers) keeping more than this busy is the owner at work.
+    reclaim_above: float = 0.5
+    # seconds. ... for this long in a row before the peers are reclaimed (a compile or a
+    # page load is not a reclaim).
+    reclaim_after_s: float = 10.0
+    # fraction. Other load under this ...
+    release_below: float = 0.25
+    # seconds. ... for this long in a row releases them: longer than reclaim_after_s, since
+    # an owner who paused often comes back (the paper's reclaimed stretches last minutes).
+    release_after_s: float = 30.0
+    # seconds. How often the daemon reads /proc/stat and its peers' CPU time.
+    sample_s: float = 1.0
+
+
+@dataclass(frozen=True)
 class ClientConfig:
     """Defaults for client commands (overridden by --to/--keys, then SATIND_TO/SATIND_KEYS)."""
 

@@ -206,6 +206,8 @@ class Peer:
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
         self.benchmarks = AppBenchmarks()
+        # Reclaimed by the daemon's owner watch, not by hand (``owner_load``).
+        self._owner_reclaimed = False
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
     def decisions(self) -> list[m.AdaptDecision]:
@@ -340,6 +342,8 @@ class Peer:
         scheduler counts this worker RECLAIMED meanwhile (core/iterative.py)."""
         if self.state.reclaimed == reclaimed:
             return
+        if not reclaimed:
+            self._owner_reclaimed = False  # released, by whoever: the owner's watch starts over
         log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
         self.state.reclaimed = reclaimed
         if not reclaimed:
@@ -348,6 +352,16 @@ class Peer:
         self.worker.reclaim(reclaimed)
         self.thief.update()
         self.changed()
+
+    def owner_load(self, busy: bool) -> None:
+        """The daemon's owner watch (ops/owner.py): the machine's owner is at work (reclaim
+        this peer) or gone (release it). It releases only what it reclaimed: a peer
+        reclaimed by hand, or standby, stays as its operator left it."""
+        if busy and not self.state.reclaimed:
+            self.reclaim(True, "its machine's owner is using it ([owner] reclaim)")
+            self._owner_reclaimed = True
+        elif not busy and self._owner_reclaimed:
+            self.reclaim(False, "its machine's owner is gone ([owner] reclaim)")
 
     def drain(self, reason: str, leaving: Sequence[str] = (), deadline_s: float = -1.0) -> None:
         """Stop taking work, finish what is here, then leave (core/drain.py); past the

@@ -49,7 +49,8 @@ def share(n: int, busy_cpus: float, own_cpus: float) -> float:
     return min(1.0, n / (others + 1.0))
 
 
-def _cpus() -> set[int]:
+def machine_cpus() -> set[int]:
+    """The CPUs this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return os.sched_getaffinity(0)
     return set(range(os.cpu_count() or 1))
@@ -60,7 +61,7 @@ async def profile_loop(state: PeerState) -> None:
     every = state.cfg.spmd.profile_s
     if every <= 0:
         return
-    cpus = _cpus()
+    cpus = machine_cpus()
     last = cpu_times(cpus)
     if last is None:
         return
@@ -68,7 +69,7 @@ async def profile_loop(state: PeerState) -> None:
     while True:
         await trio.sleep(every)
         # Read again each time: an operator (or a test) may pin the peer to other CPUs.
-        now_cpus = _cpus()
+        now_cpus = machine_cpus()
         now = cpu_times(now_cpus)
         own, wall = time.process_time(), time.monotonic()
         if now is not None and now_cpus == cpus and now[1] > last[1] and wall > wall_last:

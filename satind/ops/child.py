@@ -67,48 +67,58 @@ async def _child(
     capture(peer.logs)  # what plugins print inside jobs goes to their runs (satind logs)
     control = trio.lowlevel.FdStream(os.dup(args.control_fd))
     asked_to_stop = False
-    async with trio.open_nursery() as nursery:
-        address = await nursery.start(peer.run, not args.seeds_later)
-        bound = {"name": args.name, "host": address.host, "port": address.port}
-        if peer.metrics is not None and peer.metrics.address is not None:
-            bound["metrics"] = f"http://{peer.metrics.address}/metrics"
-        _say(args.report_fd, bound)
-        if args.seeds_later:
-            line = json.loads(await read_line(control) or b"{}")
-            peer.join([parse_address(s) for s in line.get("seeds", [])])
+    # Open before the address is reported, so that no owner signal the daemon sends once
+    # the peer is up is lost (they wait here until ``watch_owner`` reads them).
+    with trio.open_signal_receiver(signal.SIGUSR1, signal.SIGUSR2) as owner_signals:
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(peer.run, not args.seeds_later)
+            bound = {"name": args.name, "host": address.host, "port": address.port}
+            if peer.metrics is not None and peer.metrics.address is not None:
+                bound["metrics"] = f"http://{peer.metrics.address}/metrics"
+            _say(args.report_fd, bound)
+            if args.seeds_later:
+                line = json.loads(await read_line(control) or b"{}")
+                peer.join([parse_address(s) for s in line.get("seeds", [])])
 
-        async def report_joined() -> None:
-            await peer.joined.wait()
-            await peer.wait_for_members(args.expect)
-            _say(args.report_fd, {"name": args.name, "members": len(peer.table.alive())})
+            async def report_joined() -> None:
+                await peer.joined.wait()
+                await peer.wait_for_members(args.expect)
+                _say(args.report_fd, {"name": args.name, "members": len(peer.table.alive())})
 
-        async def watch_control() -> None:
-            nonlocal asked_to_stop
-            # End of file on the control pipe: the launcher is gone or asks us to stop.
-            while await control.receive_some(4096):
-                pass
-            asked_to_stop = True
-            peer.leave()
+            async def watch_control() -> None:
+                nonlocal asked_to_stop
+                # End of file on the control pipe: the launcher is gone or asks us to stop.
+                while await control.receive_some(4096):
+                    pass
+                asked_to_stop = True
+                peer.leave()
 
-        async def watch_signals() -> None:
-            nonlocal asked_to_stop
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    if signum == signal.SIGHUP:
-                        nursery.start_soon(reload_plugins, peer)
-                        continue
-                    asked_to_stop = True
-                    if cfg.daemon.on_sigterm == "drain":
-                        # The daemon stops all its peers this way: none inherits a run.
-                        peer.drain("SIGTERM", peer.machine(), cfg.daemon.drain_deadline_s)
-                    else:
-                        peer.leave()
+            async def watch_signals() -> None:
+                nonlocal asked_to_stop
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                    async for signum in signals:
+                        if signum == signal.SIGHUP:
+                            nursery.start_soon(reload_plugins, peer)
+                            continue
+                        asked_to_stop = True
+                        if cfg.daemon.on_sigterm == "drain":
+                            # The daemon stops all its peers this way: none inherits a run.
+                            peer.drain("SIGTERM", peer.machine(), cfg.daemon.drain_deadline_s)
+                        else:
+                            peer.leave()
 
-        nursery.start_soon(report_joined)
-        nursery.start_soon(watch_control)
-        nursery.start_soon(watch_signals)
-        await peer.stopped.wait()
-        nursery.cancel_scope.cancel()
+            async def watch_owner() -> None:
+                # The daemon's owner watch ([owner] reclaim, ops/owner.py): SIGUSR1 when the
+                # machine's owner is at work, SIGUSR2 when they are gone.
+                async for signum in owner_signals:
+                    peer.owner_load(signum == signal.SIGUSR1)
+
+            nursery.start_soon(report_joined)
+            nursery.start_soon(watch_control)
+            nursery.start_soon(watch_signals)
+            nursery.start_soon(watch_owner)
+            await peer.stopped.wait()
+            nursery.cancel_scope.cancel()
     return EXIT_STOPPED
 
 
@@ -190,6 +200,10 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     from satind.config import ConfigError
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The daemon's owner signals (ops/owner.py) must never kill a peer that has not opened
+    # their receiver yet (their default action is to terminate).
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     # Neither pipe goes to the processes this one starts (plugins' among them): the launcher
     # must see the report pipe end when this process ends.
     for fd in (args.control_fd, args.report_fd):

@@ -41,6 +41,7 @@ from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
 from satind.node import history
+from satind.ops import owner
 from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,
@@ -159,6 +160,9 @@ class Supervisor:
         self._said: set[str] = set()
         # Why the daemon stopped on its own (a peer that cannot run), or None.
         self.fatal: str | None = None
+        # The owner watch's last verdict ([owner] reclaim): a peer restarted meanwhile is
+        # reclaimed as soon as it is up.
+        self.owner_busy = False
 
     def _stopped(self, slot: Slot) -> None:
         slot.stopped = True
@@ -213,6 +217,8 @@ class Supervisor:
             for slot in self.slots:
                 nursery.start_soon(self._watch, slot)
             nursery.start_soon(self._signals, nursery.cancel_scope)
+            if self.cfg.owner.reclaim:
+                nursery.start_soon(owner.watch, self.cfg.owner, self._peer_pids, self._owner)
             await self._all_stopped.wait()
             nursery.cancel_scope.cancel()
         if self.fatal is not None:
@@ -263,6 +269,8 @@ class Supervisor:
             if slot.process.process.returncode is None:
                 slot.process.process.kill()
             raise DaemonError(f"peer {slot.spec.name} did not start: {exc}") from None
+        if self.owner_busy:
+            slot.process.process.send_signal(signal.SIGUSR1)
 
     async def _stop_all_because(self, why: str) -> None:
         """A peer cannot run: stop every peer and let ``run`` end with ``why``."""
@@ -312,6 +320,23 @@ class Supervisor:
                 return
             except DaemonError as exc:
                 log.error("%s", exc)
+
+    def _live(self) -> list[PeerProcess]:
+        return [
+            s.process
+            for s in self.slots
+            if s.process is not None and s.process.process.returncode is None
+        ]
+
+    def _peer_pids(self) -> list[int]:
+        return [p.process.pid for p in self._live()]
+
+    def _owner(self, busy: bool) -> None:
+        """The owner watch's verdict (ops/owner.py) to every peer; kept for the peers this
+        daemon restarts meanwhile (``_start``)."""
+        self.owner_busy = busy
+        for p in self._live():
+            p.process.send_signal(signal.SIGUSR1 if busy else signal.SIGUSR2)
 
     async def _signals(self, scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
