@@ -57,11 +57,11 @@ class Spread:
 
 @dataclass(frozen=True, slots=True)
 class Log:
-    """Append to this peer's checkpoint log: a run's descriptor ("run"), its end ("end"), or
-    a finished result ("result")."""
+    """Append to this peer's checkpoint log: a run's descriptor ("run"), its end ("end"), a
+    finished result ("result"), or an iterative or SPMD run's newest barrier ("barrier")."""
 
-    kind: Literal["run", "end", "result"]
-    record: m.RunAnnounce | m.JobResult
+    kind: Literal["run", "end", "result", "barrier"]
+    record: m.RunAnnounce | m.JobResult | m.Barrier
 
 
 @dataclass(frozen=True, slots=True)

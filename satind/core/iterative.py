@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds, sharing
-from satind.core.effects import DEBUG, INFO, Effects, Send, Timer, ToCompute
+from satind.core.effects import DEBUG, INFO, Effects, Log, Send, Timer, ToCompute
 from satind.core.model import JobKey
 from satind.core.model.iterative import WorkerView
 from satind.core.model.timers import SchedulerTick
@@ -228,7 +228,12 @@ def _candidate(state: PeerState, index: int, name: str, now: float) -> Candidate
 
 
 def _transfer_slots(state: PeerState) -> float:
-    return 1.0  # a task's input is small next to a slot on a LAN; with emulated links, more
+    """A task's transfer time in slots (the paper's T_data), from the transfers measured to
+    the workers (their mean): at least one slot, the scheduler's grain."""
+    known = [v.transfer_s for v in state.iterative.workers.values() if v.transfer_s is not None]
+    if not known:
+        return 1.0
+    return max(1.0, sum(known) / len(known) / state.cfg.iterative.slot_s)
 
 
 def _draining(state: PeerState, name: str) -> bool:
@@ -243,7 +248,7 @@ def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects
     """A push arrived: its transfer is over, another may start."""
     view = state.iterative.workers.get(worker)
     if view is not None:
-        view.in_transfer.discard((msg.run_id, msg.path))
+        view.arrived((msg.run_id, msg.path), now)
     return schedule(state, now)
 
 
@@ -319,14 +324,15 @@ def barrier(state: PeerState, run_id: str, iteration: int, data: bytes) -> Effec
     state.iterative.barriers[run_id] = (epoch, iteration, data)
     state.iterative.counters.barriers += 1
     msg = m.Barrier(run_id, epoch, iteration, data)
-    return [Send(peer, msg) for peer in state.others()]
+    # In the checkpoint log too (with a checkpoint directory): a resume after the loss of
+    # every member starts from it, as a new master does from what the members keep.
+    return [Log("barrier", msg), *(Send(peer, msg) for peer in state.others())]
 
 
 def on_barrier(state: PeerState, msg: m.Barrier) -> Effects:
-    """A master's barrier: kept if it is the run's latest."""
-    have = state.iterative.barriers.get(msg.run_id)
-    if have is None or (msg.epoch, msg.iteration) > (have[0], have[1]):
-        state.iterative.barriers[msg.run_id] = (msg.epoch, msg.iteration, msg.state)
+    """A master's barrier: kept (and logged) if it is the run's latest."""
+    if state.iterative.keep_barrier(msg.run_id, msg.epoch, msg.iteration, msg.state):
+        return [Log("barrier", msg)]
     return []
 
 

@@ -175,9 +175,12 @@ def resume(
     info: m.RunInfo,
     results: Sequence[m.JobResult],
     now: float,
+    barrier: m.Barrier | None = None,
 ) -> Effects:
     """Become the master of a checkpointed run under the next epoch: the checkpointed
-    results become this peer's orphans, found at spawn and used; then the root is respawned."""
+    results become this peer's orphans, found at spawn and used; then the root is respawned,
+    an iterative or SPMD run's from its newest logged ``barrier`` (as a new master's is from
+    the one the members keep)."""
     runs = state.runs
     try:
         found = state.plugin_version(info.plugin, info.code_hash)
@@ -219,6 +222,10 @@ def resume(
     fx: Effects = [Reply(link, _accepted(state, m.Submitted(req, info.run_id)))]
     for result in results:
         fx += keep_orphan(state, result)
+    if barrier is not None:  # kept unless the members know a newer one
+        state.iterative.keep_barrier(
+            barrier.run_id, barrier.epoch, barrier.iteration, barrier.state
+        )
     state.note(
         INFO,
         __name__,

@@ -60,6 +60,10 @@ def start(state: PeerState, run: PeerRun, now: float) -> Effects:
         # the root reads it from its run, set before it is queued.
         last = state.iterative.barriers.get(run.info.run_id)
         run.state.resume_from = last[2] if last is not None else None
+        if last is not None:
+            state.note(
+                INFO, __name__, "run %s: from its barrier at iteration %d", run.info.run_id, last[1]
+            )
     state.note(
         INFO, __name__, "run %s: %s %s", run.info.run_id, run.info.plugin, " ".join(run.info.argv)
     )

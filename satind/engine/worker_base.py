@@ -144,9 +144,8 @@ class WorkerBase:
         # blocks waiting for an event.
         self.clock_run: RunState | None = None
         self.clock_t = 0.0
-        # All of it charged to some run, ever: the compute side's time computing, which
-        # self-adaptivity's overhead is the rest of (adaptivity/measure.py). A float the
-        # trio thread only reads.
+        # All of it charged to runs, ever: self-adaptivity's overhead is the rest (a float
+        # the trio thread only reads: ``busy_seconds``).
         self.busy_total_s = 0.0
         # A frame that spawned more than this drops its children at the end of each sync
         # (cfg.keep_synced_children).
@@ -273,9 +272,8 @@ class WorkerBase:
 
     def busy_seconds(self) -> float:
         """``busy_total_s`` with the stretch under way (a stolen job may compute for a
-        minute before it ends and is charged). Read from the trio thread: a ``_clock`` on the
-        compute thread between the reads may count one stretch twice, or not yet, in one
-        sample; the next sample is right again (self-adaptivity clips a period's share)."""
+        minute before it is charged). From the trio thread, a ``_clock`` between the reads
+        may count a stretch twice or not yet in one sample; the next one is right again."""
         since = self.clock_t
         total = self.busy_total_s
         owner = self.clock_run

@@ -213,8 +213,11 @@ class Checkpointer:
         # One flush at a time (the loop, a suspend): appends must not interleave with a prune
         # that rewrites the log.
         self._writing = trio.Lock()
-        # A run's end was logged since the last prune: the next flush drops its records.
-        self._ended_since_prune = False
+        # A run's end was logged since the last prune, or a run's old barriers piled up: the
+        # next flush drops their records.
+        self._prune_due = False
+        # Barriers of each run in the log since its last prune (``barrier``).
+        self._barriers: dict[str, int] = {}
         # Copies of the log on other members ([checkpoint] copies): who should keep one now
         # (set by the peer from its members: core/logged.keepers), how to send them records,
         # and who was sent the whole log so far.
@@ -244,9 +247,23 @@ class Checkpointer:
         if not self.enabled:
             return
         self._ended_runs.add(announce.info.run_id)
-        self._ended_since_prune = True
+        self._barriers.pop(announce.info.run_id, None)
+        self._prune_due = True
         if announce.info.run_id in self._runs:
             self.pending.append(frame(announce))
+
+    def barrier(self, barrier: m.Barrier) -> None:
+        """Log an iterative or SPMD run's newest barrier (what a resume starts it from).
+        Older ones of the run are dead weight: past ``superseded_barriers_max`` of them the
+        next flush rewrites the log without them."""
+        if not self.enabled:
+            return
+        self.pending.append(frame(barrier))
+        logged = self._barriers.get(barrier.run_id, 0) + 1
+        self._barriers[barrier.run_id] = logged
+        if logged > self.cfg.superseded_barriers_max:
+            self._barriers[barrier.run_id] = 1
+            self._prune_due = True
 
     def result(self, result: m.JobResult) -> None:
         if self.enabled and result.error is None and result.value is not None:
@@ -289,10 +306,11 @@ class Checkpointer:
     async def flush(self) -> None:
         async with self._writing:
             await self._append()
-            if self._ended_since_prune and not self.pending and self.store is not None:
-                # The end is on the disk: the run's records are dead weight now. A log only
-                # grows with the runs that are not over.
-                self._ended_since_prune = False
+            if self._prune_due and not self.pending and self.store is not None:
+                # The end (or the newest barrier) is on the disk: the run's records (or its
+                # older barriers) are dead weight now. A log only grows with the runs that
+                # are not over.
+                self._prune_due = False
                 ended, self._ended_runs = self._ended_runs, set()
                 try:
                     pruned = await self.store.prune(self.peer, ended)

@@ -293,7 +293,8 @@ def on_resume_request(peer: Host, link: Link, msg: m.ResumeRequest) -> None:
                 link.post(m.Submitted(msg.req, "", m.ErrorInfo("NotAllowed", why)))
                 return
         results = list(contents.results.get(msg.run_id, {}).values())
-        peer.apply(master.resume(peer.state, link, msg.req, info, results, peer.now()))
+        barrier = contents.barriers.get(msg.run_id)
+        peer.apply(master.resume(peer.state, link, msg.req, info, results, peer.now(), barrier))
 
     peer.spawn_answer(link, msg.req, answer)
 

@@ -118,6 +118,9 @@ def _log(peer: EffectsHost, fx: Log) -> None:
     elif fx.kind == "run":
         assert isinstance(record, m.RunAnnounce)
         peer.checkpointer.run(record)
+    elif fx.kind == "barrier":
+        assert isinstance(record, m.Barrier)
+        peer.checkpointer.barrier(record)
     else:
         assert isinstance(record, m.RunAnnounce)
         peer.checkpointer.ended(record)

@@ -25,16 +25,8 @@ import trio
 import satind.plugin as plugins
 from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
-from satind.core import (
-    custody,
-    drain,
-    election,
-    logged,
-    thief,
-)
-from satind.core.effects import (
-    Effects,
-)
+from satind.core import custody, drain, election, logged, thief
+from satind.core.effects import Effects
 from satind.core.handle import MemberChanged, OrphanTable, RunsHeard, TuplesHeard, handle
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
@@ -205,9 +197,8 @@ class Peer:
         self.dashboard: DashboardServer | None = None  # [dashboard] enabled: the web page
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
-        self.benchmarks = AppBenchmarks()
-        # Reclaimed by the daemon's owner watch, not by hand (``owner_load``).
-        self._owner_reclaimed = False
+        self.benchmarks = AppBenchmarks()  # the plugins' own, timed for self-adaptivity
+        self._owner_reclaimed = False  # by the daemon's owner watch, not by hand (owner_load)
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
     def decisions(self) -> list[m.AdaptDecision]:
@@ -344,10 +335,9 @@ class Peer:
             return
         if not reclaimed:
             self._owner_reclaimed = False  # released, by whoever: the owner's watch starts over
+            self.state.standby = False  # admitted
         log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
         self.state.reclaimed = reclaimed
-        if not reclaimed:
-            self.state.standby = False  # admitted
         self.swim.set_reclaimed(reclaimed)
         self.worker.reclaim(reclaimed)
         self.thief.update()

@@ -16,7 +16,9 @@ The file is a sequence of records, each
 
 where the body is one protocol message, encoded and validated by the wire codec (never
 pickle): a ``Gossip`` carrying the ``RunAnnounce`` of a run (its descriptor: plugin,
-arguments, code hash), or a ``JobResult`` (run, path, encoded value). Records are appended;
+arguments, code hash), a ``JobResult`` (run, path, encoded value), or a ``Barrier`` (an
+iterative or SPMD run's state at its last barrier, which a resume starts the run from; only
+the newest of a run counts, and a prune drops the others). Records are appended;
 a crash may leave a torn record at the end, and a disk may flip bits. The reader checks every
 record's length and checksum, skips what is damaged by searching for the next MAGIC, reports
 what it skipped, and keeps everything else: a damaged log costs only the records it lost.
@@ -103,9 +105,14 @@ def at_or_below(
     ]
 
 
-def frame(msg: m.JobResult | m.RunAnnounce) -> bytes:
+Record = m.JobResult | m.RunAnnounce | m.Barrier
+
+
+def frame(msg: Record) -> bytes:
     """One record, ready to append."""
-    wire: m.Message = msg if isinstance(msg, m.JobResult) else m.Gossip(m.Broadcasts([], [msg]))
+    wire: m.Message = (
+        msg if not isinstance(msg, m.RunAnnounce) else m.Gossip(m.Broadcasts([], [msg]))
+    )
     body = codec.encode_message(wire)
     return HEADER.pack(MAGIC, len(body), zlib.crc32(body)) + body
 
@@ -133,11 +140,15 @@ class LogContents:
     results: dict[str, dict[bytes, m.JobResult]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     records: int = 0
+    # run id -> its newest barrier (by epoch, then iteration), which a resume starts from
+    barriers: dict[str, m.Barrier] = field(default_factory=dict)
 
     def add(self, msg: m.Message) -> None:
         if isinstance(msg, m.JobResult):
             if msg.error is None and msg.value is not None:
                 self.results.setdefault(msg.run_id, {})[msg.path] = msg
+        elif isinstance(msg, m.Barrier):
+            self.add_barrier(msg)
         elif isinstance(msg, m.Gossip):
             for announce in msg.gossip.runs:
                 if announce.state in FINAL:
@@ -146,6 +157,11 @@ class LogContents:
                 known = self.runs.get(announce.info.run_id)
                 if known is None or announce.info.epoch >= known.epoch:
                     self.runs[announce.info.run_id] = announce.info
+
+    def add_barrier(self, msg: m.Barrier) -> None:
+        have = self.barriers.get(msg.run_id)
+        if have is None or (msg.epoch, msg.iteration) > (have.epoch, have.iteration):
+            self.barriers[msg.run_id] = msg
 
     def unfinished(self) -> dict[str, m.RunInfo]:
         """Runs the logs can resume: logged as running, and not logged as over."""
@@ -234,6 +250,9 @@ def load_directory(directory: Path) -> LogContents:
         if run_id in contents.runs:
             merged = {**results, **contents.results.get(run_id, {})}
             contents.results[run_id] = compact(merged)
+    for barrier in copies.barriers.values():
+        if barrier.run_id in contents.runs:
+            contents.add_barrier(barrier)
     contents.problems += copies.problems
     contents.records += copies.records
     return contents
@@ -241,7 +260,7 @@ def load_directory(directory: Path) -> LogContents:
 
 def _run_of(msg: m.Message) -> tuple[str, bool]:
     """(run id, whether the record says the run is over) of a log record."""
-    if isinstance(msg, m.JobResult):
+    if isinstance(msg, m.JobResult | m.Barrier):
         return msg.run_id, False
     assert isinstance(msg, m.Gossip) and msg.gossip.runs
     announce = msg.gossip.runs[0]
@@ -250,13 +269,20 @@ def _run_of(msg: m.Message) -> tuple[str, bool]:
 
 def prune_log(data: bytes, over_too: Collection[str] = ()) -> bytes:
     """One log without the records of the runs it says are over (nothing will resume them),
-    or that ``over_too`` names (a copy whose peer died before it logged the end), and without
-    damaged bytes (a load would skip them anyway). Records stay in order."""
-    records = [(pos, _run_of(msg)) for pos, msg in read_records(data) if not isinstance(msg, str)]
+    or that ``over_too`` names (a copy whose peer died before it logged the end), without the
+    barriers a later one of their run supersedes (a peer logs a barrier only when it is its
+    run's newest, so the last in the log is), and without damaged bytes (a load would skip
+    them anyway). Records stay in order."""
+    read = [(pos, msg) for pos, msg in read_records(data) if not isinstance(msg, str)]
+    records = [(pos, _run_of(msg)) for pos, msg in read]
     over = {run for _, (run, ended) in records if ended} | set(over_too)
+    last_barrier = {msg.run_id: pos for pos, msg in read if isinstance(msg, m.Barrier)}
+    superseded = {
+        pos for pos, msg in read if isinstance(msg, m.Barrier) and last_barrier[msg.run_id] != pos
+    }
     kept = []
     for pos, (run, _) in records:
-        if run not in over:
+        if run not in over and pos not in superseded:
             _, length, _ = HEADER.unpack_from(data, pos)
             kept.append(data[pos : pos + HEADER.size + length])
     return b"".join(kept)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import replace
 
+import pytest
+
 from satind.config import Config, IterativeConfig
 from satind.core import iterative
 from satind.core.effects import Effect, Send, ToCompute
@@ -144,3 +146,26 @@ def test_a_task_held_only_by_a_reclaimed_worker_gets_a_copy_on_an_idle_one() -> 
     iterative.observe(state)
     copies = _pushes(iterative.schedule(state, 0.2))
     assert copies == [("d/0", held["b/0"])]
+
+
+def test_transfer_times_are_measured_from_pushes_to_acks_and_feed_the_heuristics() -> None:
+    # Issue 34, point 3: T_data from the links as measured, not one slot always.
+    state, tasks = _setup(n_com=4, slot_s=0.05)
+    assert iterative._transfer_slots(state) == 1.0  # nothing measured yet
+    pushes = dict(_pushes(_ready(state, tasks)))  # at t = 0
+    iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"]), 0.3)  # 0.3 s: 6 slots
+    iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"]), 0.1)  # 2 slots
+    views = state.iterative.workers
+    assert views["b/0"].transfer_s == 0.3 and views["c/0"].transfer_s == 0.1
+    assert iterative._transfer_slots(state) == 4.0  # their mean, in slots
+    # The task computes from its arrival: its task time does not count the transfer.
+    iterative.finished(state, ("r1", pushes["b/0"]), "b/0", 1.3)
+    assert views["b/0"].task_s == 1.0
+    # An ack of a task that was not in transfer (a late duplicate) measures nothing.
+    iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"]), 5.0)
+    assert views["c/0"].transfer_s == 0.1
+    # A moving average: the link got faster.
+    views["c/0"].holding[("r1", b"x")] = 6.0
+    views["c/0"].in_transfer.add(("r1", b"x"))
+    iterative.on_ack(state, "c/0", m.TaskAck("r1", b"x"), 6.02)
+    assert views["c/0"].transfer_s == pytest.approx(0.1 + 0.25 * (0.02 - 0.1))

@@ -4,6 +4,7 @@ peers finishes it exactly from the checkpoint logs, computing less than a fresh 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -23,7 +24,10 @@ from tests.integration.test_daemon import (
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("policy", ["orphans", "tic", "sel"])
+# The default policy and the one that logs most. "tic" writes and reads through the same
+# files with another choice of records; tests/sim/test_checkpoint_sim.py runs every policy's
+# total loss on 8 seeds (the suite's time is bounded).
+@pytest.mark.parametrize("policy", ["orphans", "sel"])
 def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path, policy: str) -> None:
     assert satind("keys", "issue", str(keys), "m3").returncode == 0
     ckpt = tmp_path / "checkpoints"
@@ -116,3 +120,60 @@ def test_suspend_then_resume_on_the_same_peers(keys: Path, tmp_path: Path) -> No
         assert report["stats"]["leaves_run"] < 512
     finally:
         m1.kill()
+
+
+# An iterative run (its barrier every iteration) and an SPMD run (every spmd.checkpoint_every
+# = 20 iterations), long enough on 2 peers to be killed after a few barriers.
+BARRIER_RUNS = {
+    "kmeans": (["kmeans", "200000", "6", "12", "3", "40"], 3),
+    "heat2d": (["heat2d", "240", "240", "400", "8"], 45),
+}
+
+
+@pytest.mark.parametrize("app", sorted(BARRIER_RUNS))
+def test_an_iterative_or_spmd_run_resumes_from_its_last_barrier_after_a_total_loss(
+    keys: Path, tmp_path: Path, app: str
+) -> None:
+    # Issue 34, point 3: the barrier state is in the checkpoint logs, not only in memory.
+    assert satind("keys", "issue", str(keys), "m3").returncode == 0
+    argv, past = BARRIER_RUNS[app]
+    ckpt = tmp_path / "checkpoints"
+    opts = ["--checkpoint-dir", str(ckpt), "--checkpoint-interval", "0.3"]
+    m1 = Daemon(keys, "m1", "east", "", "--peers", "2", *opts)
+    try:
+        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m1.first)["peers"]) == 2)
+        proc = client(keys, m1.first, "submit", *argv)
+        assert proc.returncode == 0, proc.stderr
+        run_id = proc.stdout.strip()
+
+        def iteration() -> int:
+            run = next(r for r in status(keys, m1.first)["runs"] if r["run_id"] == run_id)
+            assert run["state"] == "running", f"{app} ended before the kill: make it longer"
+            return int(run["counters"].get("iteration", 0))
+
+        wait_for(lambda: iteration() >= past, 90)
+        time.sleep(0.6)  # two checkpoint intervals: the barrier is on the disk
+    finally:
+        m1.kill()  # every peer, SIGKILL: the barriers in memory are gone with them
+    wait_for(lambda: not any(alive(p) for p in m1.children), 10)
+
+    m3 = Daemon(keys, "m3", "west", "", "--peers", "2", *opts)
+    try:
+        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m3.first)["peers"]) == 2)
+        wait_for(
+            lambda: (
+                {r["run_id"]: r["state"] for r in status(keys, m3.first)["runs"]}.get(run_id)
+                == "checkpointed"
+            ),
+            30,
+        )
+        proc = client(keys, m3.first, "resume", run_id, "--wait", "--json", timeout=180)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["check"] == "ok", report
+        # It went on from a barrier past the first iterations, not from the start.
+        found = re.search(rf"run {run_id}: from its barrier at iteration (\d+)", m3.log.read_text())
+        assert found is not None, m3.log.read_text()[-3000:]
+        assert int(found.group(1)) >= (1 if app == "kmeans" else 20)
+    finally:
+        m3.kill()

@@ -212,3 +212,48 @@ def test_copies_give_results_but_not_runs_and_are_pruned_of_runs_heard_over(
     assert path_from_indices([3]) in got.results["r1"]
     assert cp.prune_file(copy, over_too=["r1"]) > 0
     assert cp.load([copy]).records == 0
+
+
+async def test_an_iterative_runs_newest_barrier_is_logged_and_older_ones_pruned(
+    tmp_path: Path,
+) -> None:
+    # Issue 34, point 3: a resume after the loss of every member starts an iterative or SPMD
+    # run from its newest barrier in the logs; the log does not grow with the iterations.
+    stores: list[writer.LogStore] = [writer.FileStore(tmp_path, fsync=False), writer.MemoryStore()]
+    cfg = CheckpointConfig(dir=str(tmp_path), superseded_barriers_max=3)
+    for store in stores:
+        checkpointer = writer.Checkpointer(cfg, "node/0", store)
+        checkpointer.run(m.RunAnnounce(INFO, "running"))
+        sizes = []
+        for iteration in range(1, 11):
+            checkpointer.barrier(m.Barrier("r1", 0, iteration, bytes(1000) + bytes([iteration])))
+            await checkpointer.flush()
+            sizes.append(len(await store.whole("node/0")))
+            got = await store.load()
+            assert got.barriers["r1"].iteration == iteration  # the newest, whatever was pruned
+            assert got.barriers["r1"].state[-1] == iteration
+        # Pruned after every 4th barrier: never more than 4 barriers' worth in the log.
+        assert max(sizes) < 5 * 1000 + 200 and checkpointer.bytes_pruned > 0, sizes
+        # A newer epoch (a new master) wins over a higher iteration of an older one.
+        checkpointer.barrier(m.Barrier("r1", 1, 2, b"epoch 1"))
+        await checkpointer.flush()
+        assert (await store.load()).barriers["r1"].state == b"epoch 1"
+        # The run's end drops its barriers with the rest of it.
+        checkpointer.ended(m.RunAnnounce(INFO, "done"))
+        await checkpointer.flush()
+        assert (await store.load()).barriers == {}
+        for path in tmp_path.iterdir():
+            path.unlink()
+
+
+def test_a_copy_gives_the_newest_barrier_of_a_run_the_directory_knows(tmp_path: Path) -> None:
+    own = cp.log_path(tmp_path, "a/0")
+    cp.append(
+        own, [cp.frame(m.RunAnnounce(INFO, "running")), cp.frame(m.Barrier("r1", 0, 3, b"3"))]
+    )
+    copy = cp.copy_path(tmp_path, "a/0", "b/0")
+    copy.parent.mkdir(parents=True)
+    cp.append(copy, [cp.frame(m.Barrier("r1", 0, 5, b"5")), cp.frame(m.Barrier("r9", 0, 9, b"9"))])
+    got = cp.load_directory(tmp_path)
+    assert got.barriers["r1"].state == b"5"
+    assert "r9" not in got.barriers  # a run no log of this directory describes

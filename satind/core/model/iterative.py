@@ -12,6 +12,10 @@ from satind.work.jobs import Job
 from satind.work.rng import Rng, seeded
 
 
+# The weight of the newest transfer in a worker's moving average: the last few count.
+TRANSFER_WEIGHT = 0.25
+
+
 @dataclass
 class WorkerView:
     """What the master knows of one worker."""
@@ -21,9 +25,23 @@ class WorkerView:
     # Mean seconds a task took there (None until one finished), over ``tasks_done``.
     task_s: float | None = None
     tasks_done: int = 0
-    # Tasks it holds (key -> when pushed), and those of them still in transfer.
+    # Tasks it holds (key -> when pushed, then when it arrived), and those still in transfer.
     holding: dict[JobKey, float] = field(default_factory=dict)
     in_transfer: set[JobKey] = field(default_factory=set)
+    # Seconds a push took to arrive there (to its TaskAck): what the link gives a task's
+    # input, measured; a moving average (None until one arrived), as links change.
+    transfer_s: float | None = None
+
+    def arrived(self, key: JobKey, now: float) -> None:
+        """A task's push arrived: its transfer time is measured, and from now on the task
+        computes (its task time counts from here, not from the push)."""
+        pushed = self.holding.get(key)
+        if key in self.in_transfer and pushed is not None:
+            took = now - pushed
+            last = self.transfer_s
+            self.transfer_s = took if last is None else last + TRANSFER_WEIGHT * (took - last)
+            self.holding[key] = now
+        self.in_transfer.discard(key)
 
 
 @dataclass
@@ -54,6 +72,14 @@ class Scheduling:
     rng: Rng = field(default_factory=lambda: seeded(1))
     # run -> (epoch, iteration, state): read by the compute side when a root starts.
     barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
+
+    def keep_barrier(self, run_id: str, epoch: int, iteration: int, data: bytes) -> bool:
+        """Keep a run's barrier if it is the newest known (by epoch, then iteration)."""
+        have = self.barriers.get(run_id)
+        if have is not None and (epoch, iteration) <= (have[0], have[1]):
+            return False
+        self.barriers[run_id] = (epoch, iteration, data)
+        return True
 
 
 # -- tasks in ----------------------------------------------------------------------------------
