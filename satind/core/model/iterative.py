@@ -11,7 +11,6 @@ from satind.volatile.model import UP, Estimator
 from satind.work.jobs import Job
 from satind.work.rng import Rng, seeded
 
-
 # The weight of the newest transfer in a worker's moving average: the last few count.
 TRANSFER_WEIGHT = 0.25
 
