@@ -130,6 +130,7 @@ class SimReport:
     checkpointed_redone: int
     leaves_after_resume: int
     checkpoint_bytes: int
+    checkpoint_records: int
     # Results the resume loaded from the logs (after compaction), and the leaf work done
     # before the loss that was done again after it.
     results_checkpointed: int
@@ -280,6 +281,7 @@ def report(sim: SimulationView, wall_s: float) -> SimReport:
         checkpointed_redone=sum(1 for leaf in sim.checkpointed_leaves if sim.leaves_after[leaf]),
         leaves_after_resume=sum(sim.leaves_after.values()),
         checkpoint_bytes=sum(p.checkpointer.bytes_written for p in sim.peers.values()),
+        checkpoint_records=sum(p.checkpointer.counters.records_written for p in sim.peers.values()),
         results_checkpointed=sim.results_checkpointed,
         work_before_loss_s=round(
             sum(sim.leaf_cost[(sim.run_id, leaf)] for leaf in sim.leaves_before), 6
