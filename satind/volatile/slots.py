@@ -11,11 +11,12 @@ One slot of the simulation, for every worker:
 2. going DOWN loses its program, its task data and its partial result (its tasks go back to
    the pool); RECLAIMED suspends everything (kept for the release);
 3. if some worker could start something and a channel is free, the heuristic plans the tasks
-   not yet begun; a worker planned for a task starts receiving the program if it has none,
-   else the task's data if it holds no task beyond the one it computes (§3.3: data for at
-   most one task ahead); when UP workers outnumber the tasks left, idle workers get replicas
-   (up to ``replicas`` extra copies of a task, §6.1), the first copy to finish cancels the
-   others;
+   not yet begun; a worker planned for a task is committed to it (§6.1: "if it is engaged in
+   a communication, it finishes it together with the corresponding computation") and
+   receives the program first if it has none, then the task's data, over one channel, if it
+   holds no task beyond the one it computes (§3.3: data for at most one task ahead); when
+   UP workers outnumber the tasks left, idle workers get replicas (up to ``replicas`` extra
+   copies of a task, §6.1), the first copy to finish cancels the others;
 4. UP workers progress: up to ``n_com`` transfers (in the order they started), and each
    worker's computation — overlapped with the data of its next task.
 
@@ -51,8 +52,8 @@ class _Worker:
     asked_at: int = -1  # slot its current transfer started (channel order); -1: none
 
     def ready(self) -> bool:
-        """Could start a transfer now: the program, or the data of a next task."""
-        return self.asked_at < 0 and (not self.has_prog or self.nxt < 0)
+        """Could be committed to a next task now (its program, if it has none, then its data)."""
+        return self.asked_at < 0 and self.nxt < 0
 
     def delay(self, t_prog: int) -> int:
         """Delay(q): slots to finish the begun work if it stays UP without contention."""
@@ -139,7 +140,11 @@ class _Run:
                 if wk.prog_left > 0:
                     wk.prog_left -= 1
                     if wk.prog_left == 0:
-                        wk.has_prog, wk.prog_left, wk.asked_at = True, -1, -1
+                        # The task's data follows on the same channel; nothing follows when
+                        # the task was finished elsewhere meanwhile.
+                        wk.has_prog, wk.prog_left = True, -1
+                        if wk.nxt < 0:
+                            wk.asked_at = -1
                 elif wk.nxt >= 0 and wk.data_left > 0:
                     wk.data_left -= 1
                     if wk.data_left == 0:
@@ -176,19 +181,17 @@ class _Run:
             for q in qs
         ]
 
-    def _start(self, q: int, task: int) -> bool:
-        """Start ``q``'s next transfer: the program if it has none (the task stays unbegun),
-        else ``task``'s data. True when the task is begun."""
+    def _start(self, q: int, task: int) -> None:
+        """Commit ``q`` to ``task`` and start its transfer: the program first if it has none,
+        then the task's data. The task is begun (§6.1): it stays with ``q`` until done, lost
+        (DOWN) or finished elsewhere."""
         wk = self.ws[q]
         self.out.transfers += 1
         wk.asked_at = self.t
-        if not wk.has_prog:
-            if wk.prog_left <= 0:
-                wk.prog_left = self.params.t_prog
-            return False
+        if not wk.has_prog and wk.prog_left <= 0:
+            wk.prog_left = self.params.t_prog
         wk.nxt, wk.data_left = task, self.params.t_data
         self.copies[task].append(q)
-        return True
 
     def _schedule(self, up: list[int], free: int) -> None:
         """Plan the tasks not begun, start what can start now, then replicas."""
@@ -214,8 +217,8 @@ class _Run:
                 seen.add(q)
                 free -= 1
                 ready -= 1
-                if self._start(q, unbegun[at]):
-                    at += 1
+                self._start(q, unbegun[at])
+                at += 1
         if params.replicas <= 0 or free <= 0 or len(up) <= self.left:
             return
         idle = [q for q in up if ws[q].cur < 0 and ws[q].nxt < 0 and ws[q].ready()]
@@ -243,8 +246,8 @@ class _Run:
             if len(copies[open_tasks[0]]) > params.replicas:
                 break
             free -= 1
-            if self._start(q, open_tasks[0]):
-                self.out.replicas += 1
+            self._start(q, open_tasks[0])
+            self.out.replicas += 1
 
 
 def simulate(
