@@ -8,14 +8,15 @@
   wide-area steals of the 576-peer run (Tables V and VI);
 - ``--large``: 960 peers in five clusters, as the Grid'5000 N-Queens run of §5.7.
 
-    python benchmarks/grid.py --fig4 --fig5 --large [--seeds 1]
+    python benchmarks/grid.py --fig4 --fig5 --large [--seeds 1] [--leaf-scale 10]
 
 The applications are not simulated: each is a synthetic tree with its shape (the simulator's
 workloads: depth, branching, leaf times), its jobs scaled down so that a run simulates in
-minutes. The speed-up is T1 / makespan, T1 the sum of the leaves' costs on a speed-1 peer
-(what one peer computes, without overheads); the efficiency divides it by the peers' total
-speed. The simulator runs the real peer code (membership, steals, the engine) on virtual
-time; messages cost their latency, not CPU.
+minutes; ``--leaf-scale`` multiplies the leaves' times (10: runs of tens of seconds at the
+largest counts, closer to the paper's minutes). The speed-up is T1 / makespan, T1 the sum
+of the leaves' costs on a speed-1 peer (what one peer computes, without overheads); the
+efficiency divides it by the peers' total speed. The simulator runs the real peer code
+(membership, steals, the engine) on virtual time; messages cost their latency, not CPU.
 """
 
 from __future__ import annotations
@@ -48,10 +49,15 @@ FIG4_PEERS = (16, 32, 64, 128, 256)
 LARGE = (("c0", 320), ("c1", 224), ("c2", 160), ("c3", 128), ("c4", 128))
 
 
+# The leaves' times are multiplied by this (``--leaf-scale``).
+LEAF_SCALE = [1.0]
+
+
 def scenario(
     shape: str, clusters: dict[str, int], speeds: dict[str, float], wide_ms: float
 ) -> Scenario:
     depth, branching, leaf_ms, dist, imbalance = SHAPES[shape]
+    leaf_ms *= LEAF_SCALE[0]
     return parse(
         {
             "name": f"{shape} on {sum(clusters.values())}",
@@ -158,10 +164,12 @@ def main() -> None:
     parser.add_argument("--fig5", action="store_true")
     parser.add_argument("--large", action="store_true")
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--leaf-scale", type=float, default=1.0)
     args = parser.parse_args()
     logging.getLogger("satind").setLevel(logging.ERROR)
     print("command: python benchmarks/grid.py " + shlex.join(sys.argv[1:]))
     started = time.monotonic()
+    LEAF_SCALE[0] = args.leaf_scale
     if args.fig4:
         fig4(args.seeds)
     if args.fig5:
