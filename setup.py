@@ -1,7 +1,9 @@
 """Build: the engine's hot path compiled with mypyc where this machine can, pure Python otherwise.
 
 Everything else about the package is in pyproject.toml. The modules in ``HOT`` are what every
-spawn and sync runs through (docs/benchmarks.md, issue 18: spawn+sync 4x faster compiled).
+spawn and sync runs through (docs/benchmarks.md, issue 18: spawn+sync 4x faster compiled), and
+the volatile-workers study's simulator (satind/volatile: 1.8x faster compiled, the same
+makespans; issue 34).
 They are plain, strictly typed Python that mypyc turns into C extensions; their ``.py`` files
 stay in the package, and run as they are when nothing was compiled:
 
@@ -32,6 +34,10 @@ HOT = [
     "satind/engine/worker_base.py",
     "satind/engine/worker.py",
     "satind/api.py",
+    "satind/volatile/model.py",
+    "satind/volatile/platform.py",
+    "satind/volatile/heuristics.py",
+    "satind/volatile/slots.py",
 ]
 # What the compiled modules were built from (sha256 of each source), read by satind/_native.py.
 BUILT = Path("satind/_built.txt")

@@ -13,6 +13,7 @@ into the paper's Table 2 (``python -m satind.volatile.study``).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -107,6 +108,16 @@ class Table:
     instances: int = 0
     # Per w_min: per heuristic, the average dfb (the paper's Figure 2).
     by_w_min: dict[int, dict[str, float]] = field(default_factory=dict)
+    # Half-width of the 95% confidence interval of each average dfb (over the scenarios'
+    # means, normal approximation).
+    ci95: dict[str, float] = field(default_factory=dict)
+    # What each starred heuristic gains over its plain one (dfb points, plain minus starred,
+    # paired per scenario): the mean and its 95% half-width.
+    star_gain: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _ci95(values: Sequence[float]) -> float:
+    return 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
 
 
 def summarize(results: Sequence[tuple[Instance, dict[str, int]]]) -> Table:
@@ -128,6 +139,11 @@ def summarize(results: Sequence[tuple[Instance, dict[str, int]]]) -> Table:
             sums.setdefault(h, []).append(mean)
             by_w.setdefault(params.w_min, {}).setdefault(h, []).append(mean)
     table.dfb = {h: statistics.fmean(v) for h, v in sums.items()}
+    table.ci95 = {h: _ci95(v) for h, v in sums.items()}
+    for h in sums:
+        if h.endswith("*") and h[:-1] in sums:
+            gains = [a - b for a, b in zip(sums[h[:-1]], sums[h], strict=True)]
+            table.star_gain[h[:-1]] = (statistics.fmean(gains), _ci95(gains))
     table.by_w_min = {
         w: {h: statistics.fmean(v) for h, v in cells.items()} for w, cells in sorted(by_w.items())
     }
@@ -157,18 +173,23 @@ def run_study(
 
 def format_table(table: Table, paper: bool = True) -> str:
     """Table 2 as markdown, sorted by average dfb, next to the paper's."""
-    head = "| heuristic | average dfb | wins |"
-    rule = "|---|---|---|"
+    head = "| heuristic | average dfb | ± 95% | wins |"
+    rule = "|---|---|---|---|"
     if paper:
         head += " paper's dfb | paper's wins |"
         rule += "---|---|"
     lines = [head, rule]
     for h in sorted(table.dfb, key=lambda name: table.dfb[name]):
-        line = f"| {h.upper()} | {table.dfb[h]:.2f} | {table.wins.get(h, 0)} |"
+        ci = table.ci95.get(h, math.nan)
+        line = f"| {h.upper()} | {table.dfb[h]:.2f} | {ci:.2f} | {table.wins.get(h, 0)} |"
         if paper:
             pd, pw = PAPER_TABLE2[h]
             line += f" {pd:.2f} | {pw} |"
         lines.append(line)
+    if table.star_gain:
+        lines += ["", "| heuristic | starred's gain (dfb points) | ± 95% |", "|---|---|---|"]
+        for h, (gain, ci) in sorted(table.star_gain.items()):
+            lines.append(f"| {h.upper()} → {h.upper()}* | {gain:+.2f} | {ci:.2f} |")
     return "\n".join(lines)
 
 
