@@ -35,7 +35,6 @@ HOT = [
     "satind/engine/worker.py",
     "satind/api.py",
     "satind/volatile/model.py",
-    "satind/volatile/platform.py",
     "satind/volatile/heuristics.py",
     "satind/volatile/slots.py",
 ]

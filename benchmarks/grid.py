@@ -177,7 +177,8 @@ def main() -> None:
     if args.large:
         large(args.seeds)
     print(
-        f"\n(leaf times as named, x {args.leaf_scale:g}; {time.monotonic() - started:.0f} s of wall time)"
+        f"\n(leaf times as named, x {args.leaf_scale:g}; "
+        f"{time.monotonic() - started:.0f} s of wall time)"
     )
 
 
