@@ -69,7 +69,7 @@ def timed_cpu_s(work: Callable[[], object]) -> float:
 
 
 class AppBenchmarks:
-    """The timings of runs' plugins' own benchmarks on one peer, by plugin code hash: the
+    """The timings of runs' plugins' own benchmarks on one peer, by plugin and code: the
     paper's benchmark "executed periodically". Each time the coordinator asks, a peer answers
     with the last timing and starts the next (one at a time per plugin), so the first answer
     for a plugin is 0 (not timed yet) and the coordinator uses the fixed loop that period."""
@@ -78,18 +78,18 @@ class AppBenchmarks:
         self.cpu_s: dict[str, float] = {}
         self._timing: set[str] = set()
 
-    def start(self, code_hash: str) -> bool:
-        """Whether to time ``code_hash``'s benchmark now (False: a timing is under way)."""
-        if code_hash in self._timing:
+    def start(self, key: str) -> bool:
+        """Whether to time ``key``'s benchmark now (False: a timing is under way)."""
+        if key in self._timing:
             return False
-        self._timing.add(code_hash)
+        self._timing.add(key)
         return True
 
-    def done(self, code_hash: str, cpu_s: float | None) -> None:
+    def done(self, key: str, cpu_s: float | None) -> None:
         """A timing ended: its CPU seconds, or None when the benchmark failed (forgotten:
         the fixed loop stands in)."""
-        self._timing.discard(code_hash)
+        self._timing.discard(key)
         if cpu_s is None:
-            self.cpu_s.pop(code_hash, None)
+            self.cpu_s.pop(key, None)
         else:
-            self.cpu_s[code_hash] = cpu_s
+            self.cpu_s[key] = cpu_s

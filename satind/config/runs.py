@@ -135,8 +135,8 @@ class CheckpointConfig:
     max_copy_bytes: int = 32 * 1024 * 1024
     # records. An iterative or SPMD run's barrier goes to the log at every barrier (a resume
     # starts from the newest); once this many older ones of a run lie in the log, the log is
-    # rewritten without them (a barrier may be a whole SPMD grid: the log must not grow with
-    # the iterations).
+    # rewritten without them (a barrier may be a whole SPMD grid: barriers must not pile
+    # up with the iterations).
     superseded_barriers_max: int = 4
     # seconds. A survivor about to restart the jobs a lost member took first reads what that
     # member logged (core/logged.py); it restarts them without it after this long.

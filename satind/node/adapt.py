@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import trio
 
 from satind.adaptivity.coordinator import Decision, Sample, confirm, decide, periods
-from satind.adaptivity.measure import timed_cpu_s
 from satind.core.effects import Link, Reply
 from satind.net import messages as m
 from satind.net.names import slot_of
@@ -56,22 +55,24 @@ def app_benchmark(peer: Host, run_id: str) -> float:
     if plugin is None or plugin.benchmark is None:
         return 0.0
     benchmarks = peer.benchmarks
-    if benchmarks.start(info.code_hash):
+    # By plugin and code: plugins of one package share a code hash, not a benchmark.
+    key = f"{info.plugin}:{info.code_hash}"
+    if benchmarks.start(key):
         work = plugin.benchmark
 
         async def time_it() -> None:
             cpu_s = None
             try:
-                cpu_s = await peer.compute.run_plugin(timed_cpu_s, work)
+                cpu_s = await peer.compute.time_benchmark(work)
             except Exception as exc:
                 # A broken benchmark costs this peer its application speed, nothing else:
                 # the fixed loop stands in.
                 log.warning("adapt: plugin %s's benchmark failed: %r", info.plugin, exc)
             finally:
-                benchmarks.done(info.code_hash, cpu_s)
+                benchmarks.done(key, cpu_s)
 
         peer.spawn_task(time_it)
-    return benchmarks.cpu_s.get(info.code_hash, 0.0)
+    return benchmarks.cpu_s.get(key, 0.0)
 
 
 def measure(peer: Host, run_id: str) -> m.LoadReply:

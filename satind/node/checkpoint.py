@@ -205,6 +205,10 @@ class Checkpointer:
         self.request_snapshot: Callable[[], None] | None = None
         self._taken = trio.Event()
         self.pending: list[bytes] = []
+        # Barrier records to append: apart, because they are not copied to the members
+        # keeping a copy of the log (every member logs each barrier itself, and one may be
+        # a whole SPMD grid).
+        self.pending_barriers: list[bytes] = []
         self._runs: set[str] = set()
         self._now = trio.Event()
         self.bytes_pruned = 0
@@ -258,7 +262,7 @@ class Checkpointer:
         next flush rewrites the log without them."""
         if not self.enabled:
             return
-        self.pending.append(frame(barrier))
+        self.pending_barriers.append(frame(barrier))
         logged = self._barriers.get(barrier.run_id, 0) + 1
         self._barriers[barrier.run_id] = logged
         if logged > self.cfg.superseded_barriers_max:
@@ -306,7 +310,8 @@ class Checkpointer:
     async def flush(self) -> None:
         async with self._writing:
             await self._append()
-            if self._prune_due and not self.pending and self.store is not None:
+            idle = not self.pending and not self.pending_barriers
+            if self._prune_due and idle and self.store is not None:
                 # The end (or the newest barrier) is on the disk: the run's records (or its
                 # older barriers) are dead weight now. A log only grows with the runs that
                 # are not over.
@@ -318,24 +323,28 @@ class Checkpointer:
                     log.error("pruning the checkpoint log in %s failed: %s", self.store.where, exc)
                 else:
                     self.bytes_pruned += pruned
-                    if pruned:
-                        await self._copy([], whole=True)  # the keepers' copies shrink too
+                    if pruned and ended:
+                        # The keepers' copies shrink too (a prune of old barriers only
+                        # changes nothing there: barriers are not copied).
+                        await self._copy([], whole=True)
 
     async def _append(self) -> None:
-        if not self.pending or self.store is None:
+        if not (self.pending or self.pending_barriers) or self.store is None:
             return
         batch, self.pending = self.pending, []
+        barriers, self.pending_barriers = self.pending_barriers, []
         try:
-            written = await self.store.append(self.peer, batch)
+            written = await self.store.append(self.peer, batch + barriers)
         except OSError as exc:
             # A full or missing disk must not stop the computation: keep the records for the
             # next try and say so.
             self.failures += 1
             self.pending[:0] = batch
+            self.pending_barriers[:0] = barriers
             log.error("checkpoint to %s failed: %s", self.store.where, exc)
             return
         self.counters.bytes_written += written
-        self.counters.records_written += len(batch)
+        self.counters.records_written += len(batch) + len(barriers)
         self.last_at = trio.current_time()
         await self._copy(batch)
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from satind.adaptivity.measure import benchmark_cpu_s
+from satind.adaptivity.measure import benchmark_cpu_s, timed_cpu_s
 from satind.engine.datastack import on_a_large_chunk
 from satind.engine.frames import MailboxEvent
 from satind.engine.worker import Worker
@@ -67,6 +67,10 @@ class ComputeDriver(Protocol):
         overhead is the rest)."""
         ...
 
+    async def time_benchmark(self, work: Callable[[], object]) -> float:
+        """CPU seconds a plugin's benchmark takes here now (``Plugin.benchmark``)."""
+        ...
+
     def benchmark_cpu_s(self, loops: int) -> float:
         """CPU seconds a fixed reference work of ``loops`` turns takes here now."""
         ...
@@ -112,6 +116,9 @@ class ThreadCompute:
 
     def busy_seconds(self) -> float:
         return self.worker.busy_seconds()
+
+    async def time_benchmark(self, work: Callable[[], object]) -> float:
+        return await self.run_plugin(timed_cpu_s, work)
 
     def benchmark_cpu_s(self, loops: int) -> float:
         return benchmark_cpu_s(loops)

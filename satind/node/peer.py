@@ -51,6 +51,7 @@ from satind.node.host import PeerOptions, new_run_id
 from satind.node.logs import RunLogs, flush_loop
 from satind.node.parsing import ClientSlots
 from satind.node.profiler import profile_loop
+from satind.node.reclaims import Reclaims
 from satind.node.tasks import Tasks
 from satind.node.thief import Thief
 from satind.node.tracing import RecoveryWatch
@@ -198,7 +199,7 @@ class Peer:
         self.traces = self.worker.trace = Traces(cfg.trace)  # every run's, bounded
         self._recovery = RecoveryWatch()  # recovery events for the traces
         self.benchmarks = AppBenchmarks()  # the plugins' own, timed for self-adaptivity
-        self._owner_reclaimed = False  # by the daemon's owner watch, not by hand (owner_load)
+        self.reclaims = Reclaims()  # by hand or by the owner watch (node/reclaims.py)
         self.coordinator = Coordinator(self)  # self-adaptivity: acts when [adapt] enabled
 
     def decisions(self) -> list[m.AdaptDecision]:
@@ -327,14 +328,17 @@ class Peer:
 
         self.spawn_task(after_announcing)
 
-    def reclaim(self, reclaimed: bool, reason: str) -> None:
+    def reclaim(self, reclaimed: bool, reason: str, by_owner: bool = False) -> None:
         """The machine's owner reclaims it (True: suspend the work here, take none) or
         releases it (False: go on where it was). Every member hears it at once; a master's
-        scheduler counts this worker RECLAIMED meanwhile (core/iterative.py)."""
+        scheduler counts it RECLAIMED (core/iterative.py). By whom: node/reclaims.py."""
+        if not by_owner and not self.reclaims.by_hand(reclaimed):
+            self.state.standby = False  # admitted, but the machine is its owner's now
+            log.info("released (%s), but its owner is using it: reclaimed until then", reason)
+            return
         if self.state.reclaimed == reclaimed:
             return
         if not reclaimed:
-            self._owner_reclaimed = False  # released, by whoever: the owner's watch starts over
             self.state.standby = False  # admitted
         log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
         self.state.reclaimed = reclaimed
@@ -344,14 +348,10 @@ class Peer:
         self.changed()
 
     def owner_load(self, busy: bool) -> None:
-        """The daemon's owner watch (ops/owner.py): the machine's owner is at work (reclaim
-        this peer) or gone (release it). It releases only what it reclaimed: a peer
-        reclaimed by hand, or standby, stays as its operator left it."""
-        if busy and not self.state.reclaimed:
-            self.reclaim(True, "its machine's owner is using it ([owner] reclaim)")
-            self._owner_reclaimed = True
-        elif not busy and self._owner_reclaimed:
-            self.reclaim(False, "its machine's owner is gone ([owner] reclaim)")
+        """The daemon's owner watch (ops/owner.py): the machine's owner is at work or gone."""
+        verdict = self.reclaims.owner(busy, self.state.reclaimed)
+        if verdict is not None:
+            self.reclaim(verdict, f"its owner is {'at work' if verdict else 'gone'}", True)
 
     def drain(self, reason: str, leaving: Sequence[str] = (), deadline_s: float = -1.0) -> None:
         """Stop taking work, finish what is here, then leave (core/drain.py); past the

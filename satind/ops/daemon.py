@@ -322,10 +322,15 @@ class Supervisor:
                 log.error("%s", exc)
 
     def _live(self) -> list[PeerProcess]:
+        """Peer processes running and up: a peer that has not reported its address yet may
+        not have opened its owner-signal receiver, and SIGUSR1's default action would end it
+        (``_start`` signals it once it is up)."""
         return [
             s.process
             for s in self.slots
-            if s.process is not None and s.process.process.returncode is None
+            if s.process is not None
+            and s.process.address is not None
+            and s.process.process.returncode is None
         ]
 
     def _peer_pids(self) -> list[int]:

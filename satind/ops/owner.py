@@ -91,11 +91,13 @@ async def watch(
         if now_times is None or now_times[1] <= last[1]:
             continue
         jiffies = os.sysconf("SC_CLK_TCK")
-        # Busy CPUs over the interval, in CPU seconds, less the daemon's own.
+        # Busy CPUs over the interval, in CPU seconds, less the daemon's own: process by
+        # process, so that a peer that exits takes its CPU time out of neither sample (a new
+        # one counts whole: it started within the interval).
         busy_s = (now_times[0] - last[0]) / jiffies
         span_s = (now_times[1] - last[1]) / jiffies  # CPU seconds that passed, all CPUs
-        others = max(0.0, busy_s - max(0.0, own - own_last))
-        load = others / span_s
+        mine = sum(max(0.0, cpu - own_last.get(pid, 0.0)) for pid, cpu in own.items())
+        load = max(0.0, busy_s - mine) / span_s
         last, own_last = now_times, own
         verdict = decide.update(trio.current_time(), load)
         if verdict is not None:
@@ -107,6 +109,6 @@ async def watch(
             signal_peers(verdict)
 
 
-def own_cpu_s(pids: Iterable[int]) -> float:
-    """CPU seconds the daemon and its peer processes have had."""
-    return process_cpu_s(os.getpid()) + sum(process_cpu_s(pid) for pid in pids)
+def own_cpu_s(pids: Iterable[int]) -> dict[int, float]:
+    """CPU seconds the daemon and each of its peer processes have had, by process id."""
+    return {pid: process_cpu_s(pid) for pid in (os.getpid(), *pids)}

@@ -78,7 +78,7 @@ class Outcome:
     """One heuristic's run on one instance."""
 
     makespan: int  # slots; params.max_slots when it did not finish
-    transfers: int = 0  # program and data transfers started
+    transfers: int = 0  # tasks committed to a worker (its program if needed, then data)
     replicas: int = 0  # replica copies started
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from satind.adaptivity.measure import AppBenchmarks
+from satind.adaptivity.measure import AppBenchmarks, timed_cpu_s
 from satind.config import Config
 from satind.core.state import PeerState
 from satind.node.adapt import measure
@@ -31,8 +31,8 @@ class _Compute:
     def busy_seconds(self) -> float:
         return self.busy
 
-    async def run_plugin(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await trio.to_thread.run_sync(fn, *args)
+    async def time_benchmark(self, work: Callable[[], object]) -> float:
+        return await trio.to_thread.run_sync(timed_cpu_s, work)
 
 
 @dataclasses.dataclass

@@ -56,4 +56,5 @@ def test_the_daemons_own_cpu_time_is_read_from_proc() -> None:
     mine = process_cpu_s(os.getpid())
     assert mine > 0
     assert process_cpu_s(2**22 + 12345) == 0.0  # no such process
-    assert own_cpu_s([]) >= mine  # the daemon's own (read later: never less)
+    assert own_cpu_s([])[os.getpid()] >= mine  # the daemon's own (read later: never less)
+    assert set(own_cpu_s([2**22 + 12345])) == {os.getpid(), 2**22 + 12345}

@@ -256,3 +256,23 @@ def test_a_copy_gives_the_newest_barrier_of_a_run_the_directory_knows(tmp_path: 
     got = cp.load_directory(tmp_path)
     assert got.barriers["r1"].state == b"5"
     assert "r9" not in got.barriers  # a run no log of this directory describes
+
+
+async def test_barriers_are_not_copied_to_the_members_keeping_a_copy() -> None:
+    # Every member logs each barrier itself; one may be a whole SPMD grid.
+    store = writer.MemoryStore()
+    checkpointer = writer.Checkpointer(CheckpointConfig(dir="x"), "node/0", store)
+    sent: list[m.Message] = []
+    checkpointer.keepers = lambda: ("keeper/0",)
+    checkpointer.post = lambda dest, msg: sent.append(msg)
+    checkpointer.run(m.RunAnnounce(INFO, "running"))
+    await checkpointer.flush()  # the keeper's first copy: the whole log, the descriptor
+    sent.clear()
+    checkpointer.barrier(m.Barrier("r1", 0, 1, bytes(5000)))
+    result = _result([1], 7)
+    checkpointer.result(result)
+    await checkpointer.flush()
+    assert (await store.load()).barriers["r1"].iteration == 1  # in the log
+    [copy] = sent
+    assert isinstance(copy, m.LogCopy) and not copy.reset
+    assert copy.records == cp.frame(result)  # the result only
