@@ -19,6 +19,9 @@ from satind.net import messages as m
 # were split out of swim.py).
 log = logging.getLogger("satind.membership.swim")
 
+# The weight of the newest round trip in a member's moving average.
+RTT_WEIGHT = 0.25
+
 
 class Probing(Spreading):
     """Probes members and answers probes."""
@@ -70,6 +73,12 @@ class Probing(Spreading):
         self._asked[sender] = now
         link.post(self.state_message(join=False, reply=False))
 
+    def _measured(self, target: str, rtt: float) -> None:
+        """A direct ack's round trip (the last few weigh most: links change)."""
+        rtts = self.table.rtt_s
+        last = rtts.get(target)
+        rtts[target] = rtt if last is None else last + RTT_WEIGHT * (rtt - last)
+
     def on_nack(self, link: Link, msg: m.Nack) -> None:
         if msg.seq in self._nacks:
             self._nacks[msg.seq] += 1
@@ -119,10 +128,13 @@ class Probing(Spreading):
         helpers: list[str] = []
         try:
             self.probes_sent += 1
+            sent = self.clock()
             self.host.post(target, m.Ping(seq, target, self._piggyback_for(target)))
             with trio.move_on_after(scale_by_health(self.cfg.probe_timeout_s, self.health)):
                 await acked.wait()
-            if not acked.is_set():
+            if acked.is_set():
+                self._measured(target, self.clock() - sent)
+            else:
                 skip = (self.me.name, target)
                 others = [
                     m.name

@@ -167,6 +167,10 @@ class MemberTable:
         self._updates: list[MemberUpdate] | None = None
         # Bumped on every change, so that views derived from the table can be cached.
         self.version = 0
+        # Round trip of a direct probe to each member (seconds, a moving average, set by the
+        # failure detector, membership/probing.py): the latency between this peer and that
+        # member as measured (IOS's network profile, which core/spmd/ weighs).
+        self.rtt_s: dict[str, float] = {}
 
     @property
     def me(self) -> Member:

@@ -22,7 +22,7 @@ available and used amounts are both zero add nothing (Δ would be 0/0).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -71,3 +71,44 @@ def gain(
     benefit = sum(w * delta(available.get(r, 0.0), used.get(r, 0.0)) for r, w in weights.items())
     cost = migration_s / (10 + math.log(max(life_s, 1.0), log_base))
     return Decision(benefit - cost, benefit, cost)
+
+
+def comm_s(
+    at: str,
+    holders: Iterable[str],
+    one_way_s: Callable[[str, str], float],
+    bytes_each: float,
+    bandwidth: float,
+) -> float:
+    """Seconds per iteration an entity placed ``at`` spends exchanging ghosts with the
+    neighbours ``holders`` hold (IOS's communication profile: the entity's exchange graph):
+    a neighbour on the same node costs nothing, any other its one-way latency plus its bytes
+    over the bandwidth."""
+    return sum(one_way_s(at, h) + bytes_each / bandwidth for h in holders if h != at)
+
+
+def entity_gain(
+    cpu_here: float,
+    cpu_there: float,
+    step_s: float,
+    comm_here_s: float,
+    comm_there_s: float,
+    migration_s: float,
+    life_s: float,
+    log_base: float = math.e,
+) -> Decision:
+    """Γ of moving one entity, with IOS's resources CPU and network (equation 2), each
+    weighted by what the entity's iteration spends on it: ω(net) = its communication time
+    (the larger of here and there, so that leaving colocated neighbours counts) over that
+    plus its step time, ω(cpu) the rest. For the network less is more: Δ(net) =
+    (here - there) / (here + there), so the amounts go into equation 1 the other way round."""
+    comm = max(comm_here_s, comm_there_s)
+    w_net = comm / (comm + step_s) if comm + step_s > 0 else 0.0
+    return gain(
+        {"cpu": 1.0 - w_net, "net": w_net},
+        {"cpu": cpu_there, "net": comm_here_s},
+        {"cpu": cpu_here, "net": comm_there_s},
+        migration_s,
+        life_s,
+        log_base,
+    )

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from satind.reconfig.gain import delta, gain
+from satind.reconfig.gain import comm_s, delta, entity_gain, gain
 
 CPU = {"cpu": 1.0}
 
@@ -60,3 +60,27 @@ def test_weights_mix_resources_and_are_checked() -> None:
     assert gain(CPU, {"cpu": 1.0}, {"cpu": 0.5}, 1.0, 100.0, log_base=10).cost == pytest.approx(
         1 / (10 + math.log10(100))
     )
+
+
+def test_the_network_weighs_what_an_entity_spends_its_iteration_on() -> None:
+    # Issue 34, point 1: Γ with the communication term, from the exchange graph.
+    rtt = {("a", "b"): 0.020, ("a", "c"): 0.020, ("b", "c"): 0.020}
+
+    def one_way(x: str, y: str) -> float:
+        return rtt.get((min(x, y), max(x, y)), 0.0) / 2
+
+    # Two neighbours, both held on a: nothing here, two remote exchanges on b.
+    here = comm_s("a", ["a", "a"], one_way, 10_000, 1e6)
+    there = comm_s("b", ["a", "a"], one_way, 10_000, 1e6)
+    assert here == 0.0 and there == pytest.approx(2 * (0.010 + 0.010))
+    # The same CPU gain (a whole CPU there against half of one here) for two entities: one
+    # that computes 1 s per iteration moves, one that computes 10 ms stays with its
+    # neighbours (its iteration would be mostly waiting for ghosts there).
+    heavy = entity_gain(0.5, 1.0, 1.0, here, there, 0.01, 100.0)
+    light = entity_gain(0.5, 1.0, 0.010, here, there, 0.01, 100.0)
+    assert heavy.migrate and not light.migrate
+    # Neighbours on the thief: moving there removes the exchanges, a gain by itself.
+    toward = entity_gain(1.0, 1.0, 0.010, there, here, 0.0, 100.0)
+    assert toward.benefit > 0.5
+    # No communication at all: the CPU alone, as before.
+    assert entity_gain(0.5, 1.0, 1.0, 0.0, 0.0, 0.0, 100.0).benefit == pytest.approx(1 / 3)

@@ -63,7 +63,7 @@ from satind.core.spmd.rollback import member_gone as member_gone
 from satind.core.victim import job_spec
 from satind.net import codec
 from satind.net import messages as m
-from satind.reconfig.gain import gain
+from satind.reconfig.gain import comm_s, entity_gain
 from satind.work.events import ChildResult
 from satind.work.jobs import Job
 
@@ -399,6 +399,13 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     # its stepping time: an entity uses speed x part of a CPU here.
     busy = sum(h.wall_s for h in spmd.held.values())
     speed = min(sum(h.cpu_s for h in spmd.held.values()) / busy, 1.0) if busy > 0 else 0.0
+    me, rtt = state.name, state.table.rtt_s
+
+    def one_way(at: str, to: str) -> float:
+        # Measured from here (SWIM's probes); from the thief, to us as from us to it, and to
+        # a third member as from here (unknown: nothing).
+        return rtt.get(thief if at != me and to == me else to, 0.0) / 2
+
     best: tuple[float, EntityKey] | None = None
     why = ""
     for key, held in spmd.held.items():
@@ -413,7 +420,10 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
         used = speed * held.wall_s / busy
         life = max(task.iterations - held.iteration, 0) * held.period_s
         cost = cfg.migration_latency_s + held.size / cfg.bandwidth_bytes_s
-        decision = gain({"cpu": 1.0}, {"cpu": cpu}, {"cpu": used}, cost, life, cfg.log_base)
+        each = held.bytes_out / max(len(task.holders), 1)
+        here = comm_s(me, task.holders, one_way, each, cfg.bandwidth_bytes_s)
+        there = comm_s(thief, task.holders, one_way, each, cfg.bandwidth_bytes_s)
+        decision = entity_gain(used, cpu, held.wall_s, here, there, cost, life, cfg.log_base)
         if decision.gain > cfg.min_gain and (best is None or decision.gain > best[0]):
             best = (decision.gain, key)
             why = f"uses {used:.3f} here, {cpu:.3f} there, cost {decision.cost:.4f}"
