@@ -24,6 +24,19 @@ from tests.integration.test_daemon import (
 pytestmark = pytest.mark.slow
 
 
+def _wait_checkpointed(keys: Path, daemon: Daemon, run_id: str) -> None:
+    """Both of ``daemon``'s peers up, and the run listed "checkpointed": they found it
+    unfinished in the checkpoint directory (late under a full suite on two busy cores)."""
+    wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, daemon.first)["peers"]) == 2)
+    wait_for(
+        lambda: (
+            {r["run_id"]: r["state"] for r in status(keys, daemon.first)["runs"]}.get(run_id)
+            == "checkpointed"
+        ),
+        30,
+    )
+
+
 # The default policy and the one that logs most. "tic" writes and reads through the same
 # files with another choice of records; tests/sim/test_checkpoint_sim.py runs every policy's
 # total loss on 8 seeds (the suite's time is bounded).
@@ -52,15 +65,8 @@ def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path, polic
     # Other peers (a different machine and cluster, 2 peers instead of 3) resume it.
     m3 = Daemon(keys, "m3", "west", "", "--peers", "2", *opts)
     try:
-        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m3.first)["peers"]) == 2)
         # The peers found the unfinished run in the checkpoint directory: status lists it.
-        wait_for(
-            lambda: (
-                {r["run_id"]: r["state"] for r in status(keys, m3.first)["runs"]}.get(run_id)
-                == "checkpointed"
-            ),
-            30,  # under a full suite on two busy cores the peers scan the logs late
-        )
+        _wait_checkpointed(keys, m3, run_id)
         proc = client(keys, m3.first, "resume", run_id, "--wait", "--json", timeout=120)
         assert proc.returncode == 0, proc.stderr
         report = json.loads(proc.stdout)
@@ -159,14 +165,7 @@ def test_an_iterative_or_spmd_run_resumes_from_its_last_barrier_after_a_total_lo
 
     m3 = Daemon(keys, "m3", "west", "", "--peers", "2", *opts)
     try:
-        wait_for(lambda: sum(p["state"] == "alive" for p in status(keys, m3.first)["peers"]) == 2)
-        wait_for(
-            lambda: (
-                {r["run_id"]: r["state"] for r in status(keys, m3.first)["runs"]}.get(run_id)
-                == "checkpointed"
-            ),
-            30,
-        )
+        _wait_checkpointed(keys, m3, run_id)
         proc = client(keys, m3.first, "resume", run_id, "--wait", "--json", timeout=180)
         assert proc.returncode == 0, proc.stderr
         report = json.loads(proc.stdout)
