@@ -109,9 +109,10 @@ def entity_job(
     restore: bytes | None,
 ) -> Any:
     """One entity job, on the entity's holder (core/spmd/ routes it there). Place: make
-    (or restore) the entity and send its ghosts; step: one iteration; collect: its state.
-    A step returns its profile [CPU s, wall s, ghost bytes] and, at a checkpoint, its
-    encoded state."""
+    (or restore) the entity and send its ghosts; step: the iterations from ``iteration`` to
+    where the master ended the job's span (the holder runs this once per iteration); collect:
+    its state. A step returns its last iteration's profile [CPU s, wall s, ghost bytes], its
+    encoded state at a checkpoint (else None) and the iteration it reached."""
     app = APPS[name]
     w = _worker.CURRENT
     if w is None:  # outside satind (a test calling the function): nothing to keep
@@ -126,6 +127,9 @@ def entity_job(
         _done(w, app, args, run_id, entity, gen, iteration, state, neighbours, 0.0, 0.0, size)
         return None
     given = _input(w, entity)
+    # The job covers the iterations from ``iteration`` to its span's end; its holder runs
+    # it once per iteration, each time with that iteration (core/spmd/ghosts.py).
+    iteration = given.iteration
     ghosts = {n: decode_value(data) for n, data in given.ghosts.items()}
     state = app.step(args, entity, given.state, ghosts, iteration)
     cpu_s, wall_s = w.cpu_clock() - cpu0, w.wall_clock() - started
@@ -150,7 +154,7 @@ def entity_job(
         wall_s,
         len(encoded) if encoded is not None else 0,
     )
-    return [cpu_s, wall_s, sent, saved]
+    return [cpu_s, wall_s, sent, saved, iteration + 1]
 
 
 def _input(w: _worker.Worker, entity: int) -> EntityInput:
@@ -262,10 +266,12 @@ def drive(name: str, args: Any) -> Any:
         if phase(PLACE, iteration, checkpoint) is None:
             continue
         while iteration < total:
+            # One push per entity covers several iterations (``spmd.push_every``, up to the
+            # next checkpoint): the holders step on their own meanwhile.
             results = phase(STEP, iteration, None)
             if results is None:
                 break
-            iteration += 1
+            iteration = results[0][4]
             w.hooks.report(SpmdIteration(run_id, iteration, [r[:3] for r in results]))
             if all(r[3] is not None for r in results):
                 at, checkpoint = iteration, [r[3] for r in results]

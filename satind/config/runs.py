@@ -72,6 +72,11 @@ class SpmdConfig:
     # iterations. Every this many, each entity's registered state goes to the master and from
     # there to every member (the barrier a crash or a new master resumes from).
     checkpoint_every: int = 20
+    # iterations. An entity's holder steps it this many iterations on its own (each step as
+    # soon as its neighbours' ghosts are in) between two pushes from the master; pushes also
+    # end at each checkpoint and at the run's end. More: less control traffic and no
+    # barrier per iteration; fewer: moves wait less (a move happens between two pushes).
+    push_every: int = 10
     # Γ above this migrates (the paper: above 0). A margin, so that measurement noise between
     # equal machines does not move entities back and forth.
     min_gain: float = 0.15

@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 def on_report(state: PeerState, event: Report, now: float) -> Effects:
     """The effects of one report of the compute side, received at ``now``."""
     if isinstance(event, JobFinished):
-        return thief.job_finished(state, event.job)
+        # A step inside an SPMD job's span ends here; every other job goes on.
+        stepped = spmd.step_finished(state, event.job, now)
+        return thief.job_finished(state, event.job) if stepped is None else stepped
     if isinstance(event, WantWork):
         state.worker_idle = event.wanted
         state.worker_frames = event.frames

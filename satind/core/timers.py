@@ -42,5 +42,5 @@ def fire(state: PeerState, event: TimerEvent, now: float) -> Effects:
     if isinstance(event, MoveTimeout):
         return spmd.move_timeout(state, event, now)
     if isinstance(event, GhostsAgain):
-        return spmd.ghosts_again(state, (event.run_id, event.entity), event.job)
+        return spmd.ghosts_again(state, (event.run_id, event.entity), event.job, event.iteration)
     raise TypeError(f"no rule for timer event {event!r}")

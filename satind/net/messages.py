@@ -115,6 +115,7 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
+# 18: SPMD step jobs that cover several iterations (EntityTask.until).
 # 17: self-adaptivity's overhead from compute time and the plugin's own benchmark
 # (LoadReply.busy_s, .app_bench_cpu_s).
 # 16: steal-half (StealRequest.many, StealReply.more).
@@ -126,7 +127,7 @@ from satind.net.records import TraceEvent as TraceEvent
 # 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
-PROTOCOL_VERSION = 17
+PROTOCOL_VERSION = 18
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.

@@ -89,6 +89,10 @@ class EntityTask:
     holders: list[str] = field(default_factory=list)
     # A step whose iteration ends at a checkpoint: it returns its registered state.
     checkpoint: bool = False
+    # A step job covers the iterations from ``iteration`` to ``until`` (excluded): the holder
+    # steps the entity on its own between them, and the job's result comes after the last
+    # (0: one step). ``checkpoint`` is about the last.
+    until: int = 0
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,14 @@ from satind.work.jobs import Job
 class EntityInput:
     """What an SPMD entity job reads on its holder, handed over with the job by the core
     (core/spmd/ghosts.py): the entity's registered state as of its iteration, its neighbours'
-    ghosts for it, whether it has stepped here before, and whether this step checkpoints."""
+    ghosts for it, whether it has stepped here before, whether this step checkpoints, and the
+    iteration it steps (a pushed job covers several: core/spmd/ghosts.py)."""
 
     state: Any
     ghosts: dict[int, bytes]
     stepped: bool
     checkpoint: bool
+    iteration: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,7 +66,7 @@ def _placed(state: PeerState, run: RunState, root: Job) -> None:
     _place_all(state, run, root)
     place = state.spmd.runs["r1"]
     for job in list(place.jobs.values()):
-        spmd.finished(state, "r1", job.path, 0.0)
+        spmd.finished(state, m.JobResult("r1", job.path, None, None), 0.0)
         state.custody.drop_given(lambda j, job=job: j is job)  # type: ignore[misc]
     place.jobs.clear()  # the master's own: their entity_done hook
 
@@ -95,7 +95,7 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     state.spmd.held[("r1", 1)] = Held(1, 0, [[1.0]])
     fx = spmd.arrive(state, job, task)  # no ghosts yet: it waits (and will ask again)
     assert not any(isinstance(e, ToCompute) for e in fx)
-    assert fx == [Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 1, job))]
+    assert fx == [Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 1, job, 0))]
     assert spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(0, 1, 0, b"g0"))) == []
     fx = spmd.on_ghost(state, m.Ghost("r1", 1, m.GhostData(2, 1, 0, b"g2")))
     # The step goes with what it reads: its state and its ghosts (no table shared with the
@@ -134,7 +134,7 @@ def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -
     ask = m.MigrateRequest("r1", entity, "c/0", 0.5)
     assert spmd.on_migrate_request(state, "b/0", ask, 0.1) == []
     # The step's result: now the master tells b/0 to send it to c/0.
-    fx = spmd.finished(state, "r1", step.path, 0.2)
+    fx = spmd.finished(state, m.JobResult("r1", step.path, None, None), 0.2)
     assert _sent(fx, m.EntityMove) == [("b/0", m.EntityMove("r1", entity, "c/0"))]
     # The next iteration's push is held back until c/0 has it.
     nxt = _job(run, root, entity, STEP, 1)
@@ -297,7 +297,7 @@ def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> 
     task = m.EntityTask(2, STEP, 4, 1, 10, [1, 3], ["b/0", "c/0"])
     (later,) = spmd.arrive(waiter, job, task)
     spmd.on_ghost(waiter, m.Ghost("r1", 2, m.GhostData(3, 1, 4, b"from3")))  # 3 is here
-    assert later == Timer(waiter.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 2, job))
+    assert later == Timer(waiter.cfg.spmd.ghost_wait_s, GhostsAgain("r1", 2, job, 4))
     fx = timers.fire(waiter, later.event, 1.0)
     ((dest, ask),) = _sent(fx, m.GhostRequest)
     assert dest == "b/0" and ask == m.GhostRequest("r1", 2, 1, 1, 4, "c/0")
@@ -313,7 +313,7 @@ def test_a_step_still_waiting_asks_again_and_the_neighbours_holder_resends() -> 
     assert dest == "c/0"
     assert isinstance(again, m.Ghost)
     # The waiting step starts with it; the loop of asking ends.
-    given = EntityInput([[0.0]], {3: b"from3", 1: b"to2"}, False, False)
+    given = EntityInput([[0.0]], {3: b"from3", 1: b"to2"}, False, False, 4)
     assert spmd.on_ghost(waiter, again) == [ToCompute(JobArrived(job, given))]
     assert timers.fire(waiter, later.event, 2.0) == []
 

@@ -120,6 +120,9 @@ class Spmd:
     tasks: dict[EntityKey, m.EntityTask] = field(default_factory=dict)
     inbox: dict[EntityKey, dict[tuple[int, int], dict[int, bytes]]] = field(default_factory=dict)
     waiting: dict[EntityKey, tuple[Job, m.EntityTask]] = field(default_factory=dict)
+    # The steps running inside a pushed job's span (core/spmd/ghosts.py): each step's own
+    # job, to its entity, the pushed job and the task of that step.
+    stepping: dict[Job, tuple[EntityKey, Job, m.EntityTask]] = field(default_factory=dict)
     moved: dict[EntityKey, Departed] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)

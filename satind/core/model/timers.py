@@ -62,6 +62,8 @@ class GhostsAgain:
     run_id: str
     entity: int
     job: Job
+    # The iteration the step waits at (a pushed job steps several: each wait has its loop).
+    iteration: int
 
 
 TimerEvent = (

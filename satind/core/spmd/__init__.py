@@ -48,6 +48,7 @@ from satind.core.model.spmd import (
     is_entity_job,
 )
 from satind.core.model.timers import MoveTimeout
+from satind.core.spmd import ghosts
 from satind.core.spmd.ghosts import arrive as arrive
 from satind.core.spmd.ghosts import deliver, drop_waiting, prune, try_start
 from satind.core.spmd.ghosts import ghosts_again as ghosts_again
@@ -60,6 +61,7 @@ from satind.core.spmd.placement import placement as placement
 from satind.core.spmd.placement import profile as profile
 from satind.core.spmd.rollback import lost_job as lost_job
 from satind.core.spmd.rollback import member_gone as member_gone
+from satind.core.spmd.rollback import step_failed
 from satind.core.victim import job_spec
 from satind.net import codec
 from satind.net import messages as m
@@ -108,10 +110,9 @@ def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
     run_id = job.run.run_id
     entity, phase, iteration, gen, iterations, neighbours = job.args[2:8]
     holder = place.locator[entity]
-    checkpoint = phase == STEP and (
-        (iteration + 1) % max(state.cfg.spmd.checkpoint_every, 1) == 0
-        or iteration + 1 == iterations
-    )
+    until = segment_end(state, iteration, iterations) if phase == STEP else 0
+    every = max(state.cfg.spmd.checkpoint_every, 1)
+    checkpoint = phase == STEP and (until % every == 0 or until == iterations)
     task = m.EntityTask(
         entity,
         phase,
@@ -121,6 +122,7 @@ def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
         list(neighbours),
         [place.locator.get(n, "") for n in neighbours],
         checkpoint,
+        until,
     )
     place.jobs[entity] = job
     if holder == state.name:
@@ -139,18 +141,42 @@ def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
     return [Send(holder, m.TaskPush(spec, task))]
 
 
-def finished(state: PeerState, run_id: str, path: bytes, now: float) -> Effects:
-    """The result of an entity job came (custody applies it): its step is over, so a move
-    asked for can happen now."""
-    place = state.spmd.runs.get(run_id)
+def segment_end(state: PeerState, iteration: int, iterations: int) -> int:
+    """Where a step job pushed at ``iteration`` ends: after ``spmd.push_every`` iterations,
+    at the next checkpoint or at the run's end, whichever comes first. Every entity's job of
+    one push ends at the same iteration, so the root's sync is the only barrier."""
+    cfg = state.cfg.spmd
+    push, every = max(cfg.push_every, 1), max(cfg.checkpoint_every, 1)
+    return min((iteration // push + 1) * push, (iteration // every + 1) * every, iterations)
+
+
+def finished(state: PeerState, msg: m.JobResult, now: float) -> Effects:
+    """The result of an entity job came (custody applies it): its steps are over, so a move
+    asked for can happen now. A failed one fails its run: the others stop."""
+    place = state.spmd.runs.get(msg.run_id)
     if place is None:
         return []
-    entity = place.by_path.pop(path, None)
+    entity = place.by_path.pop(msg.path, None)
     job = place.jobs.get(entity) if entity is not None else None
-    if entity is None or job is None or job.path != path:
+    if entity is None or job is None or job.path != msg.path:
         return []
     del place.jobs[entity]
-    return _maybe_move(state, run_id, place, entity, now)
+    if msg.error is not None:
+        return step_failed(state, msg.run_id, entity)
+    return _maybe_move(state, msg.run_id, place, entity, now)
+
+
+def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
+    """A job the compute side finished: a step inside an entity job's span goes on here
+    (core/spmd/ghosts.py); None: not one of those. When the master holds the entity and the
+    step failed, the run's other jobs stop (as ``finished`` does for a remote holder's)."""
+    entry = state.spmd.stepping.get(step)
+    fx = ghosts.step_finished(state, step, now)
+    if fx is not None and entry is not None and step.error is not None:
+        (run_id, entity), job, task = entry
+        if job.parent is not None and task.phase >= 0:
+            fx += step_failed(state, run_id, entity)
+    return fx
 
 
 def _maybe_move(
@@ -293,7 +319,9 @@ def entity_done(
     fx += try_start(state, key)
     run = state.runs.active.get(run_id)
     master = run.info.master if run is not None else ""
-    if master == state.name:
+    if master == state.name and (task is None or iteration >= task.until):
+        # The master's own entity ended its job (its place, or the last step of its span):
+        # a move asked for may happen now.
         place = spmd.runs.get(run_id)
         mine = place is not None and place.locator.get(entity) == state.name
         if place is not None and mine and place.jobs.pop(entity, None) is not None:
@@ -489,7 +517,7 @@ kinds.register(
         forget_unknown=forget_run,
         task_ready=task_ready,
         result=lambda state, msg, thief, now: (
-            finished(state, msg.run_id, msg.path, now) if msg.run_id in state.spmd.runs else []
+            finished(state, msg, now) if msg.run_id in state.spmd.runs else []
         ),
     )
 )

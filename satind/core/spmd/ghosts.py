@@ -4,6 +4,7 @@ ghost goes straight to the neighbour's holder, and a lost one is asked for again
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from satind.core.effects import WARNING, Effects, Send, Timer, ToCompute
@@ -15,9 +16,9 @@ from satind.core.model.spmd import (
     Spmd,
 )
 from satind.core.model.timers import GhostsAgain
-from satind.core.thief import accept_stolen
+from satind.core.thief import accept_stolen, job_finished
 from satind.net import messages as m
-from satind.work.events import EntityInput, JobArrived
+from satind.work.events import ChildResult, EntityInput, JobArrived
 from satind.work.jobs import Job
 
 if TYPE_CHECKING:
@@ -48,17 +49,17 @@ def arrive(state: PeerState, job: Job, task: m.EntityTask) -> Effects:
     state.spmd.waiting[key] = (job, task)
     fx = try_start(state, key)
     if key in state.spmd.waiting:
-        fx.append(Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(key[0], key[1], job)))
+        fx.append(Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(*key, job, task.iteration)))
     return fx
 
 
-def ghosts_again(state: PeerState, key: EntityKey, job: Job) -> Effects:
+def ghosts_again(state: PeerState, key: EntityKey, job: Job, iteration: int) -> Effects:
     """Timer ``GhostsAgain``: while the step ``job`` waits, every ``spmd.ghost_wait_s``, ask
     the holders of the neighbours whose ghosts have not come (a ghost sent to a holder the
     entity had left may have been lost with it)."""
     waiting = state.spmd.waiting.get(key)
-    if waiting is None or waiting[0] is not job:
-        return []  # started, dropped or replaced: the loop ends
+    if waiting is None or waiting[0] is not job or waiting[1].iteration != iteration:
+        return []  # started, dropped or replaced: the loop ends (the next step has its own)
     task = waiting[1]
     box = state.spmd.inbox.get(key, {}).get((task.gen, task.iteration), {})
     fx: Effects = []
@@ -66,7 +67,7 @@ def ghosts_again(state: PeerState, key: EntityKey, job: Job) -> Effects:
         if neighbour not in box and holder:
             ask = m.GhostRequest(key[0], key[1], neighbour, task.gen, task.iteration, state.name)
             fx += on_ghost_request(state, ask) if holder == state.name else [Send(holder, ask)]
-    return [*fx, Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(key[0], key[1], job))]
+    return [*fx, Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(*key, job, iteration))]
 
 
 def on_ghost_request(state: PeerState, msg: m.GhostRequest) -> Effects:
@@ -108,9 +109,46 @@ def try_start(state: PeerState, key: EntityKey) -> Effects:
     del spmd.waiting[key]
     held.ready = box
     prune(spmd, key, (task.gen, task.iteration + 1))
+    last = task.phase != STEP or task.until <= task.iteration + 1
     # The step reads its state and ghosts from the job's message, not from this table.
-    given = EntityInput(held.state, dict(box), held.wall_s > 0, task.checkpoint)
-    return [ToCompute(JobArrived(job, given))]
+    given = EntityInput(
+        held.state, dict(box), held.wall_s > 0, task.checkpoint and last, task.iteration
+    )
+    if last:
+        return [ToCompute(JobArrived(job, given))]
+    # A step inside the pushed job's span: a job of its own, whose end this peer takes
+    # (``step_finished``), not the master. Placed, as the pushed job is: no thief takes it,
+    # and a waiting frame of any run starts it (work/jobs.py ``is_placed``).
+    step = Job(job.fn, job.args, None, 0, job.run, 0.0)
+    step.origin = state.name
+    step.set_path(job.path)
+    spmd.stepping[step] = (key, job, task)
+    return [ToCompute(JobArrived(step, given))]
+
+
+def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
+    """The compute side finished a job: if it was a step inside a pushed job's span, the
+    entity goes on with its next iteration when that iteration's ghosts are in (None: not
+    one of those). A step that raised fails the pushed job with its exception."""
+    spmd = state.spmd
+    if not spmd.stepping or step not in spmd.stepping:
+        return None
+    key, job, task = spmd.stepping.pop(step)
+    if task.phase < 0 or job.run.aborted:
+        return []  # aborted while it stepped (``drop_waiting``), or its run is over
+    if step.error is not None:
+        job.exc = step.error
+        return finish_pushed(state, job)
+    held = spmd.held.get(key)
+    if held is None or held.gen != task.gen:
+        return []  # it moved away or rolled back meanwhile: that pushed job is not ours
+    nxt = replace(task, iteration=task.iteration + 1)
+    spmd.tasks[key] = nxt
+    spmd.waiting[key] = (job, nxt)
+    fx = try_start(state, key)
+    if key in spmd.waiting:
+        fx.append(Timer(state.cfg.spmd.ghost_wait_s, GhostsAgain(*key, job, nxt.iteration)))
+    return fx
 
 
 def prune(spmd: Spmd, key: EntityKey, keep_from: tuple[int, int]) -> None:
@@ -122,12 +160,28 @@ def prune(spmd: Spmd, key: EntityKey, keep_from: tuple[int, int]) -> None:
 
 
 def drop_waiting(state: PeerState, job: Job) -> bool:
-    """An aborted entity job that has not started: gone. True if it was one."""
-    for key, (j, _) in list(state.spmd.waiting.items()):
+    """An aborted entity job that has not started, or that is between the steps of its span
+    (waiting for ghosts, or one of its steps running): gone. True if it was one."""
+    spmd = state.spmd
+    for key, (j, _) in list(spmd.waiting.items()):
         if j is job:
-            del state.spmd.waiting[key]
+            del spmd.waiting[key]
+            return True
+    for step, (key, j, task) in list(spmd.stepping.items()):
+        if j is job:
+            # The step runs on (the compute side has it); its end goes no further.
+            spmd.stepping[step] = (key, j, replace(task, phase=-1))
             return True
     return False
+
+
+def finish_pushed(state: PeerState, job: Job) -> Effects:
+    """A pushed job whose span ended here without running its last step (it failed): its
+    result goes as any finished job's, to the master, or to its root when the master holds
+    the entity."""
+    if job.parent is not None:
+        return [ToCompute(ChildResult(job, None, job.error))]
+    return job_finished(state, job)
 
 
 def deliver(state: PeerState, run_id: str, entity: int, ghost: m.GhostData, holder: str) -> Effects:

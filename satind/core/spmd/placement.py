@@ -103,3 +103,5 @@ def forget_run(state: PeerState, run_id: str) -> None:
     for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved):
         for key in [k for k in table if k[0] == run_id]:
             del table[key]
+    for step in [s for s, (key, _, _) in spmd.stepping.items() if key[0] == run_id]:
+        del spmd.stepping[step]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from satind.core.effects import INFO, Effects, Send, ToCompute
 from satind.core.model.spmd import (
     EntityLost,
+    Placement,
 )
 from satind.core.spmd.ghosts import arrive as arrive
 from satind.core.spmd.ghosts import drop_waiting
@@ -53,21 +54,42 @@ def member_gone(state: PeerState, name: str) -> Effects:
         for entity in lost:
             place.moving.pop(entity, None)
         place.wanted.clear()
-        for entity, job in list(place.jobs.items()):
-            holder = place.locator.get(entity, "")
-            if holder == state.name:
-                if not drop_waiting(state, job):
-                    continue  # running here: it has its ghosts and ends by itself
-            else:
-                key = (run_id, job.path)
-                if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
-                    continue  # already given back (its holder is the dead one)
-                place.by_path.pop(job.path, None)
-                if alive(state, holder):
-                    fx.append(Send(holder, m.Abort(key[0], key[1])))
-            del place.jobs[entity]
-            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
-        for entity, job in list(place.held_back.items()):
-            del place.held_back[entity]
-            fx.append(ToCompute(ChildResult(job, None, EntityLost(f"{name} died"))))
+        fx += stop_jobs(state, run_id, place, f"{name} died")
     return fx
+
+
+def stop_jobs(state: PeerState, run_id: str, place: Placement, why: str) -> Effects:
+    """Every unfinished entity job of the run fails with ``EntityLost(why)``: a holder died,
+    or an entity's step failed. The others' steps may wait for ghosts that will never come
+    (a job covers several iterations, each waiting for its neighbours' last one), and the
+    root waits for every job of the push."""
+    fx: Effects = []
+    for entity, job in list(place.jobs.items()):
+        holder = place.locator.get(entity, "")
+        if holder == state.name:
+            if not drop_waiting(state, job):
+                continue  # running here its last step: it has its ghosts and ends by itself
+        else:
+            key = (run_id, job.path)
+            if not state.custody.drop_given(lambda j, job=job: j is job):  # type: ignore[misc]
+                continue  # already given back (its holder is the dead one)
+            place.by_path.pop(job.path, None)
+            if alive(state, holder):
+                fx.append(Send(holder, m.Abort(key[0], key[1])))
+        del place.jobs[entity]
+        fx.append(ToCompute(ChildResult(job, None, EntityLost(why))))
+    for entity, job in list(place.held_back.items()):  # pushes waiting for a move's end
+        del place.held_back[entity]
+        fx.append(ToCompute(ChildResult(job, None, EntityLost(why))))
+    return fx
+
+
+def step_failed(state: PeerState, run_id: str, entity: int) -> Effects:
+    """Master: an entity's job failed (its step, or its ``ghost``, raised): its run fails
+    with that error; the other jobs of the push are stopped, since their next steps would
+    wait for the failed entity's ghosts for ever."""
+    place = state.spmd.runs.get(run_id)
+    if place is None:
+        return []
+    place.jobs.pop(entity, None)
+    return stop_jobs(state, run_id, place, f"entity {entity} failed")
