@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from satind.config import Config, SpmdConfig
-from satind.core import spmd, timers
+from satind.core import aborts, spmd, timers
 from satind.core.effects import Effect, Send, Timer, ToCompute
 from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
 from satind.core.model.timers import GhostsAgain, MoveTimeout
@@ -109,6 +109,129 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     assert sorted(dest for dest, _ in ghosts) == ["a/0", "c/0"]
     assert state.spmd.held[("r1", 1)].state == [[2.0]]
     assert state.spmd.held[("r1", 1)].iteration == 1
+
+
+def _pushed(state: PeerState, e: int, iteration: int, until: int) -> tuple[Job, m.EntityTask]:
+    """A step job a/0 pushed to this holder for the iterations from ``iteration`` to
+    ``until``, with entity ``e`` held here at ``iteration``."""
+    run = state.runs.active["r1"].state
+    job = job_of(run, ("heat2d", None, e, STEP, iteration, 1, 10, _neighbours(e), COUNT, None))
+    job.fn, job.origin = entity_job.fn, "a/0"
+    state.custody.take(("r1", job.path), "a/0", job)
+    state.spmd.held[("r1", e)] = Held(1, iteration, [[float(iteration)]])
+    holders = ["a/0" if n < e else "c/0" for n in _neighbours(e)]
+    return job, m.EntityTask(e, STEP, iteration, 1, 10, _neighbours(e), holders, True, until)
+
+
+def _both_ghosts(state: PeerState, e: int, iteration: int) -> list[Effect]:
+    fx: list[Effect] = []
+    for n in _neighbours(e):
+        fx += spmd.on_ghost(state, m.Ghost("r1", e, m.GhostData(n, 1, iteration, b"g")))
+    return fx
+
+
+def _arrived(fx: list[Effect]) -> JobArrived:
+    (arrived,) = [e.event for e in fx if isinstance(e, ToCompute)]
+    assert isinstance(arrived, JobArrived) and arrived.entity is not None
+    return arrived
+
+
+def test_a_push_covers_several_iterations_and_the_holder_steps_between_them() -> None:
+    state = _make("b/0", ("a/0", "c/0"))
+    known_run(state)  # mastered by a/0
+    job, task = _pushed(state, 1, 4, 7)
+    assert spmd.arrive(state, job, task)[0] == Timer(1.0, GhostsAgain("r1", 1, job, 4))
+    for iteration in (4, 5):
+        # A step inside the span runs as a job of its own, which the holder takes back:
+        # nothing goes to the master, and it does not checkpoint.
+        step = _arrived(_both_ghosts(state, 1, iteration))
+        assert step.job is not job and step.job.origin == "b/0"
+        assert step.entity == EntityInput(
+            [[float(iteration)]], {0: b"g", 2: b"g"}, iteration > 4, False, iteration
+        )
+        done = spmd.entity_done(
+            state,
+            "r1",
+            1,
+            1,
+            iteration + 1,
+            [[iteration + 1.0]],
+            {0: b"u", 2: b"d"},
+            (0.1, 0.1, 0),
+            1.0,
+        )
+        assert len(_sent(done, m.Ghost)) == 2
+        step.job.value = [0.1, 0.1, 2, None, iteration + 1]
+        fx = spmd.step_finished(state, step.job, 1.0)
+        assert fx == [Timer(1.0, GhostsAgain("r1", 1, job, iteration + 1))]
+        assert not _sent(fx, m.JobResult)
+    # The last step is the pushed job itself: its result goes to the master, with the state
+    # (it ends at a checkpoint).
+    last = _arrived(_both_ghosts(state, 1, 6))
+    assert last.job is job and last.entity is not None
+    assert last.entity.checkpoint and last.entity.iteration == 6
+    assert not state.spmd.stepping and spmd.step_finished(state, job, 2.0) is None
+
+
+def test_a_step_that_raises_inside_a_span_fails_the_pushed_job_at_its_master() -> None:
+    state = _make("b/0", ("a/0", "c/0"))
+    known_run(state)
+    job, task = _pushed(state, 1, 0, 10)
+    spmd.arrive(state, job, task)
+    step = _arrived(_both_ghosts(state, 1, 0)).job
+    step.exc = ValueError("broken at iteration 0")
+    fx = spmd.step_finished(state, step, 1.0)
+    assert fx is not None
+    ((dest, result),) = _sent(fx, m.JobResult)
+    assert dest == "a/0" and isinstance(result, m.JobResult) and result.path == job.path
+    assert result.error is not None and "broken at iteration 0" in result.error.message
+    assert ("r1", 1) not in state.spmd.waiting
+
+
+def test_a_pushed_job_aborted_while_one_of_its_steps_runs_goes_no_further() -> None:
+    state = _make("b/0", ("a/0", "c/0"))
+    known_run(state)
+    job, task = _pushed(state, 1, 0, 10)
+    spmd.arrive(state, job, task)
+    step = _arrived(_both_ghosts(state, 1, 0)).job
+    fx = aborts.on_abort(state, "a/0", m.Abort("r1", job.path))
+    assert not any(isinstance(e, ToCompute) for e in fx)  # not started as itself: dropped
+    step.value = [0.1, 0.1, 2, None, 1]
+    assert spmd.step_finished(state, step, 1.0) == []
+    assert ("r1", 1) not in state.spmd.waiting and not state.spmd.stepping
+
+
+def test_a_push_ends_at_push_every_at_the_next_checkpoint_or_at_the_end() -> None:
+    state, _, _ = _master(push_every=10, checkpoint_every=25)
+    assert [spmd.segment_end(state, i, 48) for i in (0, 7, 10, 20, 25, 40, 45)] == [
+        10,
+        10,
+        20,
+        25,
+        30,
+        48,
+        48,
+    ]
+
+
+def test_a_failed_job_stops_the_other_jobs_of_its_push() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
+    for job in steps:
+        spmd.task_ready(state, job, 0.0)
+    broken = next(j for j in steps if place.locator[j.args[2]] == "b/0")
+    error = m.ErrorInfo("ValueError", "broken", "")
+    fx = spmd.finished(state, m.JobResult("r1", broken.path, None, error), 1.0)
+    stopped = [
+        e.event.job for e in fx if isinstance(e, ToCompute) and isinstance(e.event, ChildResult)
+    ]
+    # Every other job ends (the root's sync would wait for them), the failed one with its
+    # own error (custody applies it); c/0 is told to drop its job.
+    assert set(map(id, stopped)) == {id(j) for j in steps if j is not broken}
+    assert [dest for dest, _ in _sent(fx, m.Abort)] == ["c/0"]
+    assert not place.jobs and not state.spmd.waiting
 
 
 def test_ghosts_of_an_older_generation_or_too_far_ahead_are_dropped() -> None:
