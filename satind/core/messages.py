@@ -50,6 +50,7 @@ RULES: dict[type, Rule] = {
     m.MigrateRequest: lambda s, link, msg, now: spmd.on_migrate_request(
         s, link.remote_name, msg, now
     ),
+    m.EntityLeaving: lambda s, link, msg, now: spmd.on_leaving(s, link.remote_name, msg, now),
     m.GhostRequest: lambda s, link, msg, now: spmd.on_ghost_request(s, msg),
     m.RunShare: lambda s, link, msg, now: master.on_share(s, msg),
     m.ResultCopy: lambda s, link, msg, now: master.on_result_copy(s, msg, now),

@@ -58,6 +58,7 @@ from satind.net.messages_control import SuspendRequest as SuspendRequest
 from satind.net.messages_control import TraceReply as TraceReply
 from satind.net.messages_control import TraceRequest as TraceRequest
 from satind.net.messages_kinds import Barrier as Barrier
+from satind.net.messages_kinds import EntityLeaving as EntityLeaving
 from satind.net.messages_kinds import EntityMove as EntityMove
 from satind.net.messages_kinds import EntityMoved as EntityMoved
 from satind.net.messages_kinds import EntityState as EntityState
@@ -115,7 +116,8 @@ from satind.net.records import RunStatus as RunStatus
 from satind.net.records import SharedUpdate as SharedUpdate
 from satind.net.records import TraceEvent as TraceEvent
 
-# 18: SPMD step jobs that cover several iterations (EntityTask.until).
+# 18: SPMD step jobs that cover several iterations (EntityTask.until); holders move entities
+# and tell the master (EntityLeaving).
 # 17: self-adaptivity's overhead from compute time and the plugin's own benchmark
 # (LoadReply.busy_s, .app_bench_cpu_s).
 # 16: steal-half (StealRequest.many, StealReply.more).
@@ -190,6 +192,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     EntityState,
     EntityMoved,
     MigrateRequest,
+    EntityLeaving,
     GhostRequest,
     LoadRequest,
     LoadReply,

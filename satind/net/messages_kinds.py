@@ -161,6 +161,20 @@ class MigrateRequest(Message):
 
 
 @dataclass(frozen=True)
+class EntityLeaving(Message):
+    """Holder to master: the holder moves ``entity`` to ``to`` now that its job's last step
+    is over — its gain Γ paid off (mpi-ios §5: the holders' agents decide, the master
+    records). The master holds the entity's next push back until ``to`` says it has it
+    (``EntityMoved``)."""
+
+    TYPE: ClassVar[int] = 118
+    run_id: str
+    entity: int
+    to: str
+    gain: float
+
+
+@dataclass(frozen=True)
 class GhostRequest(Message):
     """Holder to holder: ``entity``'s step waits for the ghost ``sender`` made for it at the
     end of (``gen``, ``iteration``); send it to ``requester`` if you have it (a ghost that

@@ -267,6 +267,27 @@ def test_an_entity_moves_after_its_step_and_its_next_push_waits_for_the_move() -
     assert [dest for dest, _ in _sent(fx, m.TaskPush)] == ["c/0"]
 
 
+def test_the_master_records_a_move_its_holder_made_and_holds_the_next_push_back() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    entity = next(e for e, h in place.locator.items() if h == "b/0")
+    fx = spmd.on_leaving(state, "b/0", m.EntityLeaving("r1", entity, "c/0", 0.5), 1.0)
+    assert fx == [Timer(state.cfg.spmd.move_timeout_s, MoveTimeout("r1", entity, "c/0"))]
+    nxt = _job(run, root, entity, STEP, 10)
+    assert spmd.task_ready(state, nxt, 1.1) == []  # held back: where is it?
+    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity), 1.2)
+    assert place.locator[entity] == "c/0" and [d for d, _ in _sent(fx, m.TaskPush)] == ["c/0"]
+    # The new holder's word may come first (another connection): the move ends at once.
+    other = next(e for e, h in place.locator.items() if h == "a/0")
+    assert spmd.on_moved(state, "b/0", m.EntityMoved("r1", other), 2.0) == []
+    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "b/0", 0.5), 2.1) == []
+    assert place.locator[other] == "b/0" and not place.moving and not place.arrived
+    # A holder that is not the entity's (an older generation's word): ignored.
+    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "c/0", 0.5), 2.2) == []
+    assert place.locator[other] == "b/0"
+
+
 def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> None:
     old = _make("b/0", ("a/0", "c/0"))
     known_run(old)
@@ -300,14 +321,20 @@ def _holder_with(entities: int, cpu_s: float = 0.01, wall_s: float = 0.01) -> Pe
     return state
 
 
-def test_gain_a_crowded_holder_proposes_one_entity_to_an_idle_thief() -> None:
+def test_gain_a_crowded_holder_decides_to_move_one_entity_to_an_idle_thief() -> None:
     state = _holder_with(8)  # each gets 1/8 of a CPU here
-    fx = spmd.on_idle_thief(state, "c/0", 1.0, 5.0)  # c/0 offers a whole CPU
-    ((dest, ask),) = _sent(fx, m.MigrateRequest)
-    assert dest == "a/0" and isinstance(ask, m.MigrateRequest)
-    assert ask.to == "c/0" and ask.gain > 0.7
+    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []  # c/0 offers a whole CPU
+    ((key, (to, gain)),) = state.spmd.leaving.items()
+    assert to == "c/0" and gain > 0.7
     # One at a time: the same thief again at once gets nothing.
     assert spmd.on_idle_thief(state, "c/0", 1.0, 5.1) == []
+    assert len(state.spmd.leaving) == 1
+    # The entity goes when its job's last step is over (iteration 10 to 11 here): the master
+    # hears of it first, then c/0 gets it.
+    fx = spmd.entity_done(state, "r1", key[1], 1, 11, [[1.0]], {}, (0.01, 0.01, 0), 6.0)
+    sends = [(e.dest, type(e.msg)) for e in fx if isinstance(e, Send)]
+    assert sends == [("a/0", m.EntityLeaving), ("c/0", m.EntityState)]
+    assert key not in state.spmd.held and not state.spmd.leaving
 
 
 def test_gain_no_proposal_when_the_thief_offers_less_than_the_entity_uses_here() -> None:
@@ -316,7 +343,8 @@ def test_gain_no_proposal_when_the_thief_offers_less_than_the_entity_uses_here()
     assert spmd.on_idle_thief(state, "c/0", 0.28, 5.0) == []  # a little better: under min_gain
     # A loaded holder (its steps get half a CPU: 0.125 each) and the same thief: it pays.
     loaded = _holder_with(4, cpu_s=0.005, wall_s=0.01)
-    assert _sent(spmd.on_idle_thief(loaded, "c/0", 1.0 / 5, 5.0), m.MigrateRequest)
+    spmd.on_idle_thief(loaded, "c/0", 1.0 / 5, 5.0)
+    assert [to for to, _ in loaded.spmd.leaving.values()] == ["c/0"]
 
 
 def test_gain_the_migration_cost_and_a_short_remaining_life_stop_a_move() -> None:
@@ -330,14 +358,17 @@ def test_gain_the_migration_cost_and_a_short_remaining_life_stop_a_move() -> Non
 def test_gain_no_entity_goes_back_to_the_peer_it_just_came_from() -> None:
     state = _holder_with(8)
     state.spmd.came_from["c/0"] = 4.0
-    assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
-    assert spmd.on_idle_thief(state, "c/0", 1.0, 4.0 + state.cfg.spmd.settle_s + 0.1)
+    spmd.on_idle_thief(state, "c/0", 1.0, 5.0)
+    assert not state.spmd.leaving
+    spmd.on_idle_thief(state, "c/0", 1.0, 4.0 + state.cfg.spmd.settle_s + 0.1)
+    assert state.spmd.leaving
 
 
 def test_static_placement_never_proposes() -> None:
     state = _holder_with(8)
     state.cfg = replace(Config(), spmd=replace(SpmdConfig(), migrate=False))
     assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
+    assert not state.spmd.leaving
 
 
 def test_a_dead_holder_fails_every_unfinished_entity_job_of_its_runs() -> None:

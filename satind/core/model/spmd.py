@@ -87,6 +87,9 @@ class Placement:
     # The paths of those sent to other members, to their entity (a result names its path).
     by_path: dict[bytes, int] = field(default_factory=dict)
     held_back: dict[int, Job] = field(default_factory=dict)
+    # A new holder's word that an entity came (``EntityMoved``) before its old holder's that
+    # it left (``EntityLeaving``, on another connection): entity -> new holder.
+    arrived: dict[int, str] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
     moves: int = 0
     # Per entity, the last iteration's profile: [cpu_s, wall_s, ghost bytes].
@@ -124,6 +127,9 @@ class Spmd:
     # job, to its entity, the pushed job and the task of that step.
     stepping: dict[Job, tuple[EntityKey, Job, m.EntityTask]] = field(default_factory=dict)
     moved: dict[EntityKey, Departed] = field(default_factory=dict)
+    # Entities this holder decided to move (gain), to where: each goes when its job's last
+    # step is over (core/spmd/__init__.py ``entity_done``).
+    leaving: dict[EntityKey, tuple[str, float]] = field(default_factory=dict)
     # Thieves an entity was proposed to, and when (one at a time: ``spmd.propose_wait_s``).
     proposed: dict[str, float] = field(default_factory=dict)
     # Peers an entity came from, and when (none goes back soon: ``spmd.settle_s``).

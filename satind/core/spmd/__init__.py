@@ -36,18 +36,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from satind.core import kinds
-from satind.core.effects import ERROR, INFO, WARNING, Changed, Effects, Send, Timer, ToCompute
+from satind.core.effects import INFO, Effects, Send, ToCompute
 from satind.core.model.spmd import (
     PLACE,
     STEP,
-    Departed,
     EntityKey,
     EntityLost,
     Held,
     Placement,
     is_entity_job,
 )
-from satind.core.model.timers import MoveTimeout
 from satind.core.spmd import ghosts
 from satind.core.spmd.ghosts import arrive as arrive
 from satind.core.spmd.ghosts import deliver, drop_waiting, prune, try_start
@@ -55,6 +53,15 @@ from satind.core.spmd.ghosts import ghosts_again as ghosts_again
 from satind.core.spmd.ghosts import on_ghost as on_ghost
 from satind.core.spmd.ghosts import on_ghost_request as on_ghost_request
 from satind.core.spmd.ghosts import on_push as on_push
+from satind.core.spmd.moves import leave, maybe_move, send_job
+from satind.core.spmd.moves import move_timeout as move_timeout
+from satind.core.spmd.moves import on_leaving as on_leaving
+from satind.core.spmd.moves import on_migrate_request as on_migrate_request
+from satind.core.spmd.moves import on_move as on_move
+from satind.core.spmd.moves import on_moved as on_moved
+from satind.core.spmd.moves import on_state as on_state
+from satind.core.spmd.moves import segment_end as segment_end
+from satind.core.spmd.moves import ship as ship
 from satind.core.spmd.placement import alive, forget_run, holds_entities, least_loaded, usable
 from satind.core.spmd.placement import offer as offer
 from satind.core.spmd.placement import placement as placement
@@ -62,8 +69,6 @@ from satind.core.spmd.placement import profile as profile
 from satind.core.spmd.rollback import lost_job as lost_job
 from satind.core.spmd.rollback import member_gone as member_gone
 from satind.core.spmd.rollback import step_failed
-from satind.core.victim import job_spec
-from satind.net import codec
 from satind.net import messages as m
 from satind.reconfig.gain import comm_s, entity_gain
 from satind.work.events import ChildResult
@@ -91,6 +96,7 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
         place.gen = gen
         place.lost.clear()
         place.wanted.clear()
+        place.arrived.clear()
         for e in range(count):
             holder = place.locator.get(e)
             if holder is None or not usable(state, holder, run_id):
@@ -102,52 +108,7 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
     if entity in place.moving:
         place.held_back[entity] = job
         return []
-    return _send(state, place, job, now)
-
-
-def _send(state: PeerState, place: Placement, job: Job, now: float) -> Effects:
-
-    run_id = job.run.run_id
-    entity, phase, iteration, gen, iterations, neighbours = job.args[2:8]
-    holder = place.locator[entity]
-    until = segment_end(state, iteration, iterations) if phase == STEP else 0
-    every = max(state.cfg.spmd.checkpoint_every, 1)
-    checkpoint = phase == STEP and (until % every == 0 or until == iterations)
-    task = m.EntityTask(
-        entity,
-        phase,
-        iteration,
-        gen,
-        iterations,
-        list(neighbours),
-        [place.locator.get(n, "") for n in neighbours],
-        checkpoint,
-        until,
-    )
-    place.jobs[entity] = job
-    if holder == state.name:
-        return arrive(state, job, task)
-    run = state.runs.active.get(run_id)
-    if run is None or job.run.aborted:
-        return []
-    try:
-        args = codec.encode_value(job.args, state.cfg.net.max_frame_bytes)
-    except codec.EncodeError as exc:
-        place.jobs.pop(entity, None)
-        return [ToCompute(ChildResult(job, None, exc))]
-    spec = job_spec(run.info, job, args, [], pushed=True)
-    state.custody.give((run_id, job.path), job, holder, now)
-    place.by_path[job.path] = entity
-    return [Send(holder, m.TaskPush(spec, task))]
-
-
-def segment_end(state: PeerState, iteration: int, iterations: int) -> int:
-    """Where a step job pushed at ``iteration`` ends: after ``spmd.push_every`` iterations,
-    at the next checkpoint or at the run's end, whichever comes first. Every entity's job of
-    one push ends at the same iteration, so the root's sync is the only barrier."""
-    cfg = state.cfg.spmd
-    push, every = max(cfg.push_every, 1), max(cfg.checkpoint_every, 1)
-    return min((iteration // push + 1) * push, (iteration // every + 1) * every, iterations)
+    return send_job(state, place, job, now)
 
 
 def finished(state: PeerState, msg: m.JobResult, now: float) -> Effects:
@@ -163,7 +124,7 @@ def finished(state: PeerState, msg: m.JobResult, now: float) -> Effects:
     del place.jobs[entity]
     if msg.error is not None:
         return step_failed(state, msg.run_id, entity)
-    return _maybe_move(state, msg.run_id, place, entity, now)
+    return maybe_move(state, msg.run_id, place, entity, now)
 
 
 def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
@@ -177,90 +138,6 @@ def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
         if job.parent is not None and task.phase >= 0:
             fx += step_failed(state, run_id, entity)
     return fx
-
-
-def _maybe_move(
-    state: PeerState, run_id: str, place: Placement, entity: int, now: float
-) -> Effects:
-    if entity not in place.wanted or entity in place.moving or entity in place.jobs:
-        return []
-    to = place.wanted.pop(entity)
-    holder = place.locator.get(entity, "")
-    if not to:
-        to = least_loaded(state, run_id, place, exclude=holder)
-    if to == holder or not usable(state, to, run_id) or not alive(state, holder):
-        return []
-    place.moving[entity] = to
-    state.note(INFO, __name__, "moving entity %d of %s from %s to %s", entity, run_id, holder, to)
-    fx: Effects = [Timer(state.cfg.spmd.move_timeout_s, MoveTimeout(run_id, entity, to))]
-    if holder == state.name:
-        return fx + ship(state, run_id, entity, to, now)
-    return [*fx, Send(holder, m.EntityMove(run_id, entity, to))]
-
-
-def move_timeout(state: PeerState, event: MoveTimeout, now: float) -> Effects:
-    """Timer ``MoveTimeout``: a move that neither ended nor failed in time (an answer lost
-    with a peer that did not die): the entity counts as lost, and the run rolls back,
-    instead of waiting for ever."""
-    place = state.spmd.runs.get(event.run_id)
-    if place is None or place.moving.get(event.entity) != event.to:
-        return []
-    refusal = m.EntityMoved(event.run_id, event.entity, f"no answer from {event.to} in time")
-    return on_moved(state, event.to, refusal, now)
-
-
-def on_migrate_request(state: PeerState, holder: str, msg: m.MigrateRequest, now: float) -> Effects:
-    """A holder asks for one of its entities to move (Γ paid off, or it drains)."""
-    place = state.spmd.runs.get(msg.run_id)
-    if place is None:
-        return []
-    if place.locator.get(msg.entity) != holder and place.moving.get(msg.entity) != holder:
-        # An entity of an older generation (placed elsewhere since, or by a predecessor):
-        # the holder drops it (EntityMove nowhere), or a draining holder would wait forever.
-        return [Send(holder, m.EntityMove(msg.run_id, msg.entity, ""))]
-    if msg.entity in place.moving or (msg.to and not usable(state, msg.to, msg.run_id)):
-        return []
-    if msg.to and not state.cfg.spmd.migrate:
-        return []
-    place.wanted[msg.entity] = msg.to
-    return _maybe_move(state, msg.run_id, place, msg.entity, now)
-
-
-def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> Effects:
-    """The entity is installed at its new holder: the locator follows, held pushes go. A
-    refusal from the old holder: it still has the entity; from the new one: it is lost."""
-    place = state.spmd.runs.get(msg.run_id)
-    entity = msg.entity
-    if place is None or entity not in place.moving:
-        return []
-    to = place.moving[entity]
-    if sender not in (to, place.locator.get(entity)):
-        return []
-    del place.moving[entity]
-    if not msg.refused:
-        place.locator[entity] = to
-        place.moves += 1
-        state.spmd.counters.entity_moves += 1
-    elif sender != place.locator.get(entity):
-        state.note(
-            WARNING,
-            __name__,
-            "entity %d of %s lost moving to %s: %s",
-            entity,
-            msg.run_id,
-            to,
-            msg.refused,
-        )
-        place.lost.add(entity)
-    job = place.held_back.pop(entity, None)
-    if job is None:
-        return []
-    if entity in place.lost:
-        return [ToCompute(ChildResult(job, None, EntityLost(msg.refused)))]
-    return _send(state, place, job, now)
-
-
-# -- the master: crashes --------------------------------------------------------------------
 
 
 # -- the holder --------------------------------------------------------------------------------
@@ -319,15 +196,19 @@ def entity_done(
     fx += try_start(state, key)
     run = state.runs.active.get(run_id)
     master = run.info.master if run is not None else ""
-    if master == state.name and (task is None or iteration >= task.until):
+    # Its job ended here: its place, or the last step of its span.
+    job_over = task is None or iteration >= task.until
+    if master == state.name and job_over:
         # The master's own entity ended its job (its place, or the last step of its span):
         # a move asked for may happen now.
         place = spmd.runs.get(run_id)
         mine = place is not None and place.locator.get(entity) == state.name
         if place is not None and mine and place.jobs.pop(entity, None) is not None:
-            fx += _maybe_move(state, run_id, place, entity, now)
+            fx += maybe_move(state, run_id, place, entity, now)
     if state.draining:
         fx += _leave_request(state, key, master, now)
+    elif key in spmd.leaving and job_over and task is not None and task.phase == STEP:
+        fx += leave(state, key, master, now)
     return fx
 
 
@@ -335,81 +216,6 @@ def _mean(old: float, new: float) -> float:
     """An exponential mean over the last few iterations: it follows a change of load within
     a few iterations and smooths the noise of single ones."""
     return new if old <= 0 else 0.7 * old + 0.3 * new
-
-
-def on_move(state: PeerState, sender: str, msg: m.EntityMove, now: float) -> Effects:
-    """The master says: send this entity away (its step is over)."""
-    run = state.runs.active.get(msg.run_id)
-    if run is None or run.info.master != sender:
-        return []  # not the run's master (any more): its locator is not the one that counts
-    return ship(state, msg.run_id, msg.entity, msg.to, now)
-
-
-def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Effects:
-    """Send an entity to ``to`` (nowhere: drop it, the master placed it elsewhere since)."""
-    spmd = state.spmd
-    key = (run_id, entity)
-    run = state.runs.active.get(run_id)
-    if not to:
-        spmd.held.pop(key, None)
-        spmd.tasks.pop(key, None)
-        spmd.inbox.pop(key, None)
-        return [Changed()] if state.draining else []
-    held = spmd.held.get(key)
-    master = run.info.master if run is not None else ""
-    if held is None:
-        refusal = m.EntityMoved(run_id, entity, f"{state.name} does not hold it")
-        return _to_master(state, master, refusal, now)
-    try:
-        data = codec.encode_value(held.state, state.cfg.net.max_frame_bytes // 2)
-    except codec.EncodeError as exc:
-        state.note(ERROR, __name__, "entity %d of %s cannot move: %s", entity, run_id, exc)
-        return _to_master(state, master, m.EntityMoved(run_id, entity, str(exc)), now)
-    del spmd.held[key]
-    ghosts = [
-        m.GhostData(sender, gen, iteration, d)
-        for (gen, iteration), box in sorted(spmd.inbox.pop(key, {}).items())
-        for sender, d in sorted(box.items())
-    ]
-    spmd.tasks.pop(key, None)
-    spmd.moved[key] = Departed(to, held.gen, held.sent)
-    msg = m.EntityState(run_id, entity, held.gen, held.iteration, data, ghosts, held.cpu_s)
-    if to == state.name:
-        return on_state(state, state.name, msg, now)
-    # A draining peer may leave once its last entity is gone (core/drain.py).
-    return [Send(to, msg), *([Changed()] if state.draining else [])]
-
-
-def _to_master(state: PeerState, master: str, msg: m.EntityMoved, now: float) -> Effects:
-    if master == state.name:
-        return on_moved(state, state.name, msg, now)
-    return [Send(master, msg)] if master else []
-
-
-def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> Effects:
-    """An entity moves here: install it, tell the master."""
-    spmd = state.spmd
-    key = (msg.run_id, msg.entity)
-    run = state.runs.active.get(msg.run_id)
-    if run is None:
-        return []  # no master to tell (a run unknown here): the master's move times out
-    try:
-        value = codec.decode_value(msg.state)
-    except codec.DecodeError as exc:
-        state.note(
-            ERROR, __name__, "entity %d of %s arrived unreadable: %s", msg.entity, msg.run_id, exc
-        )
-        refusal = m.EntityMoved(msg.run_id, msg.entity, f"unreadable at {state.name}: {exc}")
-        return _to_master(state, run.info.master, refusal, now)
-    spmd.moved.pop(key, None)
-    spmd.came_from[sender] = now
-    held = Held(msg.gen, msg.iteration, value, size=len(msg.state))
-    spmd.held[key] = held
-    box = spmd.inbox.setdefault(key, {})
-    for g in msg.ghosts:
-        box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
-    prune(spmd, key, (msg.gen, msg.iteration))
-    return _to_master(state, run.info.master, m.EntityMoved(msg.run_id, msg.entity), now)
 
 
 def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effects:
@@ -443,6 +249,8 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
             or held.wall_s <= 0
             or busy <= 0
             or task is None
+            or key in spmd.leaving
+            or not usable(state, thief, key[0])
         ):
             continue
         used = speed * held.wall_s / busy
@@ -458,26 +266,23 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     if best is None:
         return []
     value, (run_id, entity) = best
-    run = state.runs.active.get(run_id)
-    if run is None:
-        return []
     spmd.proposed[thief] = now
     spmd.held[(run_id, entity)].proposed_at = now
     spmd.counters.migrations_proposed += 1
     state.note(
         INFO,
         __name__,
-        "proposing entity %d of %s to %s: gain %.3f (%s)",
+        "entity %d of %s goes to %s at the end of its job: gain %.3f (%s)",
         entity,
         run_id,
         thief,
         value,
         why,
     )
-    msg = m.MigrateRequest(run_id, entity, thief, value)
-    if run.info.master == state.name:
-        return on_migrate_request(state, state.name, msg, now)
-    return [Send(run.info.master, msg)]
+    # The holder decides and moves (IOS's agents are peer to peer); the master only records
+    # the new holder (``_leave``, ``on_leaving``).
+    spmd.leaving[(run_id, entity)] = (thief, value)
+    return []
 
 
 def _leave_request(state: PeerState, key: EntityKey, master: str, now: float) -> Effects:

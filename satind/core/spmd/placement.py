@@ -100,7 +100,7 @@ def forget_run(state: PeerState, run_id: str) -> None:
     """A run is over here."""
     spmd = state.spmd
     spmd.runs.pop(run_id, None)
-    for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved):
+    for table in (spmd.held, spmd.tasks, spmd.inbox, spmd.waiting, spmd.moved, spmd.leaving):
         for key in [k for k in table if k[0] == run_id]:
             del table[key]
     for step in [s for s, (key, _, _) in spmd.stepping.items() if key[0] == run_id]:
