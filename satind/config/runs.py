@@ -83,7 +83,8 @@ class SpmdConfig:
     # seconds. The fixed part of a migration's estimated cost M (messages, a pause at the
     # barrier); the rest is the registered state's bytes over ``bandwidth_bytes_s``.
     migration_latency_s: float = 0.05
-    # bytes per second assumed between members when estimating M.
+    # bytes per second between members where none was measured yet (large frames from a
+    # member measure it: net.bandwidth_sample_bytes), for M and the network term of Γ.
     bandwidth_bytes_s: float = 50e6
     # The base of Γ's logarithm (the paper does not say; natural by default).
     log_base: float = 2.718281828459045

@@ -81,6 +81,8 @@ Event = (
 def handle(state: PeerState, event: Event, now: float) -> Effects:
     """The effects of one stimulus (see the module) at ``now``."""
     if isinstance(event, Received):
+        if (sample := event.link.measured) is not None:  # a large frame: the link's bandwidth
+            state.table.measured_bandwidth(event.link.remote_name, *sample)
         return messages.on_message(state, event.link, event.msg, now)
     if isinstance(event, MemberChanged):
         return restart.on_member_change(state, event.change, now)

@@ -12,15 +12,12 @@ import trio
 from satind.membership.rules import health_delta, scale_by_health
 from satind.membership.spreading import Spreading
 from satind.membership.state import Link
-from satind.membership.view import State
+from satind.membership.view import MEASURE_WEIGHT, State
 from satind.net import messages as m
 
 # The failure detector logs under one name, whichever of its modules speaks (as before they
 # were split out of swim.py).
 log = logging.getLogger("satind.membership.swim")
-
-# The weight of the newest round trip in a member's moving average.
-RTT_WEIGHT = 0.25
 
 
 class Probing(Spreading):
@@ -77,7 +74,7 @@ class Probing(Spreading):
         """A direct ack's round trip (the last few weigh most: links change)."""
         rtts = self.table.rtt_s
         last = rtts.get(target)
-        rtts[target] = rtt if last is None else last + RTT_WEIGHT * (rtt - last)
+        rtts[target] = rtt if last is None else last + MEASURE_WEIGHT * (rtt - last)
 
     def on_nack(self, link: Link, msg: m.Nack) -> None:
         if msg.seq in self._nacks:

@@ -151,6 +151,10 @@ class MembershipView(Protocol):
     def get(self, name: str) -> Member | None: ...
 
 
+# The weight of the newest sample in a member's moving averages (round trip, bandwidth).
+MEASURE_WEIGHT = 0.25
+
+
 class MemberTable:
     """Every member this peer knows of, dead and left ones included (as tombstones)."""
 
@@ -171,6 +175,10 @@ class MemberTable:
         # failure detector, membership/probing.py): the latency between this peer and that
         # member as measured (IOS's network profile, which core/spmd/ weighs).
         self.rtt_s: dict[str, float] = {}
+        # Bytes per second from each member, a moving average of what large frames from it
+        # measured (net/framing.py ``FrameReader.measured``; core/handle.py): IOS's bandwidth
+        # between nodes. Absent: not measured (small messages only).
+        self.bandwidth: dict[str, float] = {}
 
     @property
     def me(self) -> Member:
@@ -328,6 +336,15 @@ class MemberTable:
         me = replace(self._me, plugins=dict(plugins), incarnation=self._me.incarnation + 1)
         self.set_me(me)
         return me.update()
+
+    def measured_bandwidth(self, member: str, size: int, seconds: float) -> None:
+        """A large frame from ``member``: ``size`` bytes in ``seconds`` (the last few
+        samples weigh most, as for round trips)."""
+        if seconds <= 0 or member == self._me.name:
+            return
+        rate = size / seconds
+        last = self.bandwidth.get(member)
+        self.bandwidth[member] = rate if last is None else last + MEASURE_WEIGHT * (rate - last)
 
     def forget_gone(self, names: Sequence[str]) -> None:
         """Drop tombstones (after they have been gone long enough to stop mattering)."""

@@ -79,6 +79,8 @@ class Connection:
         self.closed = False
         self.cancel_scope = trio.CancelScope()
         self.last_received = trio.current_time()  # when its last frame came
+        # The bandwidth sample of the frame being handled (``Link.measured``).
+        self.measured: tuple[int, float] | None = None
 
     @property
     def remote_name(self) -> str:
@@ -185,6 +187,7 @@ class Connection:
                 self.last_received = trio.current_time()
                 counters.messages_received += 1
                 counters.bytes_received += size + 4
+                self.measured = reader.measured
                 handled = handle_frame(body, self, transport.on_message, transport.cfg, counters)
                 del body  # before trimming: the frame's bytes are what may be handed back
                 if size >= transport.cfg.trim_after_bytes:

@@ -92,6 +92,12 @@ class Link(Protocol):
     @property
     def remote(self) -> Identity | None: ...
 
+    @property
+    def measured(self) -> tuple[int, float] | None:
+        """The bandwidth sample of the frame this message came in (``FrameReader``), or
+        None."""
+        ...
+
     def post(self, msg: m.Message) -> bool: ...
 
     def close(self) -> None: ...
@@ -192,6 +198,10 @@ class FrameReader:
         self.buffer = bytearray()
         self._charged = 0  # bytes of the buffer charged to the budget during this read
         self.peak = 0  # the most it held at once (net.trim_after_bytes)
+        # The last frame's bandwidth sample: (bytes that came after its header was read,
+        # seconds they took), or None when it came in too few bytes to say
+        # (net.bandwidth_sample_bytes).
+        self.measured: tuple[int, float] | None = None
 
     def _charge(self, size: int, length: int | None) -> None:
         budget = self.budget
@@ -252,8 +262,13 @@ class FrameReader:
                 "(net.max_frame_bytes)"
             )
         allowed = cfg.read_timeout_s + length / cfg.min_receive_rate
+        pending = 4 + length - len(self.buffer)
+        started = trio.current_time()
         with trio.move_on_after(allowed) as scope:
             complete = await self._fill(4 + length, length)
+        self.measured = None
+        if pending >= cfg.bandwidth_sample_bytes > 0:
+            self.measured = (pending, trio.current_time() - started)
         if scope.cancelled_caught:
             raise codec.DecodeError(
                 f"frame of {length} bytes not complete after {allowed:.0f} s "

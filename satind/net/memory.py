@@ -53,6 +53,10 @@ class MemoryLink:
     def remote_name(self) -> str:
         return self.remote.name
 
+    @property
+    def measured(self) -> tuple[int, float] | None:
+        return None  # no wire: nothing to measure (the simulator's links have no bandwidth)
+
     def post(self, msg: m.Message) -> bool:
         return self._transport.post(self.remote.name, msg)
 

@@ -78,13 +78,13 @@ def comm_s(
     holders: Iterable[str],
     one_way_s: Callable[[str, str], float],
     bytes_each: float,
-    bandwidth: float,
+    bandwidth: Callable[[str, str], float],
 ) -> float:
     """Seconds per iteration an entity placed ``at`` spends exchanging ghosts with the
     neighbours ``holders`` hold (IOS's communication profile: the entity's exchange graph):
     a neighbour on the same node costs nothing, any other its one-way latency plus its bytes
-    over the bandwidth."""
-    return sum(one_way_s(at, h) + bytes_each / bandwidth for h in holders if h != at)
+    over the bandwidth between the two (bytes per second)."""
+    return sum(one_way_s(at, h) + bytes_each / bandwidth(at, h) for h in holders if h != at)
 
 
 def entity_gain(

@@ -56,6 +56,7 @@ class FakeLink:
     up: bool = True
     posted: list[m.Message] = field(default_factory=list)
     closed: bool = False
+    measured: tuple[int, float] | None = None
 
     @property
     def remote(self) -> Identity:

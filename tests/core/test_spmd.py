@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from satind.config import Config, SpmdConfig
 from satind.core import aborts, spmd, timers
 from satind.core.effects import Effect, Send, Timer, ToCompute
+from satind.core.handle import Received, handle
 from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
 from satind.core.model.timers import GhostsAgain, MoveTimeout
 from satind.core.state import PeerState
@@ -18,7 +21,16 @@ from satind.net import messages as m
 from satind.spmd import entity_job
 from satind.work.events import EntityInput
 from satind.work.jobs import Job, RunState
-from tests.core.support import FIB, declare, info, job_of, known_run, make_state, member
+from tests.core.support import (
+    FIB,
+    FakeLink,
+    declare,
+    info,
+    job_of,
+    known_run,
+    make_state,
+    member,
+)
 
 COUNT = 4  # entities 0-1-2-3 in a line
 
@@ -353,6 +365,24 @@ def test_gain_the_migration_cost_and_a_short_remaining_life_stop_a_move() -> Non
     for held in state.spmd.held.values():
         held.size = 500_000_000
     assert spmd.on_idle_thief(state, "c/0", 1.0, 5.0) == []
+
+
+def test_gain_a_measured_slow_link_to_the_thief_makes_the_move_too_costly() -> None:
+    state = _holder_with(8)
+    for held in state.spmd.held.values():
+        held.size = 1_000_000
+    # Large frames from c/0 came at 100 kB/s: moving 1 MB takes 10 s, against a gain of at
+    # most 1 (the configured 50 MB/s would let it go).
+    ask = m.GhostRequest("r9", 0, 1, 1, 0, "c/0")  # any message: a frame of 1 MB in 10 s
+    handle(state, Received(FakeLink("c/0", measured=(1_000_000, 10.0)), ask), 4.0)
+    assert state.table.bandwidth["c/0"] == pytest.approx(100_000)
+    spmd.on_idle_thief(state, "c/0", 1.0, 5.0)
+    assert not state.spmd.leaving
+    fast = _holder_with(8)
+    for held in fast.spmd.held.values():
+        held.size = 1_000_000
+    spmd.on_idle_thief(fast, "c/0", 1.0, 5.0)
+    assert fast.spmd.leaving
 
 
 def test_gain_no_entity_goes_back_to_the_peer_it_just_came_from() -> None:

@@ -103,8 +103,9 @@ PLUGIN = spmd_plugin(
 """
 SLOW_S = 2.0
 # A heat2d run of a second or more (its time is mostly the holders' ghost exchanges and the
-# master's round trips, one per push): long enough to be under way when another client's submission comes (each client
-# is a new process). The tests check from the masters' logs that the runs did overlap.
+# master's round trips, one per push): long enough to be under way when another client's
+# submission comes (each client is a new process). The tests check from the masters' logs
+# that the runs did overlap.
 GOOD = ["heat2d", "32", "32", "1200", "4"]
 
 

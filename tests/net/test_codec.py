@@ -215,6 +215,28 @@ async def test_truncated_frame_is_an_error() -> None:
         await _read_frames(codec.FRAME_HEADER.pack(10) + b"abc", 1000)
 
 
+async def test_a_large_frame_measures_the_bandwidth_from_its_sender(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    send, recv = trio.testing.memory_stream_pair()
+    body = b"x" * 200_000
+    reader = FrameReader(recv, NetConfig(max_frame_bytes=1 << 20))
+
+    async def sender() -> None:
+        await send.send_all(codec.frame(b"small"))
+        await send.send_all(codec.FRAME_HEADER.pack(len(body)))
+        for k in range(4):  # 50 kB every half second: 100 kB/s
+            await trio.sleep(0.5)
+            await send.send_all(body[k * 50_000 : (k + 1) * 50_000])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender)
+        assert await reader.read() == b"small"
+        assert reader.measured is None  # came in one read: says nothing
+        assert await reader.read() == body
+    assert reader.measured == (200_000, pytest.approx(2.0))
+
+
 def test_float_fields_accept_integers() -> None:
     body = cbor2.dumps(
         {"t": 32, "run_id": "r", "value": None, "error": None, "elapsed_s": 3, "peers": 1}

@@ -69,10 +69,15 @@ def test_the_network_weighs_what_an_entity_spends_its_iteration_on() -> None:
     def one_way(x: str, y: str) -> float:
         return rtt.get((min(x, y), max(x, y)), 0.0) / 2
 
+    def bandwidth(x: str, y: str) -> float:
+        return 1e6 if "c" not in (x, y) else 1e5  # c's links are ten times slower
+
     # Two neighbours, both held on a: nothing here, two remote exchanges on b.
-    here = comm_s("a", ["a", "a"], one_way, 10_000, 1e6)
-    there = comm_s("b", ["a", "a"], one_way, 10_000, 1e6)
+    here = comm_s("a", ["a", "a"], one_way, 10_000, bandwidth)
+    there = comm_s("b", ["a", "a"], one_way, 10_000, bandwidth)
     assert here == 0.0 and there == pytest.approx(2 * (0.010 + 0.010))
+    # The bandwidth is the link's: on c, the same bytes take ten times as long.
+    assert comm_s("c", ["a", "a"], one_way, 10_000, bandwidth) == pytest.approx(2 * (0.010 + 0.1))
     # The same CPU gain (a whole CPU there against half of one here) for two entities: one
     # that computes 1 s per iteration moves, one that computes 10 ms stays with its
     # neighbours (its iteration would be mostly waiting for ghosts there).

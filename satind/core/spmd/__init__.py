@@ -6,24 +6,30 @@ state (what must move when it moves: PCM's registration), that step once per ite
 exchange data with their neighbours in between (ghost rows). The run's root, on the master,
 pushes each iteration's entity jobs; this module does the rest:
 
-* **Master: the locator.** Each entity lives on one member (``Placement.locator``). An entity
-  job goes to its holder (``TaskPush`` with an ``EntityTask`` naming the holders of its
-  neighbours), never to a heuristic's choice and never to a thief. Entities are first
-  spread evenly over the usable members, the master included.
-* **Holder: registered state and ghosts.** A holder keeps each entity's state between
-  iterations (``Held``, shared with the compute side). At the end of a step its compute side
-  hands over the new state and the data for each neighbour; the data goes straight to the
-  neighbour's holder (``Ghost``), not through the master. A step job waits at its holder until
-  the ghosts of its iteration are in; a holder an entity left forwards late ghosts.
-* **Reconfiguration at iteration boundaries.** An idle peer's steal requests carry its
-  resource profile (the CPU share one more entity would get there). A holder that gets one
-  and has nothing to give weighs each of its entities with the gain Γ (§5): the CPU the
-  entity uses here against what it would get there, minus the migration's cost over its
-  remaining life. When Γ > ``spmd.min_gain`` it asks the master (``MigrateRequest``), which
-  moves the entity as soon as its current step is over (``EntityMove`` to the holder, the
-  state to the new holder in ``EntityState``, ``EntityMoved`` back): no step of that entity
-  runs meanwhile; its next push waits for the move. A draining holder asks for all its
-  entities to go anywhere, and does not leave before they are gone.
+* **Master: the locator and the pushes.** Each entity lives on one member
+  (``Placement.locator``). An entity job goes to its holder (``TaskPush`` with an
+  ``EntityTask`` naming the holders of its neighbours), never to a heuristic's choice and
+  never to a thief. Entities are first spread evenly over the usable members, the master
+  included. A step job spans several iterations (``spmd.push_every``, ending at the next
+  checkpoint or the run's end: ``EntityTask.until``), so the master is in the loop once per
+  span, not once per iteration.
+* **Holder: registered state, steps and ghosts.** A holder keeps each entity's state between
+  iterations (``Held``, shared with the compute side). It steps the entity through its span
+  on its own: each step starts as soon as the ghosts of its iteration are in, as a job of its
+  own whose end the holder takes (ghosts.py); the span's last step is the pushed job, whose
+  result goes to the master. At the end of a step the compute side hands over the new state
+  and the data for each neighbour; the data goes straight to the neighbour's holder
+  (``Ghost``), not through the master. A holder an entity left forwards late ghosts.
+* **Reconfiguration: the holders decide.** An idle peer's steal requests carry its resource
+  profile (the CPU share one more entity would get there). A holder that gets one and has
+  nothing to give weighs each of its entities with the gain Γ (§5): the CPU and the network
+  the entity uses here against what it would get there, minus the migration's cost over its
+  remaining life. When Γ > ``spmd.min_gain`` it moves the best one itself when the entity's
+  span ends (moves.py: ``EntityLeaving`` to the master, which only records it and holds the
+  entity's next push back; the state to the new holder in ``EntityState``; ``EntityMoved``
+  from it to the master). A draining holder asks the master to move all its entities
+  anywhere (``MigrateRequest``; the master picks where), and does not leave before they are
+  gone.
 * **Crashes.** Every ``spmd.checkpoint_every`` iterations the steps return their registered
   state, and the root passes a barrier with all of it (to every member, so that a new master
   resumes from it). When a holder dies, every unfinished entity job of its runs fails with
@@ -233,12 +239,19 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
     # its stepping time: an entity uses speed x part of a CPU here.
     busy = sum(h.wall_s for h in spmd.held.values())
     speed = min(sum(h.cpu_s for h in spmd.held.values()) / busy, 1.0) if busy > 0 else 0.0
-    me, rtt = state.name, state.table.rtt_s
+    me, rtt, measured = state.name, state.table.rtt_s, state.table.bandwidth
+
+    def link(at: str, to: str) -> str:
+        # The member whose link from here stands for the link at-to: what is measured is
+        # from here (SWIM's probes, large frames); from the thief, to us as from us to it,
+        # and to a third member as from here.
+        return thief if at != me and to == me else to
 
     def one_way(at: str, to: str) -> float:
-        # Measured from here (SWIM's probes); from the thief, to us as from us to it, and to
-        # a third member as from here (unknown: nothing).
-        return rtt.get(thief if at != me and to == me else to, 0.0) / 2
+        return rtt.get(link(at, to), 0.0) / 2  # not measured: nothing
+
+    def bandwidth(at: str, to: str) -> float:
+        return measured.get(link(at, to), cfg.bandwidth_bytes_s)  # not measured: configured
 
     best: tuple[float, EntityKey] | None = None
     why = ""
@@ -255,10 +268,10 @@ def on_idle_thief(state: PeerState, thief: str, cpu: float, now: float) -> Effec
             continue
         used = speed * held.wall_s / busy
         life = max(task.iterations - held.iteration, 0) * held.period_s
-        cost = cfg.migration_latency_s + held.size / cfg.bandwidth_bytes_s
+        cost = cfg.migration_latency_s + held.size / bandwidth(me, thief)
         each = held.bytes_out / max(len(task.holders), 1)
-        here = comm_s(me, task.holders, one_way, each, cfg.bandwidth_bytes_s)
-        there = comm_s(thief, task.holders, one_way, each, cfg.bandwidth_bytes_s)
+        here = comm_s(me, task.holders, one_way, each, bandwidth)
+        there = comm_s(thief, task.holders, one_way, each, bandwidth)
         decision = entity_gain(used, cpu, held.wall_s, here, there, cost, life, cfg.log_base)
         if decision.gain > cfg.min_gain and (best is None or decision.gain > best[0]):
             best = (decision.gain, key)
