@@ -14,6 +14,7 @@ from satind.core.effects import Effect, Send, Timer, ToCompute
 from satind.core.handle import Received, handle
 from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
 from satind.core.model.timers import GhostsAgain, MoveTimeout
+from satind.core.spmd.placement import forget_run
 from satind.core.state import PeerState
 from satind.engine.frames import ChildResult, JobArrived
 from satind.membership.view import State
@@ -183,6 +184,12 @@ def test_a_push_covers_several_iterations_and_the_holder_steps_between_them() ->
     assert last.job is job and last.entity is not None
     assert last.entity.checkpoint and last.entity.iteration == 6
     assert not state.spmd.stepping and spmd.step_finished(state, job, 2.0) is None
+    # A step whose run was forgotten while it ran: its end goes nowhere, not to this peer.
+    spmd.arrive(state, job, replace(task, iteration=7, until=9))
+    state.spmd.held[("r1", 1)].iteration = 7
+    stale = _arrived(_both_ghosts(state, 1, 7)).job
+    forget_run(state, "r1")
+    assert spmd.step_finished(state, stale, 3.0) == []
 
 
 def test_a_step_that_raises_inside_a_span_fails_the_pushed_job_at_its_master() -> None:

@@ -131,8 +131,10 @@ def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
     entity goes on with its next iteration when that iteration's ghosts are in (None: not
     one of those). A step that raised fails the pushed job with its exception."""
     spmd = state.spmd
-    if not spmd.stepping or step not in spmd.stepping:
-        return None
+    if step not in spmd.stepping:
+        # One whose run was forgotten meanwhile (``forget_run``) is still ours: its result
+        # goes nowhere (its origin is this peer).
+        return [] if getattr(step, "origin", None) == state.name else None
     key, job, task = spmd.stepping.pop(step)
     if task.phase < 0 or job.run.aborted:
         return []  # aborted while it stepped (``drop_waiting``), or its run is over
