@@ -218,7 +218,7 @@ def test_a_drained_member_hands_its_entities_over_and_leaves(tmp_path: Path) -> 
     m1 = Daemon(tmp_path, "m1", "east", "", "--config", str(config), "--plugin-path", str(plugins))
     try:
         wait_for(lambda: list(_peers(tmp_path, m1.first).values()).count("alive") == 2)
-        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "300", "4"])
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "200", "4"])
         try:
             wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 10)
             held = _entities(tmp_path, m1.first)
