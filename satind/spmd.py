@@ -271,7 +271,7 @@ def drive(name: str, args: Any) -> Any:
             results = phase(STEP, iteration, None)
             if results is None:
                 break
-            iteration = results[0][4]
+            iteration = results[0][4] if results else total  # no entities: nothing to step
             w.hooks.report(SpmdIteration(run_id, iteration, [r[:3] for r in results]))
             if all(r[3] is not None for r in results):
                 at, checkpoint = iteration, [r[3] for r in results]

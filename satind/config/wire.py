@@ -81,9 +81,10 @@ class NetConfig:
     # RSS that much higher after they had gone. Smaller trims more often; 0: never.
     trim_after_bytes: int = 4 * 1024 * 1024
     # bytes. A frame of which at least this much came after its header was read measures the
-    # bandwidth from its sender: those bytes over the time they took to come (a lower bound:
-    # a sender slower than the link is measured as its own rate). SPMD runs weigh moves with
-    # it (core/spmd/, docs/spmd.md); smaller frames arrive in one read and say nothing.
+    # bandwidth from its sender: those bytes over the time they took to come (a sender slower
+    # than the link reads as its own rate; bytes that were waiting in a buffer while the
+    # reader was busy came faster than a millisecond and are dropped). SPMD runs weigh moves
+    # with it (core/spmd/, docs/spmd.md); smaller frames arrive in one read and say nothing.
     bandwidth_sample_bytes: int = 64 * 1024
     # count. Connections one peer holds at once (peers and clients, being set up or live);
     # more are refused at accept. A peer needs one per other member it talks to (and one

@@ -153,6 +153,9 @@ class MembershipView(Protocol):
 
 # The weight of the newest sample in a member's moving averages (round trip, bandwidth).
 MEASURE_WEIGHT = 0.25
+# seconds. A frame's bytes that came faster than this were read from a buffer (the reader
+# was busy while they arrived): they say nothing of the link.
+MIN_SAMPLE_S = 0.001
 
 
 class MemberTable:
@@ -179,6 +182,7 @@ class MemberTable:
         # measured (net/framing.py ``FrameReader.measured``; core/handle.py): IOS's bandwidth
         # between nodes. Absent: not measured (small messages only).
         self.bandwidth: dict[str, float] = {}
+        self._bandwidth_sums: dict[str, tuple[float, float]] = {}  # averaged bytes, seconds
 
     @property
     def me(self) -> Member:
@@ -338,13 +342,20 @@ class MemberTable:
         return me.update()
 
     def measured_bandwidth(self, member: str, size: int, seconds: float) -> None:
-        """A large frame from ``member``: ``size`` bytes in ``seconds`` (the last few
-        samples weigh most, as for round trips)."""
-        if seconds <= 0 or member == self._me.name:
+        """A large frame from ``member``: ``size`` bytes in ``seconds``. The moving averages
+        are of the bytes and of the seconds, the bandwidth their ratio (an average of rates
+        would let one sample of a frame read from a full buffer, at memory speed, weigh
+        more than many real ones); a sample under ``MIN_SAMPLE_S`` came from a buffer, not
+        the wire, and is dropped."""
+        if seconds < MIN_SAMPLE_S or member == self._me.name:
             return
-        rate = size / seconds
-        last = self.bandwidth.get(member)
-        self.bandwidth[member] = rate if last is None else last + MEASURE_WEIGHT * (rate - last)
+        sent, took = float(size), seconds
+        last = self._bandwidth_sums.get(member)
+        if last is not None:
+            sent = last[0] + MEASURE_WEIGHT * (sent - last[0])
+            took = last[1] + MEASURE_WEIGHT * (took - last[1])
+        self._bandwidth_sums[member] = (sent, took)
+        self.bandwidth[member] = sent / took
 
     def forget_gone(self, names: Sequence[str]) -> None:
         """Drop tombstones (after they have been gone long enough to stop mattering)."""
@@ -352,6 +363,9 @@ class MemberTable:
             member = self._members.get(name)
             if member is not None and member.state.gone and name != self._me.name:
                 del self._members[name]  # gone members do not count as alive
+                self.rtt_s.pop(name, None)
+                self.bandwidth.pop(name, None)
+                self._bandwidth_sums.pop(name, None)
                 self._alive = None
                 self._updates = None
                 self.version += 1

@@ -146,6 +146,8 @@ class EntityMoved(Message):
     run_id: str
     entity: int
     refused: str = ""
+    # The generation the entity arrived in (from its ``EntityState``; -1 with a refusal).
+    gen: int = -1
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,9 @@ class EntityLeaving(Message):
     entity: int
     to: str
     gain: float
+    # The entity's generation at the holder: the master ignores a move of an older one (a
+    # step that ended after a rollback had placed the entity again).
+    gen: int
 
 
 @dataclass(frozen=True)

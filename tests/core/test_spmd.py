@@ -207,6 +207,32 @@ def test_a_step_that_raises_inside_a_span_fails_the_pushed_job_at_its_master() -
     assert ("r1", 1) not in state.spmd.waiting
 
 
+def test_a_step_that_raises_inside_a_span_of_the_masters_own_entity_fails_it_to_the_root() -> None:
+    state, run, root = _master()
+    _placed(state, run, root)
+    place = state.spmd.runs["r1"]
+    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
+    for job in steps:
+        spmd.task_ready(state, job, 0.0)
+    mine = next(j for j in steps if place.locator[j.args[2]] == "a/0")
+    key = ("r1", mine.args[2])
+    state.spmd.held[key] = Held(1, 0, [[0.0]])
+    fx = _both_ghosts(state, key[1], 0)
+    step = _arrived(fx).job
+    assert step is not mine  # the span's first step runs as a job of its own
+    step.exc = ValueError("broken")
+    fx = spmd.step_finished(state, step, 1.0) or []
+    results = {
+        id(e.event.job): e.event.exc
+        for e in fx
+        if isinstance(e, ToCompute) and isinstance(e.event, ChildResult)
+    }
+    # The root gets the step's error for its own entity's job (the job itself is the compute
+    # side's: not written to here), and every other job of the push ends.
+    assert isinstance(results.pop(id(mine)), ValueError) and not mine.done
+    assert set(results) == {id(j) for j in steps if j is not mine}
+
+
 def test_a_pushed_job_aborted_while_one_of_its_steps_runs_goes_no_further() -> None:
     state = _make("b/0", ("a/0", "c/0"))
     known_run(state)
@@ -291,20 +317,30 @@ def test_the_master_records_a_move_its_holder_made_and_holds_the_next_push_back(
     _placed(state, run, root)
     place = state.spmd.runs["r1"]
     entity = next(e for e, h in place.locator.items() if h == "b/0")
-    fx = spmd.on_leaving(state, "b/0", m.EntityLeaving("r1", entity, "c/0", 0.5), 1.0)
+    gen = place.gen
+    # A move of an older generation (its step ended after a rollback placed it again, so the
+    # copy it shipped is stale): ignored.
+    assert (
+        spmd.on_leaving(state, "b/0", m.EntityLeaving("r1", entity, "c/0", 0.5, gen - 1), 0.9) == []
+    )
+    assert place.locator[entity] == "b/0" and not place.moving
+    fx = spmd.on_leaving(state, "b/0", m.EntityLeaving("r1", entity, "c/0", 0.5, gen), 1.0)
     assert fx == [Timer(state.cfg.spmd.move_timeout_s, MoveTimeout("r1", entity, "c/0"))]
     nxt = _job(run, root, entity, STEP, 10)
     assert spmd.task_ready(state, nxt, 1.1) == []  # held back: where is it?
-    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity), 1.2)
+    fx = spmd.on_moved(state, "c/0", m.EntityMoved("r1", entity, "", gen), 1.2)
     assert place.locator[entity] == "c/0" and [d for d, _ in _sent(fx, m.TaskPush)] == ["c/0"]
     # The new holder's word may come first (another connection): the move ends at once.
     other = next(e for e, h in place.locator.items() if h == "a/0")
-    assert spmd.on_moved(state, "b/0", m.EntityMoved("r1", other), 2.0) == []
-    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "b/0", 0.5), 2.1) == []
+    assert spmd.on_moved(state, "b/0", m.EntityMoved("r1", other, "", gen), 2.0) == []
+    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "b/0", 0.5, gen), 2.1) == []
     assert place.locator[other] == "b/0" and not place.moving and not place.arrived
-    # A holder that is not the entity's (an older generation's word): ignored.
-    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "c/0", 0.5), 2.2) == []
+    # A holder that is not the entity's: ignored.
+    assert spmd.on_leaving(state, "a/0", m.EntityLeaving("r1", other, "c/0", 0.5, gen), 2.2) == []
     assert place.locator[other] == "b/0"
+    # An older generation's arrival is not kept for later.
+    assert spmd.on_moved(state, "c/0", m.EntityMoved("r1", other, "", gen - 1), 2.3) == []
+    assert not place.arrived
 
 
 def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> None:
@@ -324,7 +360,7 @@ def test_the_old_holder_ships_state_and_ghosts_and_forwards_late_ghosts() -> Non
     new = _make("c/0", ("a/0", "b/0"))
     known_run(new)
     fx = spmd.on_state(new, "b/0", shipped, 1.1)
-    assert _sent(fx, m.EntityMoved) == [("a/0", m.EntityMoved("r1", 1))]
+    assert _sent(fx, m.EntityMoved) == [("a/0", m.EntityMoved("r1", 1, "", 1))]
     held = new.spmd.held[("r1", 1)]
     assert (held.gen, held.iteration, held.state) == (1, 3, [[4.0, 5.0]])
     assert new.spmd.inbox[("r1", 1)][(1, 3)] == {0: b"early"}

@@ -80,6 +80,23 @@ def _update(name: str, state: str, inc: int, instance: int = 1) -> m.MemberUpdat
     return m.MemberUpdate(name, "h", 1, "c0", state, inc, instance)
 
 
+def test_bandwidth_is_the_ratio_of_averaged_bytes_and_seconds_and_buffered_reads_say_nothing() -> (
+    None
+):
+    t = MemberTable(Member("me", Address("h", 0), "c0", instance=5))
+    t.measured_bandwidth("x", 1_000_000, 1.0)
+    assert t.bandwidth["x"] == pytest.approx(1e6)
+    # A frame read from a full buffer (the reader was busy while it came): dropped, or it
+    # would claim 100 GB/s.
+    t.measured_bandwidth("x", 100_000, 0.000001)
+    assert t.bandwidth["x"] == pytest.approx(1e6)
+    # A faster sample moves the estimate by its weight in bytes and in seconds.
+    t.measured_bandwidth("x", 1_000_000, 0.1)
+    assert t.bandwidth["x"] == pytest.approx(1e6 / (1.0 + 0.25 * (0.1 - 1.0)))
+    t.measured_bandwidth("me", 1_000_000, 1.0)  # never of itself
+    assert "me" not in t.bandwidth
+
+
 def test_member_table_precedence() -> None:
     me = Member("me", Address("h", 0), "c0", instance=5)
     t = MemberTable(me)

@@ -13,6 +13,7 @@ from satind.core.model.spmd import (
     PLACE,
     STEP,
     EntityKey,
+    EntityLost,
     Spmd,
 )
 from satind.core.model.timers import GhostsAgain
@@ -139,11 +140,12 @@ def step_finished(state: PeerState, step: Job, now: float) -> Effects | None:
     if task.phase < 0 or job.run.aborted:
         return []  # aborted while it stepped (``drop_waiting``), or its run is over
     if step.error is not None:
-        job.exc = step.error
-        return finish_pushed(state, job)
+        return finish_pushed(state, job, step.error)
     held = spmd.held.get(key)
     if held is None or held.gen != task.gen:
-        return []  # it moved away or rolled back meanwhile: that pushed job is not ours
+        # It rolled back meanwhile (placed again here, of a newer generation): this job can
+        # never go on. It fails, so that nobody waits for it.
+        return finish_pushed(state, job, EntityLost(f"entity {key[1]} was placed again"))
     nxt = replace(task, iteration=task.iteration + 1)
     spmd.tasks[key] = nxt
     spmd.waiting[key] = (job, nxt)
@@ -168,21 +170,25 @@ def drop_waiting(state: PeerState, job: Job) -> bool:
     for key, (j, _) in list(spmd.waiting.items()):
         if j is job:
             del spmd.waiting[key]
+            spmd.leaving.pop(key, None)  # no span end to move it at
             return True
     for step, (key, j, task) in list(spmd.stepping.items()):
         if j is job:
             # The step runs on (the compute side has it); its end goes no further.
             spmd.stepping[step] = (key, j, replace(task, phase=-1))
+            spmd.leaving.pop(key, None)
             return True
     return False
 
 
-def finish_pushed(state: PeerState, job: Job) -> Effects:
-    """A pushed job whose span ended here without running its last step (it failed): its
-    result goes as any finished job's, to the master, or to its root when the master holds
-    the entity."""
+def finish_pushed(state: PeerState, job: Job, exc: BaseException) -> Effects:
+    """A pushed job whose span ended here without running its last step: it fails with
+    ``exc``. On the master (the entity is its own) the job is a child of the root, which the
+    compute side finishes (the job is the compute side's: nothing is written to it here);
+    from another holder its result goes to the master as any finished job's."""
     if job.parent is not None:
-        return [ToCompute(ChildResult(job, None, job.error))]
+        return [ToCompute(ChildResult(job, None, exc))]
+    job.exc = exc  # a pushed job between its steps: only this side holds it
     return job_finished(state, job)
 
 

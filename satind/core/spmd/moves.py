@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from satind.core.effects import ERROR, INFO, WARNING, Changed, Effects, Send, Timer, ToCompute
 from satind.core.model.spmd import STEP, Departed, EntityKey, EntityLost, Held, Placement
 from satind.core.model.timers import MoveTimeout
-from satind.core.spmd.ghosts import arrive, prune
+from satind.core.spmd.ghosts import arrive, prune, try_start
 from satind.core.spmd.placement import alive, least_loaded, usable
 from satind.core.victim import job_spec
 from satind.net import codec
@@ -123,7 +123,7 @@ def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> E
     if place is None:
         return []
     if entity not in place.moving:
-        if not msg.refused and sender != place.locator.get(entity):
+        if not msg.refused and msg.gen == place.gen and sender != place.locator.get(entity):
             # Before the old holder's ``EntityLeaving``, which comes on another connection.
             place.arrived[entity] = sender
         return []
@@ -159,10 +159,11 @@ def leave(state: PeerState, key: EntityKey, master: str, now: float) -> Effects:
     (``on_idle_thief``): it goes now, and the master records it."""
     to, gain = state.spmd.leaving.pop(key)
     run_id, entity = key
-    if to == state.name or not alive(state, to) or not usable(state, to, run_id):
+    held = state.spmd.held.get(key)
+    if held is None or to == state.name or not alive(state, to) or not usable(state, to, run_id):
         return []
     state.note(INFO, __name__, "moving entity %d of %s to %s (gain %.3f)", entity, run_id, to, gain)
-    notice = m.EntityLeaving(run_id, entity, to, gain)
+    notice = m.EntityLeaving(run_id, entity, to, gain, held.gen)
     # To the master first: the job's result, which follows on the same connection, must
     # find the move recorded, so that the next push waits for it.
     fx = (
@@ -178,8 +179,13 @@ def on_leaving(state: PeerState, holder: str, msg: m.EntityLeaving, now: float) 
     it; the entity's next push waits for the new holder's word."""
     place = state.spmd.runs.get(msg.run_id)
     entity = msg.entity
-    if place is None or place.locator.get(entity) != holder or entity in place.moving:
-        return []  # an older generation's (its holder is placed elsewhere since)
+    if place is None:
+        return []
+    if msg.gen != place.gen or place.locator.get(entity) != holder or entity in place.moving:
+        # An older generation's: a step that ended after a rollback placed the entity again
+        # (the copy it shipped is stale), or a holder the entity was placed away from since.
+        place.arrived.pop(entity, None)
+        return []
     place.wanted.pop(entity, None)
     place.moving[entity] = msg.to
     if place.arrived.get(entity) == msg.to:  # the new holder's word came first
@@ -203,6 +209,7 @@ def ship(state: PeerState, run_id: str, entity: int, to: str, now: float) -> Eff
     spmd = state.spmd
     key = (run_id, entity)
     run = state.runs.active.get(run_id)
+    spmd.leaving.pop(key, None)  # whatever this holder had decided for it is moot
     if not to:
         spmd.held.pop(key, None)
         spmd.tasks.pop(key, None)
@@ -262,4 +269,7 @@ def on_state(state: PeerState, sender: str, msg: m.EntityState, now: float) -> E
     for g in msg.ghosts:
         box.setdefault((g.gen, g.iteration), {})[g.sender] = g.data
     prune(spmd, key, (msg.gen, msg.iteration))
-    return to_master(state, run.info.master, m.EntityMoved(msg.run_id, msg.entity), now)
+    moved = m.EntityMoved(msg.run_id, msg.entity, "", msg.gen)
+    # A push for it may be here already (the master may hear of the move first): it starts
+    # when its ghosts are in.
+    return to_master(state, run.info.master, moved, now) + try_start(state, key)
