@@ -52,7 +52,9 @@ migrate = {migrate}
 checkpoint_every = 10
 """
 
-LINE = re.compile(r"^(\S+ \S+) m1/0 INFO satind\.core\.spmd(?:\.\w+)?: run \S+: iteration (\d+), entities")
+LINE = re.compile(
+    r"^(\S+ \S+) m1/0 INFO satind\.core\.spmd(?:\.\w+)?: run \S+: iteration (\d+), entities"
+)
 
 
 def pin(pid: int, cpu: int) -> None:
