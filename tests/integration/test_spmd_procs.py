@@ -172,7 +172,7 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         assert result["stats"]["entity_moves"] >= 4
         # 3. m2 SIGKILLed mid-run: its entities resume on m1 from the last checkpoint.
         assert m2 is not None
-        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "100", "6"])
         try:
             wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 25)
             assert _entities(tmp_path, m1.first)["m2/0"] > 0
@@ -187,7 +187,7 @@ def test_join_hog_and_kill_move_entities_and_the_answer_stays_exact(tmp_path: Pa
         # 4. The master SIGKILLed mid-run: m2 (its daemon restarted it) resumes the run from
         # the last checkpoint, in a generation of its own.
         wait_for(lambda: _peers(tmp_path, m1.first).get("m2/0") == "alive")
-        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "150", "6"])
+        run_id, submit = _submit(tmp_path, m1.first, ["spin", "8", "100", "6"])
         try:
             wait_for(lambda: _iteration(tmp_path, m1.first, run_id) >= 25)
             kill_all([m1.children[0]])
