@@ -12,7 +12,15 @@ from satind.config import Config, SpmdConfig
 from satind.core import aborts, spmd, timers
 from satind.core.effects import Effect, Send, Timer, ToCompute
 from satind.core.handle import Received, handle
-from satind.core.model.spmd import COLLECT, MAX_GHOST_TAGS, PLACE, STEP, EntityLost, Held
+from satind.core.model.spmd import (
+    COLLECT,
+    MAX_GHOST_TAGS,
+    PLACE,
+    STEP,
+    EntityLost,
+    Held,
+    Placement,
+)
 from satind.core.model.timers import GhostsAgain, MoveTimeout
 from satind.core.spmd.placement import forget_run
 from satind.core.state import PeerState
@@ -124,6 +132,16 @@ def test_a_step_waits_for_its_ghosts_and_sends_its_own_to_the_neighbours_holders
     assert state.spmd.held[("r1", 1)].iteration == 1
 
 
+def _stepping(state: PeerState, run: RunState, root: Job) -> tuple[Placement, list[Job]]:
+    """Every entity placed, then each one's step job of iteration 0 pushed (or, for the
+    master's own entities, arrived): the run's placement and those jobs."""
+    _placed(state, run, root)
+    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
+    for job in steps:
+        spmd.task_ready(state, job, 0.0)
+    return state.spmd.runs["r1"], steps
+
+
 def _pushed(state: PeerState, e: int, iteration: int, until: int) -> tuple[Job, m.EntityTask]:
     """A step job a/0 pushed to this holder for the iterations from ``iteration`` to
     ``until``, with entity ``e`` held here at ``iteration``."""
@@ -209,11 +227,7 @@ def test_a_step_that_raises_inside_a_span_fails_the_pushed_job_at_its_master() -
 
 def test_a_step_that_raises_inside_a_span_of_the_masters_own_entity_fails_it_to_the_root() -> None:
     state, run, root = _master()
-    _placed(state, run, root)
-    place = state.spmd.runs["r1"]
-    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
-    for job in steps:
-        spmd.task_ready(state, job, 0.0)
+    place, steps = _stepping(state, run, root)
     mine = next(j for j in steps if place.locator[j.args[2]] == "a/0")
     key = ("r1", mine.args[2])
     state.spmd.held[key] = Held(1, 0, [[0.0]])
@@ -261,11 +275,7 @@ def test_a_push_ends_at_push_every_at_the_next_checkpoint_or_at_the_end() -> Non
 
 def test_a_failed_job_stops_the_other_jobs_of_its_push() -> None:
     state, run, root = _master()
-    _placed(state, run, root)
-    place = state.spmd.runs["r1"]
-    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
-    for job in steps:
-        spmd.task_ready(state, job, 0.0)
+    place, steps = _stepping(state, run, root)
     broken = next(j for j in steps if place.locator[j.args[2]] == "b/0")
     error = m.ErrorInfo("ValueError", "broken", "")
     fx = spmd.finished(state, m.JobResult("r1", broken.path, None, error), 1.0)
@@ -446,11 +456,7 @@ def test_static_placement_never_proposes() -> None:
 
 def test_a_dead_holder_fails_every_unfinished_entity_job_of_its_runs() -> None:
     state, run, root = _master()
-    _placed(state, run, root)
-    place = state.spmd.runs["r1"]
-    steps = [_job(run, root, e, STEP, 0) for e in range(COUNT)]
-    for job in steps:
-        spmd.task_ready(state, job, 0.0)
+    place, steps = _stepping(state, run, root)
     declare(state, "c/0", State.DEAD)
     lost_here = [j for j in steps if place.locator[j.args[2]] == "c/0"]
     fx: list[Effect] = []
