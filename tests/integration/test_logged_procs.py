@@ -41,6 +41,9 @@ def test_survivors_reuse_what_a_crashed_machine_logged(
         submit = client_in_background(keys, m1.first, *argv)
         try:
             wait_for(lambda: any(r["progress"] > 0.4 for r in status(keys, m1.first)["runs"]), 60)
+            # And m1 can read what each of m2's peers logged (in the shared directory, or in
+            # the copies m1's peers keep): killed before that, nothing could come back.
+            wait_for(lambda: all(logged_for_m1(tmp_path, where, p) for p in ("m2_0", "m2_1")))
             m2.kill()  # the whole machine: nothing restarts its peers
             out, err = submit.communicate(timeout=120)
         finally:
@@ -50,10 +53,23 @@ def test_survivors_reuse_what_a_crashed_machine_logged(
         assert report["result"] == independent.tree(3, 8) and report["check"] == "ok"
         stats = report["stats"]
         assert stats["jobs_restarted"] > 0
-        assert stats["results_from_logs"] > 0, stats
+        # What m1's peers restarted and read, to tell a failure's cause from the test's log.
+        said = [
+            line for line in m1.log.read_text().splitlines() if "restart" in line or "log (" in line
+        ]
+        assert stats["results_from_logs"] > 0, (stats, said)
         if where == "copies":
             assert stats["checkpoint_bytes_copied"] > 0
     finally:
         if m2 is not None:
             m2.kill()
         m1.kill()
+
+
+def logged_for_m1(tmp_path: Path, where: str, peer: str) -> bool:
+    """Whether some records of ``peer``'s log (file name NODE_INDEX) are where m1 reads them."""
+    if where == "shared":
+        paths = [tmp_path / "ckpt" / f"{peer}.satlog"]
+    else:
+        paths = list((tmp_path / "ckpt-m1" / "copies").glob(f"*/{peer}.satlog"))
+    return any(path.exists() and path.stat().st_size > 0 for path in paths)
