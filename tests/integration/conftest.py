@@ -3,6 +3,7 @@ m1 and m2, the client certificate) and two machines of two peers each."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +12,21 @@ import pytest
 from tests.integration.test_daemon import Daemon, satind
 
 
-@pytest.fixture
-def keys(tmp_path: Path) -> Path:
-    assert satind("keys", "init", str(tmp_path)).returncode == 0
+@pytest.fixture(scope="session")
+def key_material(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Made once per worker by the CLI (three commands, about a second and a quarter)."""
+    made = tmp_path_factory.mktemp("key-material")
+    assert satind("keys", "init", str(made)).returncode == 0
     for name in ("m1", "m2"):
-        assert satind("keys", "issue", str(tmp_path), name).returncode == 0
+        assert satind("keys", "issue", str(made), name).returncode == 0
+    return made
+
+
+@pytest.fixture
+def keys(tmp_path: Path, key_material: Path) -> Path:
+    """A test's own copy of the keys (its daemons' logs and its own certificates go there
+    too); the same CA in every test of a worker, as no two tests' daemons meet."""
+    shutil.copytree(key_material, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
