@@ -105,6 +105,12 @@ STATS: tuple[Stat, ...] = (
     Stat("tasks_pushed", "tasks", "iterative", "iterative tasks a master sent to workers"),
     Stat("task_replicas", "tasks", "iterative", "extra copies of iterative tasks sent"),
     Stat("tasks_requeued", "tasks", "iterative", "iterative tasks placed again (worker lost)"),
+    Stat(
+        "program_transfers",
+        "workers",
+        "iterative",
+        "workers that fetched an iterative run's shipped code while its task waited",
+    ),
     Stat("barriers", "barriers", "iterative", "iterations an iterative run's master finished"),
     Stat("entity_moves", "entities", "spmd", "SPMD entities migrated (gain, drain)"),
     Stat("ghosts_sent", "messages", "spmd", "ghost data sent to neighbour entities"),
@@ -147,7 +153,13 @@ RECOVERY: tuple[str, ...] = (
 # Printed when a run aborted anything (satin-grid-programming-model §3.3).
 SPECULATION: tuple[str, ...] = ("aborts", "abort_messages", "jobs_cancelled", "abort_wasted_s")
 # Printed for an iterative run (satind/iterative.py).
-ITERATIVE: tuple[str, ...] = ("barriers", "tasks_pushed", "task_replicas", "tasks_requeued")
+ITERATIVE: tuple[str, ...] = (
+    "barriers",
+    "tasks_pushed",
+    "task_replicas",
+    "tasks_requeued",
+    "program_transfers",
+)
 # Printed for an SPMD run (satind/spmd.py).
 SPMD: tuple[str, ...] = (
     "entity_moves",

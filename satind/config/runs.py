@@ -59,6 +59,12 @@ class IterativeConfig:
     # slots. How long a master watches a worker before `satind status` shows its estimated
     # availability (before that the estimate is mostly its prior, about 50%).
     shown_after_slots: int = 100
+    # bytes/s. A run's shipped code (its program) travels to a worker that lacks it before
+    # that worker can compute (the paper's T_prog: a worker back from DOWN lacks it again).
+    # Its transfer is the code's bytes over the bandwidth measured from the worker (large
+    # frames: net.bandwidth_sample_bytes); this stands in until one is. Installed plugins:
+    # no transfer.
+    bandwidth_bytes_s: float = 50e6
 
 
 @dataclass(frozen=True)

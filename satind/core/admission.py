@@ -123,10 +123,13 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
                 msg.plugin, [], f"the shipped code has no plugin {msg.plugin!r} (it has: {has})"
             )
         _refuse_if_unmet(state, shipped)
-        if shipped.kind != "divide-and-conquer":
+        if shipped.kind not in ("divide-and-conquer", "iterative"):
+            # An SPMD entity's step waits at its holder for its neighbours' ghosts: one
+            # waiting for its code there too is not built.
             raise RunRefused(
                 f"plugin {msg.plugin} is an {shipped.kind} plugin: only divide-and-conquer "
-                "plugins can be shipped yet; install it on every peer (--plugin-path)"
+                "and iterative plugins can be shipped yet; install it on every peer "
+                "(--plugin-path)"
             )
         return shipped
     plugin = _plugin_or_what_the_system_has(state, msg.plugin)

@@ -119,7 +119,7 @@ def schedule(state: PeerState, now: float) -> Effects:
             for n in ups
             if len(sched.workers[n].holding) <= 1 and not sched.workers[n].in_transfer
         }
-        order = _plan(state, ups, len(queue), now)
+        order = _plan(state, ups, len(queue), now, run_id)
         started: set[str] = set()
         for i in order:
             if free <= 0 or not queue or not (ready - started):
@@ -153,7 +153,8 @@ def _replicas(state: PeerState, alive: set[str], now: float) -> Effects:
     if free <= 0 or not idle or not open_keys:
         return []
     fx: Effects = []
-    order = _plan(state, idle, len(idle), now)
+    open_keys.sort(key=lambda k: (len(sched.holders[k]), k))
+    order = _plan(state, idle, len(idle), now, open_keys[0][0])
     done: set[str] = set()
     for i in order:
         worker = idle[i]
@@ -197,12 +198,15 @@ def _push(state: PeerState, job: Job, worker: str, now: float) -> Effects:
     return [Send(worker, m.TaskPush(spec))]
 
 
-def _plan(state: PeerState, workers: list[str], tasks: int, now: float) -> Iterator[int]:
+def _plan(
+    state: PeerState, workers: list[str], tasks: int, now: float, run_id: str
+) -> Iterator[int]:
     """The run's heuristic over ``workers``: the index in it of each task's worker, lazily."""
     cfg = state.cfg.iterative
+    code = _program(state, run_id)
     return assignments(
         cfg.heuristic,
-        [_candidate(state, i, n, now) for i, n in enumerate(workers)],
+        [_candidate(state, i, n, now, code) for i, n in enumerate(workers)],
         tasks,
         _transfer_slots(state),
         cfg.n_com,
@@ -210,8 +214,22 @@ def _plan(state: PeerState, workers: list[str], tasks: int, now: float) -> Itera
     )
 
 
-def _candidate(state: PeerState, index: int, name: str, now: float) -> Candidate:
-    """A worker for the heuristics, in slots: its speed, its Delay, its chain."""
+def _program(state: PeerState, run_id: str) -> str:
+    """The run's shipped code version ("": installed, every member has it)."""
+    run = state.runs.active.get(run_id)
+    return run.info.code_hash if run is not None and run.info.shipped else ""
+
+
+def _fetching(state: PeerState, view: WorkerView, code: str) -> bool:
+    """Whether a task the worker holds waits for ``code`` there (it is fetching it)."""
+    return any(_program(state, key[0]) == code for key in view.fetching)
+
+
+def _candidate(state: PeerState, index: int, name: str, now: float, code: str) -> Candidate:
+    """A worker for the heuristics, in slots: its speed, its Delay, its chain. A worker that
+    lacks the run's shipped code (``code``) first receives it (the paper's T_prog): its Delay
+    counts the code's bytes over the bandwidth from it, unless a task of it is fetching it
+    already (then that task's time covers the rest)."""
     sched = state.iterative
     slot = state.cfg.iterative.slot_s
     view = sched.workers[name]
@@ -224,6 +242,9 @@ def _candidate(state: PeerState, index: int, name: str, now: float) -> Candidate
     if view.holding:
         oldest = min(view.holding.values())
         busy = max(len(view.holding) * task_s - (now - oldest), 0.0) / slot
+    if code and code not in view.programs and not _fetching(state, view, code):
+        bandwidth = state.table.bandwidth.get(name, state.cfg.iterative.bandwidth_bytes_s)
+        busy += state.code_bytes.get(code, 0) / bandwidth / slot
     return Candidate(index, w, busy, view.estimator.chain())
 
 
@@ -247,8 +268,18 @@ def _draining(state: PeerState, name: str) -> bool:
 def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects:
     """A push arrived: its transfer is over, another may start."""
     view = state.iterative.workers.get(worker)
+    code = _program(state, msg.run_id)
     if view is not None:
-        view.arrived((msg.run_id, msg.path), now)
+        fetching = _fetching(state, view, code)
+        if (
+            code
+            and not msg.has_code
+            and (msg.run_id, msg.path) in view.in_transfer
+            and not fetching
+        ):
+            state.iterative.counters.program_transfers += 1
+            state.note(INFO, __name__, "%s fetches run %s's shipped code first", worker, msg.run_id)
+        view.arrived((msg.run_id, msg.path), now, code, msg.has_code)
     return schedule(state, now)
 
 
@@ -262,9 +293,15 @@ def finished(state: PeerState, key: JobKey, thief: str, now: float) -> Effects:
     for holder in sorted(sched.holders.pop(key, set())):
         view = sched.workers.get(holder)
         pushed = view.holding.pop(key, None) if view is not None else None
+        fetched = False
         if view is not None:
             view.in_transfer.discard(key)
-        if holder == thief and view is not None and pushed is not None:
+            fetched = key in view.fetching
+            view.fetching.discard(key)
+        if holder == thief and view is not None and (code := _program(state, key[0])):
+            view.programs.add(code)  # it computed the task: it has the code now
+        if holder == thief and view is not None and pushed is not None and not fetched:
+            # (A task that waited for the code measures the fetch, not the worker's speed.)
             took = now - pushed
             view.tasks_done += 1
             view.task_s = (
@@ -305,6 +342,7 @@ def requeue(state: PeerState, job: Job, worker: str) -> bool:
     if view is not None:
         view.holding.pop(key, None)
         view.in_transfer.discard(key)
+        view.fetching.discard(key)
     if holders:
         return False
     sched.holders.pop(key, None)
@@ -340,8 +378,11 @@ def on_barrier(state: PeerState, msg: m.Barrier) -> Effects:
 
 
 def on_push(state: PeerState, master: str, msg: m.TaskPush, now: float) -> Effects:
-    """A task pushed to us: acknowledged at once, then run like a stolen job."""
-    fx: Effects = [Send(master, m.TaskAck(msg.job.run_id, msg.job.path))]
+    """A task pushed to us: acknowledged at once, saying whether its run's shipped code is
+    here (if not, the task waits for it: core/shipping.py), then run like a stolen job."""
+    spec = msg.job
+    has_code = not spec.shipped or state.plugin_version(spec.plugin, spec.code_hash) is not None
+    fx: Effects = [Send(master, m.TaskAck(spec.run_id, spec.path, has_code))]
     job, more = accept_stolen(state, msg.job, master)
     fx += more
     if job is None:
@@ -361,6 +402,7 @@ def forget_run(state: PeerState, run_id: str) -> None:
             if view is not None:
                 view.holding.pop(key, None)
                 view.in_transfer.discard(key)
+                view.fetching.discard(key)
     sched.barriers.pop(run_id, None)
 
 

@@ -34,15 +34,19 @@ class CodeArrived:
     evicted: tuple[str, ...] = ()
     # Its plugins whose requirements this peer lacks, and which (plugin/requirements.py).
     unmet: Mapping[str, str] = field(default_factory=dict)
+    # The version's bytes (its files together).
+    size: int = 0
 
 
 def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
     code_hash = event.code_hash
     for old in event.evicted:
         state.shipped.pop(old, None)
+        state.code_bytes.pop(old, None)
     state.fetching.discard(code_hash)
     if event.plugins:
         state.shipped[code_hash] = dict(event.plugins)
+        state.code_bytes[code_hash] = event.size
         state.unmet.update({(name, code_hash): why for name, why in event.unmet.items()})
     for run in state.runs.active.values():
         info = run.info

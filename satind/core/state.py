@@ -52,6 +52,9 @@ class PeerState:
     # the versions being fetched; and jobs stolen for a run whose code is still coming, with
     # their victims (taken when it comes: core/shipping.py).
     shipped: dict[str, dict[str, plugin_mod.Plugin]] = field(default_factory=dict)
+    # Bytes of each version loaded here: a master's scheduler of iterative runs weighs its
+    # transfer to a worker that lacks it (core/iterative.py, the paper's T_prog).
+    code_bytes: dict[str, int] = field(default_factory=dict)
     # The plugin versions (name, code hash) whose requirements this peer's environment lacks,
     # and which (plugin/requirements.py): it takes no part in their runs.
     unmet: dict[tuple[str, str], str] = field(default_factory=dict)

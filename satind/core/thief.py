@@ -89,6 +89,10 @@ def accept_stolen(state: PeerState, spec: m.JobSpec, victim: str) -> tuple[Job |
     job = Job(spawnable.fn, args, None, 0, run.state, run.state.inv_branching**depth)
     job.set_path(spec.path)
     job.origin = victim
+    if spec.pushed:
+        # An iterative run's task (core/iterative.py), also one that waited for the run's
+        # shipped code: its run's jobs here are never stolen on.
+        run.state.pushed = True
     state.custody.take((spec.run_id, spec.path), victim, job)
     state.note(DEBUG, __name__, "took %s%s from %s", spec.run_id, spec.path.hex(), victim)
     return job, fx

@@ -129,7 +129,8 @@ from satind.net.records import TraceEvent as TraceEvent
 # 14: checkpoint logs of lost members (LogCopy, LogQuery, LogReply).
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
-PROTOCOL_VERSION = 18
+# 19: whether an iterative task's worker had the run's shipped code (TaskAck.has_code).
+PROTOCOL_VERSION = 19
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.

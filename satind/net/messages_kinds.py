@@ -82,6 +82,10 @@ class TaskAck(Message):
     TYPE: ClassVar[int] = 98
     run_id: str
     path: bytes
+    # The run's code was there when the task came. Shipped code a worker lacks is fetched
+    # first (the paper's program transfer, T_prog): that task's time is not its speed, and
+    # until a task says so the master counts the program's transfer in the worker's Delay.
+    has_code: bool = True
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,7 @@ async def _take(peer: Host, code_hash: str, files: dict[str, bytes], whence: str
     plugins = {p.name: p for p in found}
     unmet = {p.name: why for p in found if (why := requirements.unmet(p))}
     log.info("shipped code %s %s: plugins %s", code_hash[:12], whence, ", ".join(sorted(plugins)))
-    arrived = CodeArrived(code_hash, plugins, "", evicted, unmet)
+    size = sum(len(data) for data in files.values())
+    arrived = CodeArrived(code_hash, plugins, "", evicted, unmet, size)
     peer.apply(handle(peer.state, arrived, peer.now()))
     return ""

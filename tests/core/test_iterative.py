@@ -17,7 +17,7 @@ from satind.engine.frames import JobArrived
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.work.jobs import Job
-from tests.core.support import job_of, known_run, make_state
+from tests.core.support import FIB, info, job_of, known_run, make_state
 
 
 def _setup(others: tuple[str, ...] = ("b/0", "c/0"), **cfg: object) -> tuple[PeerState, list[Job]]:
@@ -169,3 +169,70 @@ def test_transfer_times_are_measured_from_pushes_to_acks_and_feed_the_heuristics
     views["c/0"].in_transfer.add(("r1", b"x"))
     iterative.on_ack(state, "c/0", m.TaskAck("r1", b"x"), 6.02)
     assert views["c/0"].transfer_s == pytest.approx(0.1 + 0.25 * (0.02 - 0.1))
+
+
+def _shipped_setup() -> tuple[PeerState, list[Job], str]:
+    """A run of shipped code (5 MB) on a master whose links from b/0 and c/0 were measured:
+    b/0's fast (1 GB/s), c/0's slow (1 MB/s)."""
+    state = make_state("a/0", ("b/0", "c/0"))
+    state.cfg = replace(Config(), iterative=replace(IterativeConfig(), slot_s=0.05))
+    code = "c0de"
+    state.shipped[code] = {"fib": FIB}
+    state.code_bytes[code] = 5_000_000
+    state.table.bandwidth.update({"b/0": 1e9, "c/0": 1e6})
+    run = known_run(state, replace(info(), code_hash=code, shipped=True))
+    root = job_of(run.state)
+    return state, [job_of(run.state, (i,), parent=root, index=i) for i in range(4)], code
+
+
+def test_a_worker_without_the_shipped_code_is_delayed_by_its_transfer_until_it_has_it() -> None:
+    # Issue 34, point 3: the paper's program transfer (T_prog) on daemons: a run's shipped
+    # code is fetched by a worker before it computes; the heuristics see it in its Delay.
+    state, tasks, code = _shipped_setup()
+    assert iterative.schedule(state, 0.0) == []  # (it learns of the workers)
+    delay = {n: iterative._candidate(state, 0, n, 0.0, code).delay for n in ("b/0", "c/0")}
+    assert delay["b/0"] == pytest.approx(5e6 / 1e9 / 0.05)  # 0.1 slot
+    assert delay["c/0"] == pytest.approx(5e6 / 1e6 / 0.05)  # 100 slots
+    # An installed plugin (no code to ship): no transfer.
+    assert iterative._candidate(state, 0, "c/0", 0.0, "").delay == 0.0
+    state.iterative.pending["r1"] = deque(tasks)  # all at once: no replicas
+    pushes = dict(_pushes(iterative.schedule(state, 0.0)))
+    # The heuristic (EMCT) sees that c/0 would start in 5 s: the first task goes to b/0.
+    assert list(pushes) == ["b/0"]
+    pushes.update(_pushes(iterative._push(state, tasks[3], "c/0", 0.0)))
+    # c/0's task came before the code: the task waits for it there (core/shipping.py), so
+    # from its ack on the fetch is under way (that task's time covers it) ...
+    iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"], has_code=False), 0.1)
+    view = state.iterative.workers["c/0"]
+    assert code not in view.programs and view.fetching == {("r1", pushes["c/0"])}
+    assert state.iterative.counters.program_transfers == 1
+    assert iterative._candidate(state, 0, "c/0", 0.1, code).delay < 100
+    # ... and its time measures the fetch, not c/0's speed; once done, c/0 has the code.
+    iterative.finished(state, ("r1", pushes["c/0"]), "c/0", 5.5)
+    assert view.task_s is None and code in view.programs and not view.fetching
+    assert iterative._candidate(state, 0, "c/0", 5.5, code).delay == 0.0
+    # b/0 had it when its task came: its time is its speed.
+    iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"], has_code=True), 0.1)
+    iterative.finished(state, ("r1", pushes["b/0"]), "b/0", 0.6)
+    assert code in state.iterative.workers["b/0"].programs
+    assert state.iterative.workers["b/0"].task_s == pytest.approx(0.5)
+
+
+def test_a_worker_says_whether_a_pushed_tasks_shipped_code_was_there() -> None:
+    state = make_state("b/0", ("a/0",))
+    run = known_run(state, replace(info(), code_hash="c0de", shipped=True))
+    job = job_of(run.state)
+    spec = m.JobSpec("r1", "fib", "c0de", "a/0", 2, job.path, "fib", b"", shipped=True)
+    acks = [
+        e.msg
+        for e in iterative.on_push(state, "a/0", m.TaskPush(spec), 0.0)
+        if isinstance(e, Send) and isinstance(e.msg, m.TaskAck)
+    ]
+    assert acks == [m.TaskAck("r1", job.path, has_code=False)]
+    state.shipped["c0de"] = {"fib": FIB}
+    acks = [
+        e.msg
+        for e in iterative.on_push(state, "a/0", m.TaskPush(spec), 0.0)
+        if isinstance(e, Send) and isinstance(e.msg, m.TaskAck)
+    ]
+    assert acks == [m.TaskAck("r1", job.path, has_code=True)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from tests.integration.test_daemon import Daemon, client, status, wait_for
 from tests.integration.test_daemon import satind as satind_cli
 
 pytestmark = pytest.mark.slow
+PLUGINS = Path(__file__).parent.parent.parent / "plugins"
 
 PLUGIN = '''"""shipsum LO HI [LEAF_MS]: the sum of WEIGHT * i for LO <= i < HI (helper.py)."""
 
@@ -119,6 +121,37 @@ def test_a_shipped_plugin_with_a_helper_runs_exactly(
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["result"] == expected(0, 5000, 3)
+
+
+def test_an_iterative_plugin_ships_and_its_workers_fetch_it_as_the_program(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    # Issue 34, point 3: the paper's program transfer on daemons. The built-in kmeans under
+    # another name, so that no peer has it installed.
+    keys, daemons = system
+    directory = tmp_path / "kmeansx"
+    directory.mkdir()
+    source = (PLUGINS / "kmeans.py").read_text()
+    assert source.count('    "kmeans",\n') == 1
+    (directory / "kmeansx.py").write_text(source.replace('    "kmeans",\n', '    "kmeansx",\n'))
+    (directory / "_args.py").write_text((PLUGINS / "_args.py").read_text())
+    argv = ["submit", "kmeansx", "20000", "8", "16", "1", "6", "--ship", str(directory)]
+
+    def submitted() -> dict[str, Any]:
+        proc = client(keys, daemons[0].first, *argv, "--wait", "--json", "--as", "shipper")
+        assert proc.returncode == 0, proc.stderr
+        out: dict[str, Any] = json.loads(proc.stdout)
+        assert out["check"] == "ok"
+        return out
+
+    # The master schedules while the three workers fetch the code: a task that came first
+    # waited for it there, and the scheduler counted each worker's fetch.
+    first = submitted()
+    assert 1 <= first["stats"]["program_transfers"] <= 3, first["stats"]
+    assert "fetches run" in daemons[0].log.read_text()
+    # The same version again: every worker has it now, nothing is transferred.
+    again = submitted()
+    assert again["stats"]["program_transfers"] == 0, again["stats"]
 
 
 def test_shipping_is_refused_without_the_grant(

@@ -30,11 +30,20 @@ class WorkerView:
     # Seconds a push took to arrive there (to its TaskAck): what the link gives a task's
     # input, measured; a moving average (None until one arrived), as links change.
     transfer_s: float | None = None
+    # The shipped code versions (code hashes) it has, as its tasks said (TaskAck.has_code);
+    # and its tasks that came before the code, whose time includes fetching it.
+    programs: set[str] = field(default_factory=set)
+    fetching: set[JobKey] = field(default_factory=set)
 
-    def arrived(self, key: JobKey, now: float) -> None:
+    def arrived(self, key: JobKey, now: float, code: str = "", has_code: bool = True) -> None:
         """A task's push arrived: its transfer time is measured, and from now on the task
-        computes (its task time counts from here, not from the push)."""
+        computes (its task time counts from here, not from the push). ``code``: its run's
+        shipped version, which the worker had (``has_code``) or fetches now."""
         pushed = self.holding.get(key)
+        if code and has_code:
+            self.programs.add(code)
+        elif code:
+            self.fetching.add(key)
         if key in self.in_transfer and pushed is not None:
             took = now - pushed
             last = self.transfer_s
@@ -50,6 +59,7 @@ class IterativeCounters:
     tasks_pushed: int = 0
     task_replicas: int = 0
     tasks_requeued: int = 0
+    program_transfers: int = 0
     barriers: int = 0
 
     def as_dict(self) -> dict[str, float]:
