@@ -125,7 +125,7 @@ def on_job_state(state: PeerState, thief: str, msg: m.JobState, now: float) -> E
         Orphans.forget(job.run, msg.path, thief)
         kind = kinds.of_job(job)
         if kind is not None and kind.taken_back is not None:
-            fx += kind.taken_back(state, job)  # an SPMD entity job: pinned to its holder
+            fx += kind.taken_back(state, job, thief, now)  # pinned to a holder, or placed again
             continue
         fx.append(ToCompute(JobArrived(job)))
     return fx

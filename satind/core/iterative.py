@@ -108,8 +108,11 @@ def schedule(state: PeerState, now: float) -> Effects:
             del sched.pending[run_id]
             continue
         free = cfg.n_com - sum(len(v.in_transfer) for v in sched.workers.values())
+        refused = sched.refused.get(run_id, set())
         ups = sorted(
-            n for n in alive if sched.workers[n].state != RECLAIMED and not _draining(state, n)
+            n
+            for n in alive
+            if sched.workers[n].state != RECLAIMED and not _draining(state, n) and n not in refused
         )
         if free <= 0 or not ups:
             continue
@@ -164,7 +167,10 @@ def _replicas(state: PeerState, alive: set[str], now: float) -> Effects:
             continue
         done.add(worker)
         open_keys.sort(key=lambda k: (len(sched.holders[k]), k))
-        key = open_keys[0]
+        mine = [k for k in open_keys if worker not in sched.refused.get(k[0], ())]
+        if not mine:
+            continue  # it takes no part in those runs
+        key = mine[0]
         if len(sched.holders[key]) > cfg.replicas:
             break
         free -= 1
@@ -268,18 +274,8 @@ def _draining(state: PeerState, name: str) -> bool:
 def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects:
     """A push arrived: its transfer is over, another may start."""
     view = state.iterative.workers.get(worker)
-    code = _program(state, msg.run_id)
     if view is not None:
-        fetching = _fetching(state, view, code)
-        if (
-            code
-            and not msg.has_code
-            and (msg.run_id, msg.path) in view.in_transfer
-            and not fetching
-        ):
-            state.iterative.counters.program_transfers += 1
-            state.note(INFO, __name__, "%s fetches run %s's shipped code first", worker, msg.run_id)
-        view.arrived((msg.run_id, msg.path), now, code, msg.has_code)
+        view.arrived((msg.run_id, msg.path), now, _program(state, msg.run_id), msg.has_code)
     return schedule(state, now)
 
 
@@ -299,6 +295,11 @@ def finished(state: PeerState, key: JobKey, thief: str, now: float) -> Effects:
             fetched = key in view.fetching
             view.fetching.discard(key)
         if holder == thief and view is not None and (code := _program(state, key[0])):
+            if fetched and code not in view.programs:
+                # Counted when done: a worker that takes no part in the run also said it
+                # lacked the code, and gave the task back instead (taken_back).
+                sched.counters.program_transfers += 1
+                state.note(INFO, __name__, "%s fetched run %s's shipped code", holder, key[0])
             view.programs.add(code)  # it computed the task: it has the code now
         if holder == thief and view is not None and pushed is not None and not fetched:
             # (A task that waited for the code measures the fetch, not the worker's speed.)
@@ -329,6 +330,18 @@ def lost(state: PeerState, job: Job, worker: str, why: str) -> Effects:
             why,
         )
     return []
+
+
+def taken_back(state: PeerState, job: Job, worker: str, now: float) -> Effects:
+    """``worker`` does not have the task it was pushed: it takes no part in the run (it
+    lacks the plugin, or does not accept or could not get the shipped code; it says why in
+    its status). The task is placed again, never on that worker for this run."""
+    state.iterative.refused.setdefault(job.run.run_id, set()).add(worker)
+    state.note(
+        INFO, __name__, "%s takes no part in run %s: its tasks go elsewhere", worker, job.run.run_id
+    )
+    requeue(state, job, worker)
+    return _tick_soon(state) + schedule(state, now)
 
 
 def requeue(state: PeerState, job: Job, worker: str) -> bool:
@@ -404,6 +417,7 @@ def forget_run(state: PeerState, run_id: str) -> None:
                 view.in_transfer.discard(key)
                 view.fetching.discard(key)
     sched.barriers.pop(run_id, None)
+    sched.refused.pop(run_id, None)
 
 
 # A task of an iterative run is any job of it but the root, which is never given out (its
@@ -419,6 +433,7 @@ kinds.register(
         "iterative",
         owns=lambda job: job.run.pushed,
         lost=lost,
+        taken_back=taken_back,
         forget_run=forget_run,
         task_ready=task_ready,
         result=result,

@@ -36,9 +36,10 @@ class KindRules:
     # (state, job, thief, why): the job was given to ``thief``, which is gone. Its effects
     # replace the generic restart.
     lost: Callable[[PeerState, Job, str, str], Effects] | None = None
-    # (state, job): the thief said it does not have the job ("unknown"): taken back. None:
-    # run it here, as a divide-and-conquer job is.
-    taken_back: Callable[[PeerState, Job], Effects] | None = None
+    # (state, job, thief, now): the thief said it does not have the job ("unknown": it takes no
+    # part in the run, or lost it): taken back. None: run it here, as a divide-and-conquer
+    # job is.
+    taken_back: Callable[[PeerState, Job, str, float], Effects] | None = None
     # (state, job): an aborted or orphaned job of this kind that never started: dropped.
     # True if it was one (nothing more to do for it).
     drop_unstarted: Callable[[PeerState, Job], bool] | None = None

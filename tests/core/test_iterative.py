@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from satind.config import Config, IterativeConfig
-from satind.core import iterative
+from satind.core import custody, iterative
 from satind.core.effects import Effect, Send, ToCompute
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived
@@ -205,11 +205,11 @@ def test_a_worker_without_the_shipped_code_is_delayed_by_its_transfer_until_it_h
     iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"], has_code=False), 0.1)
     view = state.iterative.workers["c/0"]
     assert code not in view.programs and view.fetching == {("r1", pushes["c/0"])}
-    assert state.iterative.counters.program_transfers == 1
     assert iterative._candidate(state, 0, "c/0", 0.1, code).delay < 100
     # ... and its time measures the fetch, not c/0's speed; once done, c/0 has the code.
     iterative.finished(state, ("r1", pushes["c/0"]), "c/0", 5.5)
     assert view.task_s is None and code in view.programs and not view.fetching
+    assert state.iterative.counters.program_transfers == 1
     assert iterative._candidate(state, 0, "c/0", 5.5, code).delay == 0.0
     # b/0 had it when its task came: its time is its speed.
     iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"], has_code=True), 0.1)
@@ -236,3 +236,24 @@ def test_a_worker_says_whether_a_pushed_tasks_shipped_code_was_there() -> None:
         if isinstance(e, Send) and isinstance(e.msg, m.TaskAck)
     ]
     assert acks == [m.TaskAck("r1", job.path, has_code=True)]
+
+
+def test_a_worker_that_takes_no_part_gives_its_task_back_and_gets_no_more_of_the_run() -> None:
+    # A worker that lacks the plugin, or refuses the shipped code, answers "unknown": the
+    # task is placed again on another worker, and this run is never pushed there again.
+    state, tasks = _setup(n_com=4, replicas=2)
+    tasks[0].run.pushed = True  # (as task_ready does)
+    state.iterative.pending["r1"] = deque(tasks[:2])
+    pushes = dict(_pushes(iterative.schedule(state, 0.0)))
+    assert sorted(pushes) == ["b/0", "c/0"]
+    fx = custody.on_job_state(state, "c/0", m.JobState("r1", pushes["c/0"], "unknown"), 0.1)
+    assert not any(isinstance(e, ToCompute) for e in fx)  # not computed on the master
+    assert state.iterative.refused == {"r1": {"c/0"}}
+    assert state.iterative.counters.tasks_requeued == 1
+    # b/0 takes it once its transfer is over; c/0 gets nothing, not even a replica.
+    more = _pushes(iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"]), 0.2))
+    assert more == [("b/0", pushes["c/0"])]
+    iterative.finished(state, ("r1", pushes["b/0"]), "b/0", 1.0)
+    assert all(to != "c/0" for to, _ in _pushes(iterative.schedule(state, 1.1)))
+    iterative.forget_run(state, "r1")
+    assert state.iterative.refused == {}

@@ -79,6 +79,9 @@ class Scheduling:
     workers: dict[str, WorkerView] = field(default_factory=dict)
     ticking: bool = False
     rng: Rng = field(default_factory=lambda: seeded(1))
+    # run -> the workers that take no part in it (they gave a pushed task back: a plugin or
+    # shipped code they lack): never pushed to again for that run.
+    refused: dict[str, set[str]] = field(default_factory=dict)
     # run -> (epoch, iteration, state): read by the compute side when a root starts.
     barriers: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
 

@@ -324,7 +324,7 @@ kinds.register(
         "spmd",
         owns=is_entity_job,
         lost=lambda state, job, thief, why: lost_job(state, job),
-        taken_back=lost_job,
+        taken_back=lambda state, job, thief, now: lost_job(state, job),
         drop_unstarted=drop_waiting,
         member_gone=member_gone,
         idle_thief=on_idle_thief,
