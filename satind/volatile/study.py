@@ -226,15 +226,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--initial", choices=("up", "stationary"), default="up", help="workers' states at slot 0"
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        help="extra copies of a task at most, for idle UP workers (§6.1: 2; 1 gives the "
+        "paper's scale of degradations: docs/benchmarks.md)",
+    )
     parser.add_argument("--heuristics", default="", help="comma-separated subset (default all)")
     args = parser.parse_args(argv)
     if args.platforms < 1 or args.trials < 1 or args.jobs < 1:
         parser.error("--platforms, --trials and --jobs must be at least 1")
+    if args.replicas < 0:
+        parser.error("--replicas must be 0 or more")
     try:
         names = [canonical(h) for h in args.heuristics.split(",") if h] or list(NAMES)
     except ValueError as exc:
         parser.error(str(exc))
-    base = Params(chains=args.chains, initial=args.initial)
+    base = Params(chains=args.chains, initial=args.initial, replicas=args.replicas)
     count = len(args.tasks) * len(args.ncom) * len(args.wmin) * args.platforms * args.trials
     started = time.perf_counter()
     table = run_study(

@@ -5,6 +5,7 @@ hand-made cases, the study's simulator on a hand-computed timeline and determini
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -12,7 +13,7 @@ from satind.volatile.heuristics import NAMES, Candidate, canonical, plan
 from satind.volatile.model import DOWN, RECLAIMED, UP, Chain, Estimator
 from satind.volatile.platform import Params, Platform, Traces
 from satind.volatile.slots import simulate
-from satind.volatile.study import Instance, run_instance, run_study, summarize
+from satind.volatile.study import Instance, main, run_instance, run_study, summarize
 
 # A worker often reclaimed, rarely down.
 FLAKY = Chain(((0.6, 0.39, 0.01), (0.1, 0.89, 0.01), (0.05, 0.05, 0.9)))
@@ -179,3 +180,20 @@ def test_the_study_on_two_processes_gives_what_one_gives_with_intervals() -> Non
     assert all(ci >= 0 for ci in one.ci95.values())
     # Each starred heuristic's gain over its plain one, paired per scenario.
     assert set(one.star_gain) == {"emct", "mct", "ud", "lw"}
+
+
+def test_replicas_are_a_parameter_of_the_study() -> None:
+    # Issue 34, point 4: how many extra copies idle workers get sets the scale of every
+    # heuristic's degradation (docs/benchmarks.md): `--replicas` chooses it.
+    rng = random.Random(5)
+    params = Params(m=5, n_com=5, w_min=2, iterations=2)
+    platform = Platform.draw(params, rng)
+    made = {}
+    for extra in (0, 1, 2):
+        traces = Traces(platform, 7, "up")
+        made[extra] = simulate(replace(params, replicas=extra), platform, traces, "random")
+    assert made[0].replicas == 0 and made[1].replicas > 0
+    assert made[2].replicas >= made[1].replicas
+    with pytest.raises(SystemExit) as exited:
+        main(["--replicas", "-1"])
+    assert exited.value.code == 2
