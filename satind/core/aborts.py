@@ -52,6 +52,11 @@ def on_abort(state: PeerState, victim: str, msg: m.Abort) -> Effects:
     """``victim`` aborted a job it gave us."""
     key = (msg.run_id, msg.path)
     jobs = state.custody.taken.pop((key, victim), [])
+    for code_hash, waiting in list(state.held.items()):
+        # Still waiting for its run's shipped code (core/shipping.py): never taken now.
+        kept = [(s, v) for s, v in waiting if (s.run_id, s.path, v) != (*key, victim)]
+        if len(kept) < len(waiting):
+            state.held[code_hash] = kept
     fx: Effects = []
     for job in jobs:
         state.note(DEBUG, __name__, "%s aborted %s%s", victim, msg.run_id, msg.path.hex())

@@ -109,6 +109,12 @@ def schedule(state: PeerState, now: float) -> Effects:
             continue
         free = cfg.n_com - sum(len(v.in_transfer) for v in sched.workers.values())
         refused = sched.refused.get(run_id, set())
+        if alive <= refused:
+            # Every other member takes no part in the run: the master computes its tasks,
+            # as it does alone (else the run would wait for ever).
+            fx += [ToCompute(JobArrived(job)) for job in queue]
+            del sched.pending[run_id]
+            continue
         ups = sorted(
             n
             for n in alive
@@ -250,7 +256,7 @@ def _candidate(state: PeerState, index: int, name: str, now: float, code: str) -
         busy = max(len(view.holding) * task_s - (now - oldest), 0.0) / slot
     if code and code not in view.programs and not _fetching(state, view, code):
         bandwidth = state.table.bandwidth.get(name, state.cfg.iterative.bandwidth_bytes_s)
-        busy += state.code_bytes.get(code, 0) / bandwidth / slot
+        busy += state.code_bytes.get(code, 0) / max(bandwidth, 1.0) / slot
     return Candidate(index, w, busy, view.estimator.chain())
 
 
@@ -333,13 +339,17 @@ def lost(state: PeerState, job: Job, worker: str, why: str) -> Effects:
 
 
 def taken_back(state: PeerState, job: Job, worker: str, now: float) -> Effects:
-    """``worker`` does not have the task it was pushed: it takes no part in the run (it
-    lacks the plugin, or does not accept or could not get the shipped code; it says why in
-    its status). The task is placed again, never on that worker for this run."""
-    state.iterative.refused.setdefault(job.run.run_id, set()).add(worker)
-    state.note(
-        INFO, __name__, "%s takes no part in run %s: its tasks go elsewhere", worker, job.run.run_id
-    )
+    """``worker`` does not have the task it was pushed. If the task had arrived there (its
+    ack came), the worker takes no part in the run (it lacks the plugin, or does not accept or
+    could not get the shipped code; it says why in its status): none of the run's tasks go
+    there again. If not, the push was lost on the way. Either way the task is placed again."""
+    view = state.iterative.workers.get(worker)
+    key = (job.run.run_id, job.path)
+    if view is not None and key in view.holding and key not in view.in_transfer:
+        state.iterative.refused.setdefault(job.run.run_id, set()).add(worker)
+        state.note(
+            INFO, __name__, "%s takes no part in run %s: its tasks go elsewhere", worker, key[0]
+        )
     requeue(state, job, worker)
     return _tick_soon(state) + schedule(state, now)
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from satind.config import Config, IterativeConfig
-from satind.core import custody, iterative
+from satind.config import Config, IterativeConfig, PluginsConfig
+from satind.core import aborts, custody, iterative, shipping
 from satind.core.effects import Effect, Send, ToCompute
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived
@@ -246,10 +246,13 @@ def test_a_worker_that_takes_no_part_gives_its_task_back_and_gets_no_more_of_the
     state.iterative.pending["r1"] = deque(tasks[:2])
     pushes = dict(_pushes(iterative.schedule(state, 0.0)))
     assert sorted(pushes) == ["b/0", "c/0"]
+    # It acknowledged the task (it came), then said it does not have it.
+    iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"], has_code=False), 0.05)
     fx = custody.on_job_state(state, "c/0", m.JobState("r1", pushes["c/0"], "unknown"), 0.1)
     assert not any(isinstance(e, ToCompute) for e in fx)  # not computed on the master
     assert state.iterative.refused == {"r1": {"c/0"}}
     assert state.iterative.counters.tasks_requeued == 1
+    assert not state.iterative.workers["c/0"].fetching
     # b/0 takes it once its transfer is over; c/0 gets nothing, not even a replica.
     more = _pushes(iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"]), 0.2))
     assert more == [("b/0", pushes["c/0"])]
@@ -257,3 +260,52 @@ def test_a_worker_that_takes_no_part_gives_its_task_back_and_gets_no_more_of_the
     assert all(to != "c/0" for to, _ in _pushes(iterative.schedule(state, 1.1)))
     iterative.forget_run(state, "r1")
     assert state.iterative.refused == {}
+
+
+def test_a_push_lost_on_the_way_is_placed_again_without_leaving_the_worker_out() -> None:
+    state, tasks = _setup(n_com=4, replicas=0)
+    tasks[0].run.pushed = True
+    state.iterative.pending["r1"] = deque(tasks[:2])
+    pushes = dict(_pushes(iterative.schedule(state, 0.0)))
+    # No ack came: the push was lost (a connection reset), the worker is not out of the run.
+    custody.on_job_state(state, "c/0", m.JobState("r1", pushes["c/0"], "unknown"), 0.1)
+    assert state.iterative.refused == {} and state.iterative.counters.tasks_requeued == 1
+    assert [j.path for j in state.iterative.pending["r1"]] == [pushes["c/0"]]
+    view = state.iterative.workers["c/0"]
+    assert not view.holding and not view.in_transfer  # free for the next plan
+
+
+def test_when_every_worker_takes_no_part_the_master_computes_the_tasks() -> None:
+    # (Else the run would wait for ever: the master computes only when alone.)
+    state, tasks = _setup(others=("b/0",), n_com=4, replicas=0)
+    tasks[0].run.pushed = True
+    state.iterative.pending["r1"] = deque(tasks)
+    pushed = [path for _, path in _pushes(iterative.schedule(state, 0.0))]
+    fx: list[Effect] = []
+    while pushed:  # b/0 acknowledges each task it gets, then gives it back
+        path = pushed.pop(0)
+        pushed += [
+            p for _, p in _pushes(iterative.on_ack(state, "b/0", m.TaskAck("r1", path), 0.05))
+        ]
+        fx += custody.on_job_state(state, "b/0", m.JobState("r1", path, "unknown"), 0.1)
+    computed = [
+        e.event.job for e in fx if isinstance(e, ToCompute) and isinstance(e.event, JobArrived)
+    ]
+    assert sorted(j.path for j in computed) == sorted(t.path for t in tasks)
+    assert "r1" not in state.iterative.pending
+
+
+def test_an_abort_reaches_a_pushed_task_still_waiting_for_its_code() -> None:
+    # A replica pushed to a worker that lacks the code, whose first copy finished elsewhere:
+    # the master's Abort drops it, and the code's arrival starts nothing.
+    state = make_state("b/0", ("a/0",))
+    state.cfg = replace(Config(), plugins=replace(PluginsConfig(), accept_shipped=True))
+    run = known_run(state, replace(info(), code_hash="c0de", shipped=True))
+    path = job_of(run.state).path
+    spec = m.JobSpec("r1", "fib", "c0de", "a/0", 2, path, "fib", b"", pushed=True, shipped=True)
+    iterative.on_push(state, "a/0", m.TaskPush(spec), 0.0)
+    assert state.held["c0de"] == [(spec, "a/0")]
+    aborts.on_abort(state, "a/0", m.Abort("r1", path))
+    assert state.held["c0de"] == []
+    fx = shipping.on_code(state, shipping.CodeArrived("c0de", {"fib": FIB}), 1.0)
+    assert not any(isinstance(e, ToCompute) for e in fx)

@@ -40,10 +40,12 @@ class WorkerView:
         computes (its task time counts from here, not from the push). ``code``: its run's
         shipped version, which the worker had (``has_code``) or fetches now."""
         pushed = self.holding.get(key)
-        if code and has_code:
-            self.programs.add(code)
-        elif code:
-            self.fetching.add(key)
+        if code and pushed is not None:  # (a late ack of a copy finished elsewhere: nothing)
+            if has_code:
+                self.programs.add(code)
+            else:
+                self.programs.discard(code)  # evicted from its cache since, if it had it
+                self.fetching.add(key)
         if key in self.in_transfer and pushed is not None:
             took = now - pushed
             last = self.transfer_s
