@@ -278,10 +278,14 @@ def _draining(state: PeerState, name: str) -> bool:
 
 
 def on_ack(state: PeerState, worker: str, msg: m.TaskAck, now: float) -> Effects:
-    """A push arrived: its transfer is over, another may start."""
+    """A push arrived: its transfer is over, another may start; or the run's shipped code
+    came to a worker that lacked it (the program's transfer is over)."""
     view = state.iterative.workers.get(worker)
     if view is not None:
-        view.arrived((msg.run_id, msg.path), now, _program(state, msg.run_id), msg.has_code)
+        code = _program(state, msg.run_id)
+        if view.arrived((msg.run_id, msg.path), now, code, msg.has_code):
+            state.iterative.counters.program_transfers += 1
+            state.note(INFO, __name__, "%s has run %s's shipped code now", worker, msg.run_id)
     return schedule(state, now)
 
 
@@ -298,17 +302,12 @@ def finished(state: PeerState, key: JobKey, thief: str, now: float) -> Effects:
         fetched = False
         if view is not None:
             view.in_transfer.discard(key)
-            fetched = key in view.fetching
+            fetched = key in view.fetching  # (its code's arrival never heard of)
             view.fetching.discard(key)
         if holder == thief and view is not None and (code := _program(state, key[0])):
-            if fetched and code not in view.programs:
-                # Counted when done: a worker that takes no part in the run also said it
-                # lacked the code, and gave the task back instead (taken_back).
-                sched.counters.program_transfers += 1
-                state.note(INFO, __name__, "%s fetched run %s's shipped code", holder, key[0])
             view.programs.add(code)  # it computed the task: it has the code now
         if holder == thief and view is not None and pushed is not None and not fetched:
-            # (A task that waited for the code measures the fetch, not the worker's speed.)
+            # (A task whose code's arrival was not heard of would measure the fetch too.)
             took = now - pushed
             view.tasks_done += 1
             view.task_s = (
@@ -345,7 +344,8 @@ def taken_back(state: PeerState, job: Job, worker: str, now: float) -> Effects:
     there again. If not, the push was lost on the way. Either way the task is placed again."""
     view = state.iterative.workers.get(worker)
     key = (job.run.run_id, job.path)
-    if view is not None and key in view.holding and key not in view.in_transfer:
+    acked = view is not None and (key in view.fetching or key not in view.in_transfer)
+    if view is not None and key in view.holding and acked:
         state.iterative.refused.setdefault(job.run.run_id, set()).add(worker)
         state.note(
             INFO, __name__, "%s takes no part in run %s: its tasks go elsewhere", worker, key[0]

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import satind.plugin as plugins
 from satind.core import thief
-from satind.core.effects import ERROR, INFO, Effects, StealUpdate
+from satind.core.effects import ERROR, INFO, Effects, Send, StealUpdate
+from satind.net import messages as m
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -68,5 +69,9 @@ def on_code(state: PeerState, event: CodeArrived, now: float) -> Effects:
     fx: Effects = []
     for spec, victim in state.held.pop(code_hash, []):
         # Taken now, or (the code could not be had) given back to its victim, which runs it.
-        fx += thief.take(state, spec, victim, now)[1]
+        taken, more = thief.take(state, spec, victim, now)
+        fx += more
+        if taken and spec.pushed:
+            # An iterative run's task: its master counts the program's transfer as over.
+            fx.append(Send(victim, m.TaskAck(spec.run_id, spec.path, has_code=True)))
     return [*fx, StealUpdate()]

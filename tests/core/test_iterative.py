@@ -1,6 +1,7 @@
 """The master's scheduler of iterative runs (core/iterative.py), case by case: who gets a task,
 how many transfers at once, reclaimed workers, replicas cancelled by the first result, lost
-workers' tasks placed again, a master alone, barriers."""
+workers' tasks placed again, a master alone, barriers, the program's transfer (shipped code)
+and workers that take no part in a run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from satind.api import name_of
 from satind.config import Config, IterativeConfig, PluginsConfig
 from satind.core import aborts, custody, iterative, shipping
 from satind.core.effects import Effect, Send, ToCompute
@@ -200,17 +202,23 @@ def test_a_worker_without_the_shipped_code_is_delayed_by_its_transfer_until_it_h
     # The heuristic (EMCT) sees that c/0 would start in 5 s: the first task goes to b/0.
     assert list(pushes) == ["b/0"]
     pushes.update(_pushes(iterative._push(state, tasks[3], "c/0", 0.0)))
-    # c/0's task came before the code: the task waits for it there (core/shipping.py), so
-    # from its ack on the fetch is under way (that task's time covers it) ...
-    iterative.on_ack(state, "c/0", m.TaskAck("r1", pushes["c/0"], has_code=False), 0.1)
+    # c/0's task came before the code: the task waits for it there (core/shipping.py). The
+    # fetch is under way (no transfer added to the Delay: the task's time covers it), and
+    # the transfer goes on (the program, then the data, on one channel: §6.1).
+    key = ("r1", pushes["c/0"])
+    iterative.on_ack(state, "c/0", m.TaskAck(*key, has_code=False), 0.1)
     view = state.iterative.workers["c/0"]
-    assert code not in view.programs and view.fetching == {("r1", pushes["c/0"])}
+    assert code not in view.programs and view.fetching == {key} and key in view.in_transfer
     assert iterative._candidate(state, 0, "c/0", 0.1, code).delay < 100
-    # ... and its time measures the fetch, not c/0's speed; once done, c/0 has the code.
-    iterative.finished(state, ("r1", pushes["c/0"]), "c/0", 5.5)
-    assert view.task_s is None and code in view.programs and not view.fetching
+    assert _pushes(iterative.schedule(state, 0.2)) == []  # c/0 is still receiving
+    # The code came: the worker says so, the program's transfer is over, the task computes.
+    iterative.on_ack(state, "c/0", m.TaskAck(*key, has_code=True), 5.1)
+    assert code in view.programs and not view.fetching and key not in view.in_transfer
     assert state.iterative.counters.program_transfers == 1
-    assert iterative._candidate(state, 0, "c/0", 5.5, code).delay == 0.0
+    # Its time counts from the code's arrival: c/0's speed, not the fetch.
+    iterative.finished(state, key, "c/0", 5.6)
+    assert view.task_s == pytest.approx(0.5)
+    assert iterative._candidate(state, 0, "c/0", 5.6, code).delay == 0.0
     # b/0 had it when its task came: its time is its speed.
     iterative.on_ack(state, "b/0", m.TaskAck("r1", pushes["b/0"], has_code=True), 0.1)
     iterative.finished(state, ("r1", pushes["b/0"]), "b/0", 0.6)
@@ -297,15 +305,25 @@ def test_when_every_worker_takes_no_part_the_master_computes_the_tasks() -> None
 
 def test_an_abort_reaches_a_pushed_task_still_waiting_for_its_code() -> None:
     # A replica pushed to a worker that lacks the code, whose first copy finished elsewhere:
-    # the master's Abort drops it, and the code's arrival starts nothing.
+    # the master's Abort drops it, and the code's arrival takes only the others.
     state = make_state("b/0", ("a/0",))
     state.cfg = replace(Config(), plugins=replace(PluginsConfig(), accept_shipped=True))
     run = known_run(state, replace(info(), code_hash="c0de", shipped=True))
     path = job_of(run.state).path
-    spec = m.JobSpec("r1", "fib", "c0de", "a/0", 2, path, "fib", b"", pushed=True, shipped=True)
+    fn = name_of(FIB.entry.fn)
+    spec = m.JobSpec("r1", "fib", "c0de", "a/0", 2, path, fn, b"", pushed=True, shipped=True)
     iterative.on_push(state, "a/0", m.TaskPush(spec), 0.0)
     assert state.held["c0de"] == [(spec, "a/0")]
+    # (Not aborted, the code's arrival takes it and tells the master: the second ack.)
+    other = replace(state.held["c0de"][0][0], path=path + b"\x01")
+    state.held["c0de"].append((other, "a/0"))
     aborts.on_abort(state, "a/0", m.Abort("r1", path))
-    assert state.held["c0de"] == []
+    assert state.held["c0de"] == [(other, "a/0")]
     fx = shipping.on_code(state, shipping.CodeArrived("c0de", {"fib": FIB}), 1.0)
-    assert not any(isinstance(e, ToCompute) for e in fx)
+    assert [e.msg for e in fx if isinstance(e, Send)] == [m.TaskAck("r1", other.path, True)]
+    assert state.held == {}
+    # Only the task not aborted was taken (the aborted one starts nothing).
+    taken = [
+        e.event.job.path for e in fx if isinstance(e, ToCompute) and isinstance(e.event, JobArrived)
+    ]
+    assert taken in ([], [other.path])  # (it may wait for shared objects first)

@@ -148,7 +148,7 @@ def test_an_iterative_plugin_ships_and_its_workers_fetch_it_as_the_program(
     # waited for it there, and the scheduler counted each worker's fetch.
     first = submitted()
     assert 1 <= first["stats"]["program_transfers"] <= 3, first["stats"]
-    assert "fetched run" in daemons[0].log.read_text()
+    assert "shipped code now" in daemons[0].log.read_text()
     # The same version again: every worker has it now, nothing is transferred.
     again = submitted()
     assert again["stats"]["program_transfers"] == 0, again["stats"]

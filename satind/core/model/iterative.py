@@ -35,23 +35,37 @@ class WorkerView:
     programs: set[str] = field(default_factory=set)
     fetching: set[JobKey] = field(default_factory=set)
 
-    def arrived(self, key: JobKey, now: float, code: str = "", has_code: bool = True) -> None:
+    def arrived(self, key: JobKey, now: float, code: str = "", has_code: bool = True) -> bool:
         """A task's push arrived: its transfer time is measured, and from now on the task
         computes (its task time counts from here, not from the push). ``code``: its run's
-        shipped version, which the worker had (``has_code``) or fetches now."""
+        shipped version. If the worker lacks it (not ``has_code``), the transfer goes on
+        until a second ack says the code came (the program's transfer, T_prog): the task
+        computes from then. Returns True when that second ack ends a program transfer."""
         pushed = self.holding.get(key)
-        if code and pushed is not None:  # (a late ack of a copy finished elsewhere: nothing)
-            if has_code:
-                self.programs.add(code)
-            else:
-                self.programs.discard(code)  # evicted from its cache since, if it had it
-                self.fetching.add(key)
-        if key in self.in_transfer and pushed is not None:
+        if pushed is None:
+            self.in_transfer.discard(key)
+            return False  # a late ack of a copy finished elsewhere
+        if key in self.fetching:
+            if not has_code:
+                return False  # (a duplicate)
+            self.fetching.discard(key)
+            self.programs.add(code)
+            self.holding[key] = now
+            self.in_transfer.discard(key)
+            return True
+        if key in self.in_transfer:
             took = now - pushed
             last = self.transfer_s
             self.transfer_s = took if last is None else last + TRANSFER_WEIGHT * (took - last)
             self.holding[key] = now
+        if code and not has_code:
+            self.programs.discard(code)  # evicted from its cache since, if it had it
+            self.fetching.add(key)  # the channel stays busy with the program
+            return False
+        if code:
+            self.programs.add(code)
         self.in_transfer.discard(key)
+        return False
 
 
 @dataclass
