@@ -167,12 +167,12 @@ def take_over(state: PeerState, run: PeerRun, now: float, why: str = "", lost: s
     why = why or f"its master {run.info.master} is lost"
     if run.plugin is None or run.refused is not None:
         state.note(
-            ERROR,
+            ERROR if run.refused is not None else INFO,
             __name__,
             "run %s: %s, but this peer cannot run it: %s",
             run.info.run_id,
             why,
-            run.refused,
+            run.refused or "its shipped code is still coming (it takes over once it has it)",
         )
         return []
     info = dataclasses.replace(run.info, master=state.name, epoch=run.info.epoch + 1)

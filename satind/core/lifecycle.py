@@ -97,8 +97,11 @@ def _fetch_code(state: PeerState, info: m.RunInfo) -> Effects:
     if info.code_hash in state.fetching:
         return []
     state.fetching.add(info.code_hash)
-    others = [name for name in state.others() if name != info.master]
-    sources = ([info.master] if info.master != state.name else []) + others
+    # Alive members only: a lost master (its restarted instance may be this very peer, at the
+    # same address) would cost the whole ask's timeout before the next source is tried.
+    alive = state.others()
+    others = [name for name in alive if name != info.master]
+    sources = ([info.master] if info.master in alive else []) + others
     state.note(
         INFO, __name__, "run %s: fetching its shipped code %s", info.run_id, info.code_hash[:12]
     )

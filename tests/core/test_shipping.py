@@ -69,6 +69,16 @@ def test_a_run_whose_code_is_missing_is_fetched_once_from_its_master_first() -> 
     assert (("r1", b"\x00"), "c/0") in state.custody.taken
 
 
+def test_a_lost_master_is_not_asked_for_the_code() -> None:
+    # A run's master died, and this peer (perhaps its restarted instance, at the same
+    # address) learns of the run: asking the lost master would cost the ask's whole timeout
+    # (30 s seen on daemons) before the next member. Only alive members are asked.
+    state = accepting()
+    info = dataclasses.replace(shipped_info(), master="x/9")  # not an alive member (any more)
+    _, fx = register(state, info)
+    assert fx == [FetchCode(HASH, ("b/0", "c/0"))]
+
+
 def test_code_that_cannot_be_had_gives_the_held_jobs_back_and_the_run_goes_on() -> None:
     state = accepting()
     run, _ = register(state, shipped_info())
