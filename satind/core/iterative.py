@@ -298,12 +298,8 @@ def finished(state: PeerState, key: JobKey, thief: str, now: float) -> Effects:
     fx: Effects = []
     for holder in sorted(sched.holders.pop(key, set())):
         view = sched.workers.get(holder)
-        pushed = view.holding.pop(key, None) if view is not None else None
-        fetched = False
-        if view is not None:
-            view.in_transfer.discard(key)
-            fetched = key in view.fetching  # (its code's arrival never heard of)
-            view.fetching.discard(key)
+        fetched = view is not None and key in view.fetching  # (the code's arrival unheard of)
+        pushed = view.drop(key) if view is not None else None
         if holder == thief and view is not None and (code := _program(state, key[0])):
             view.programs.add(code)  # it computed the task: it has the code now
         if holder == thief and view is not None and pushed is not None and not fetched:
@@ -344,8 +340,12 @@ def taken_back(state: PeerState, job: Job, worker: str, now: float) -> Effects:
     there again. If not, the push was lost on the way. Either way the task is placed again."""
     view = state.iterative.workers.get(worker)
     key = (job.run.run_id, job.path)
-    acked = view is not None and (key in view.fetching or key not in view.in_transfer)
-    if view is not None and key in view.holding and acked:
+    # Its ack came: the transfer is over, or the worker said it fetches the code.
+    if (
+        view is not None
+        and key in view.holding
+        and (key in view.fetching or key not in view.in_transfer)
+    ):
         state.iterative.refused.setdefault(job.run.run_id, set()).add(worker)
         state.note(
             INFO, __name__, "%s takes no part in run %s: its tasks go elsewhere", worker, key[0]
@@ -363,9 +363,7 @@ def requeue(state: PeerState, job: Job, worker: str) -> bool:
     holders.discard(worker)
     view = sched.workers.get(worker)
     if view is not None:
-        view.holding.pop(key, None)
-        view.in_transfer.discard(key)
-        view.fetching.discard(key)
+        view.drop(key)
     if holders:
         return False
     sched.holders.pop(key, None)
@@ -423,9 +421,7 @@ def forget_run(state: PeerState, run_id: str) -> None:
         for holder in sched.holders.pop(key, set()):
             view = sched.workers.get(holder)
             if view is not None:
-                view.holding.pop(key, None)
-                view.in_transfer.discard(key)
-                view.fetching.discard(key)
+                view.drop(key)
     sched.barriers.pop(run_id, None)
     sched.refused.pop(run_id, None)
 

@@ -35,6 +35,13 @@ class WorkerView:
     programs: set[str] = field(default_factory=set)
     fetching: set[JobKey] = field(default_factory=set)
 
+    def drop(self, key: JobKey) -> float | None:
+        """Forget a task it held (finished, lost, given back, or its run over); returns
+        when it was pushed (or arrived), None if it did not hold it."""
+        self.in_transfer.discard(key)
+        self.fetching.discard(key)
+        return self.holding.pop(key, None)
+
     def arrived(self, key: JobKey, now: float, code: str = "", has_code: bool = True) -> bool:
         """A task's push arrived: its transfer time is measured, and from now on the task
         computes (its task time counts from here, not from the push). ``code``: its run's
