@@ -158,6 +158,42 @@ def _numpy_support(load: bool = False) -> bool:
 ENVELOPE_BYTES = 64 * 1024
 
 
+# Types that cbor2 writes the same with our tuple encoder and without it. Given any
+# ``encoders`` at all, cbor2's C encoder looks every item up by type through Python: a list
+# of floats encodes three times slower (17 ms against 6 for heat2d's 1 MB entity state). A
+# value made only of these types is encoded without it.
+_PLAIN_LEAVES = frozenset({int, float, str, bytes, bool, type(None)})
+_PLAIN = _PLAIN_LEAVES | {list, dict}
+# A value with more containers than this is not scanned (the scan would cost what it saves).
+_PLAIN_SCAN_MAX = 100_000
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is made only of ``_PLAIN`` types: no tuple, set or plugin type
+    anywhere, and no list or dict met twice (shared or cyclic: cbor2 says what is wrong)."""
+    todo = [value]
+    seen: set[int] = set()
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is list:
+            types = set(map(type, v))
+            inner: Any = v
+        elif t is dict:
+            types = set(map(type, v)) | set(map(type, v.values()))
+            inner = v.values()
+        else:
+            if t in _PLAIN_LEAVES:
+                continue
+            return False
+        if id(v) in seen or len(seen) >= _PLAIN_SCAN_MAX or not types <= _PLAIN:
+            return False
+        seen.add(id(v))
+        if list in types or dict in types:
+            todo.extend(x for x in inner if type(x) is list or type(x) is dict)
+    return True
+
+
 def encode_value(value: Any, max_frame: int | None = None, refs: list[Any] | None = None) -> bytes:
     """CBOR of an application value (job arguments, results).
 
@@ -169,8 +205,11 @@ def encode_value(value: Any, max_frame: int | None = None, refs: list[Any] | Non
         EncodeError: the value holds something CBOR cannot carry, or is too large.
     """
     try:
-        default = _default if refs is None else functools.partial(_default, refs=refs)
-        data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=default))
+        if _plain(value):
+            data = bytes(cbor2.dumps(value))  # the same bytes, three times faster (below)
+        else:
+            default = _default if refs is None else functools.partial(_default, refs=refs)
+            data = bytes(cbor2.dumps(value, encoders={tuple: _encode_tuple}, default=default))
     except EncodeError:
         raise
     except Exception as exc:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from satind.config import NetConfig
 from satind.net import codec
 from satind.net import messages as m
+from satind.net import values as values_mod
 from satind.net.framing import FrameReader
 
 # -- application values --------------------------------------------------------------------
@@ -46,6 +47,28 @@ def test_value_round_trip_keeps_types(value: Any) -> None:
     back = codec.decode_value(codec.encode_value(value))
     assert back == value
     assert _shape(back) == _shape(value)  # tuples stay tuples, lists stay lists
+
+
+@given(values)
+def test_plain_values_take_the_fast_path_to_the_same_bytes(value: Any) -> None:
+    # encode_value skips cbor2's (slow) per-type lookup when no tuple or other non-plain
+    # type is anywhere in the value: the bytes must be what the general path writes.
+    general = cbor2.dumps(value, encoders={tuple: values_mod._encode_tuple})
+    assert codec.encode_value(value) == general
+    assert values_mod._plain(value) == ("tuple" not in repr(_shape(value)))
+
+
+def test_shared_and_cyclic_lists_take_the_general_path() -> None:
+    row = [1.0, 2.0]
+    assert not values_mod._plain([row, row])
+    assert codec.decode_value(codec.encode_value([row, row])) == [row, row]
+    loop: list[Any] = [1]
+    loop.append(loop)
+    with pytest.raises(codec.EncodeError):
+        codec.encode_value(loop)
+    assert values_mod._plain({1: [2.5, "x", b"y", None, True, 2**80], "k": {}})
+    assert not values_mod._plain({(1, 2): 3})
+    assert not values_mod._plain([{1, 2}])
 
 
 def _shape(value: Any) -> Any:
