@@ -227,10 +227,14 @@ def drive(name: str, args: Any) -> Any:
         at, checkpoint = decode_value(saved)
 
     spawned = 0
+    # A checkpoint passed and not yet reported: it is reported once the next phase's jobs are
+    # pushed, so that its copies to every member (the whole plate's state) do not hold the
+    # pushes back on the connections they share.
+    passed: BarrierPassed | None = None
 
     def phase(kind: int, iteration: int, restore: list[bytes] | None) -> list[Any] | None:
         """Every entity's job of one phase; None when an entity was lost."""
-        nonlocal spawned
+        nonlocal spawned, passed
         spawned += count
         handles = [
             entity_job.push(
@@ -247,6 +251,10 @@ def drive(name: str, args: Any) -> Any:
             )
             for e in range(count)
         ]
+        if passed is not None:
+            assert w is not None  # a checkpoint is passed on a peer only
+            w.hooks.report(passed)
+            passed = None
         sync()
         results = []
         lost = False
@@ -275,7 +283,7 @@ def drive(name: str, args: Any) -> Any:
             w.hooks.report(SpmdIteration(run_id, iteration, [r[:3] for r in results]))
             if all(r[3] is not None for r in results):
                 at, checkpoint = iteration, [r[3] for r in results]
-                w.hooks.report(BarrierPassed(run_id, at, encode_value([at, checkpoint])))
+                passed = BarrierPassed(run_id, at, encode_value([at, checkpoint]))
         else:
             states = phase(COLLECT, iteration, None)
             if states is not None:
