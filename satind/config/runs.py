@@ -35,7 +35,8 @@ class FaultToleranceConfig:
     # death before it knew the run well enough to respawn it (a restarted peer, a run known
     # only from a stolen job). The election itself happens at the death; this is its second
     # chance. Not at once: a peer that was paused (SIGSTOP) resumes believing everybody else
-    # dead until their refutations arrive, and must not take runs over in the meantime.
+    # dead until their refutations arrive, and must not take runs over in the meantime. A
+    # master replaced by a newer instance of its slot is dead for certain: no grace then.
     takeover_grace_s: float = 10.0
 
 

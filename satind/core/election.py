@@ -24,6 +24,7 @@ from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.net.names import slot_of
 from satind.work.events import Orphaned
 from satind.work.jobs import RunState
 
@@ -57,17 +58,26 @@ def elect(state: PeerState, now: float) -> Effects:
 
 
 def elect_late(state: PeerState, now: float) -> Effects:
-    """The election's second chance, now and then: a run whose master has been gone for
-    ``ft.takeover_grace_s`` and that nobody took over (the peer the election named learnt of
-    the run only after the death: a restarted peer, or a run it knew only from a stolen job,
-    without the arguments to respawn it)."""
+    """The election's second chance, now and then and when news of runs comes: a run whose
+    master has been gone for ``ft.takeover_grace_s`` and that nobody took over (the peer the
+    election named learnt of the run only after the death: a restarted peer, or a run it
+    knew only from a stolen job, without the arguments to respawn it). A master replaced by
+    a newer instance of its slot needs no grace: see ``_take_over_orphans``."""
     return _take_over_orphans(state, now, state.cfg.ft.takeover_grace_s)
 
 
 def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
     """Runs (running, or queued by their master) whose master is not alive in this peer's
     view, taken over if this peer is the successor and they have been orphaned ``grace``
-    seconds. The orphaned runs are looked for first: finding none is cheap."""
+    seconds. The orphaned runs are looked for first: finding none is cheap.
+
+    The grace is for a death this peer may have imagined: resumed from a pause, it takes
+    everybody for dead until their refutations come. A master whose slot runs a newer
+    instance is dead for certain (its daemon started the new one once the old process had
+    ended), and news of that instance cannot be imagined: its runs are taken over at once.
+    That is the common case of the restarted peer: the daemon restarts the lost master,
+    whose new instance has the smallest name, is named by the election before it knows the
+    run, and learns the run a moment later (gossip, or its first state sync)."""
 
     if not state.settled:
         return []  # a view still being learnt (a joiner): the others decide
@@ -77,6 +87,10 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
         member = state.table.get(master)
         return member is not None and member.state.gone
 
+    def wait(master: str) -> float:
+        newest = state.table.newest_in(slot_of(master))
+        return 0.0 if newest is not None and newest.name != master else grace
+
     runs = state.runs.orphaned(gone)
     queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]
     since = state.runs.orphaned_since
@@ -85,8 +99,8 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
         del since[run_id]
     for run_id in now_orphaned:
         since.setdefault(run_id, now)
-    runs = [r for r in runs if now - since[r.info.run_id] >= grace]
-    queued = [i for i in queued if now - since[i.run_id] >= grace]
+    runs = [r for r in runs if now - since[r.info.run_id] >= wait(r.info.master)]
+    queued = [i for i in queued if now - since[i.run_id] >= wait(i.master)]
     if not (runs or queued):
         return []
     fx: Effects = []

@@ -18,7 +18,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from satind.core import lifecycle, logged, messages, orphans, reports, restart, shipping, timers
+from satind.core import (
+    election,
+    lifecycle,
+    logged,
+    messages,
+    orphans,
+    reports,
+    restart,
+    shipping,
+    timers,
+)
 from satind.core.effects import Effects, Link
 from satind.core.model.timers import TIMER_EVENTS, TimerEvent
 from satind.membership.view import Change
@@ -87,7 +97,10 @@ def handle(state: PeerState, event: Event, now: float) -> Effects:
     if isinstance(event, MemberChanged):
         return restart.on_member_change(state, event.change, now)
     if isinstance(event, RunsHeard):
-        return lifecycle.on_announces(state, list(event.runs), now)
+        # A run learnt whose master is gone may be this peer's to take over (election.py).
+        return lifecycle.on_announces(state, list(event.runs), now) + election.elect_late(
+            state, now
+        )
     if isinstance(event, TuplesHeard):
         return orphans.on_tuples(state, event.tuples)
     if isinstance(event, OrphanTable):

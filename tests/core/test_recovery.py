@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from satind.config import Config
 from satind.core import admission, drain, election, lifecycle, master, orphans, restart
 from satind.core.effects import (
     Changed,
@@ -18,15 +19,18 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
+from satind.core.handle import RunsHeard, handle
 from satind.core.runs import supersedes
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
-from satind.membership.view import State
+from satind.membership.view import Member, MemberTable, State
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.net.transport import Address
 from tests.core.support import (
     FIB,
+    PLUGINS,
     FakeLink,
     declare,
     gone,
@@ -34,6 +38,7 @@ from tests.core.support import (
     job_of,
     known_run,
     make_state,
+    member,
 )
 
 
@@ -431,9 +436,6 @@ def test_a_joiner_decides_no_election_until_its_view_is_whole() -> None:
 
 def _gossiping(me: str, plugins: dict[str, dict[str, str]]) -> PeerState:
     """A state whose members gossiped these plugin lists (name -> code hash, or unmet)."""
-    from satind.config import Config
-    from satind.membership.view import Member, MemberTable
-    from tests.core.support import PLUGINS, member
 
     def with_plugins(name: str) -> Member:
         return dataclasses.replace(member(name), plugins=plugins.get(name, {}))
@@ -523,3 +525,32 @@ def test_a_resumed_run_counts_its_time_from_the_resume() -> None:
     master.resume(state, FakeLink("client~1", role="client"), 3, old, [], 5.0)
     run = state.runs.active["r1"]
     assert run.info.started_at == 5.0 and run.elapsed(9.0) == 4.0
+
+
+def test_a_restarted_master_takes_over_its_predecessors_run_as_soon_as_it_learns_it() -> None:
+    """The daemon restarts a lost master in its slot; the new instance has the smallest name,
+    so the election names it before it knows the run. When the run's news comes it takes the
+    run over at once: its predecessor is dead for certain (a newer instance runs in its slot),
+    so the grace for imagined deaths (a peer resumed from a pause) does not apply."""
+    table = MemberTable(Member("a/0#2", Address("10.0.0.1", 7000), "c0", instance=2))
+    table.add_known([member("b/0")])
+    state = PeerState("a/0#2", "c0", Config(), table, dict(PLUGINS))
+    state.settled = True
+    old = Member("a/0#1", Address("10.0.0.1", 7000), "c0", state=State.DEAD, instance=1)
+    state.table.apply(old.update(State.DEAD, origin="b/0"))
+    assert state.table.newest_in("a/0") is not None
+    announce = m.RunAnnounce(info(master="a/0#1"), "running")
+    fx = handle(state, RunsHeard([announce]), 5.0)
+    run = state.runs.active["r1"]
+    assert run.info.master == "a/0#2" and run.info.epoch == 1
+    assert any(isinstance(f, QueueRoot) for f in fx)
+
+
+def test_a_run_whose_master_was_only_declared_dead_still_waits_for_the_grace() -> None:
+    state = make_state("a/0", ("b/0",))
+    declare(state, "b/0", State.DEAD)
+    fx = handle(state, RunsHeard([m.RunAnnounce(info(master="b/0"), "running")]), 5.0)
+    assert not any(isinstance(f, QueueRoot) for f in fx)
+    assert state.runs.active["r1"].info.master == "b/0"
+    grace = state.cfg.ft.takeover_grace_s
+    assert any(isinstance(f, QueueRoot) for f in election.elect_late(state, 5.0 + grace))

@@ -30,9 +30,9 @@ from tests.integration.test_daemon import Daemon, client_in_background, satind, 
 
 @dataclass(frozen=True)
 class Case:
-    """A run and who dies during it, in this order: MASTER (m2/0, the first peer of the
-    machine that joined second, masters every run) or THIEF (whichever other peer is first
-    to compute for the run)."""
+    """A run and who dies during it, in this order: MASTER (the peer it is submitted to,
+    which masters it: ``master``) or THIEF (whichever other peer is first to compute for
+    the run)."""
 
     name: str
     argv: tuple[str, ...]
@@ -41,9 +41,13 @@ class Case:
     # together since the previous kill): mid-run on any machine speed (wall time would kill
     # too early on a slow one, too late on a fast one).
     cpu_s: float = 2.0
+    # The first peer of a machine. m2/0 (of the machine that joined second): the election
+    # names m1/0, which knows the run. m1/0 (the smallest name): the election names the
+    # new process its daemon starts in the slot, which must learn the run first.
+    master: str = "m2/0"
 
 
-MASTER = "m2/0"
+MASTER = "master"  # the run's master: ``Case.master``
 THIEF = "thief"  # the first peer but the master to compute for the run
 
 # Every built-in plugin, sized so that each victim is still computing when it is killed on
@@ -77,6 +81,8 @@ PLUGIN_RUNS: dict[str, tuple[str, ...]] = {
 KINDS = {"tsp", "knapsack", "barneshut", "kmeans", "heat2d"}
 IN_CI = {
     "fib-master",
+    # The killed master is the smallest name: its own restarted process is elected.
+    "nqueens-first-master",
     "nqueens-thief-master",
     "tree-master",
     "raytracer-thief-master",
@@ -100,10 +106,13 @@ MASTER_KILL_S = {"othello": 1.0}
 
 
 def cases() -> list[Case]:
-    """Each plugin with its master killed, and with a thief killed and then the master."""
+    """Each plugin with its master killed (m2/0, then m1/0: "first"), and with a thief killed
+    and then the master."""
     out = []
     for name, argv in PLUGIN_RUNS.items():
-        out.append(Case(f"{name}-master", argv, (MASTER,), cpu_s=MASTER_KILL_S.get(name, 2.0)))
+        cpu_s = MASTER_KILL_S.get(name, 2.0)
+        out.append(Case(f"{name}-master", argv, (MASTER,), cpu_s))
+        out.append(Case(f"{name}-first-master", argv, (MASTER,), cpu_s, master="m1/0"))
         out.append(Case(f"{name}-thief-master", argv, (THIEF, MASTER), cpu_s=0.5))
     return out
 
@@ -261,20 +270,20 @@ def run_case(
         AssertionError: the run ended before a kill (make it longer), failed, was lost or
             gave a wrong answer (the message says which).
     """
-    daemons = {d.name: d for d in machines}
     slots = [(d, f"{d.name}/{i}") for d in machines for i in range(2)]
     wait_until(lambda: alive(keys, machines[0].first) == 4, 60, "four live peers")
     before = {slot: cpu_seconds(d.pid_of(slot)) + case.cpu_s for d, slot in slots}
     started = time.monotonic()
-    proc = client_in_background(keys, daemons["m2"].first, "submit", *case.argv, "--wait", "--json")
+    master = next((d, s) for d, s in slots if s == case.master)
+    assert case.master.endswith("/0"), "the master is the first peer of its machine"
+    proc = client_in_background(keys, master[0].first, "submit", *case.argv, "--wait", "--json")
     killed_at = started
     try:
         for victim in case.victims:
             if victim == MASTER:
-                master = next((d, s) for d, s in slots if s == MASTER)
                 kill_when_run_busy(master, slots, case.cpu_s, proc, case.name)
             else:  # whichever peer but the master computes for the run first (a thief)
-                thieves = [(d, s) for d, s in slots if s != MASTER]
+                thieves = [(d, s) for d, s in slots if s != case.master]
                 kill_when_busy(thieves, before, proc, case.name)
             killed_at = time.monotonic()
         out, err = proc.communicate(timeout=limit)

@@ -45,4 +45,4 @@ def check_case(machines: tuple[Path, Daemon, Daemon], case: Case) -> None:
     run = next(r for r in status(keys, m1.first)["runs"] if r["run_id"] == outcome.report["run_id"])
     # The run ended under an elected master, never under the process that died (nor taken
     # for it by the new one in its slot: that one would have no run to end).
-    assert run["state"] == "done" and run["master"] != masters["m2/0"], run
+    assert run["state"] == "done" and run["master"] != masters[case.master], run
