@@ -74,7 +74,9 @@ class Spreading(Updates):
         """Live members, and members declared dead less than gossip_to_dead_s ago (memberlist's
         GossipToTheDeadTime): a member wrongly declared dead — on the other side of a healed
         partition — only refutes once it hears of its death, and its own side, which may think
-        us dead in turn, hears of our refutations the same way."""
+        us dead in turn, hears of our refutations the same way. Not an instance a newer one of
+        its slot replaced: it cannot refute, and its address answers as the new one (each
+        gossip was a refused dial and a line in the log, many a second after a few restarts)."""
         now = self.clock()
         recent = [
             name
@@ -82,6 +84,8 @@ class Spreading(Updates):
             if now - since < self.cfg.gossip_to_dead_s
             and (member := self.table.get(name)) is not None
             and member.state == State.DEAD
+            and (newest := self.table.newest_in(member.slot)) is not None
+            and newest.name == name
         ]
         me = self.me.name
         return [m.name for m in self.table.alive() if m.name != me] + recent

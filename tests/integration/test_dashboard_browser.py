@@ -152,10 +152,16 @@ def test_over_tls_the_dashboard_answers_only_a_certificate_of_the_cluster(
         context = ssl.create_default_context(cafile=str(keys / "ca.pem"))
         context.check_hostname = False  # peers are named by their certificates, not hosts
         context.load_cert_chain(keys / "client.pem", keys / "client.key")
-        with urllib.request.urlopen(
-            f"https://127.0.0.1:{port}/api/status", context=context, timeout=10
-        ) as got:
-            assert {p["slot"] for p in json.loads(got.read())["peers"]} == {"m1/0", "m1/1"}
+
+        def slots() -> set[str]:
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/api/status", context=context, timeout=10
+            ) as got:
+                return {p["slot"] for p in json.loads(got.read())["peers"]}
+
+        # The dashboard is up with the daemon's first peer; the second joins a moment later.
+        assert "m1/0" in slots()
+        wait_for(lambda: slots() == {"m1/0", "m1/1"})
         # Without a client certificate the handshake fails: nothing is served.
         bare = ssl.create_default_context(cafile=str(keys / "ca.pem"))
         bare.check_hostname = False

@@ -263,3 +263,23 @@ async def test_a_member_never_seen_alive_is_not_news_when_it_is_gone(
     said = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
     assert "member c/0#1 is left" in said
     assert not any("b/0#1" in line for line in said)
+
+
+async def test_gossip_goes_to_the_recently_dead_but_not_to_replaced_instances(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A dead member may refute (a healed partition) and hears of its death by gossip; an
+    # instance a newer one of its slot replaced cannot, and its address answers as the new
+    # one: dialling it is a refused handshake each time.
+    class Host:
+        def on_member_change(self, change: object) -> None: ...
+
+    me = Member("a/0#1", Address("127.0.0.1", 1), "c0", instance=1)
+    swim = Swim(MembershipConfig(), MemberTable(me), Host(), random.Random(1))  # type: ignore[arg-type]
+    old = Member("b/0#1", Address("127.0.0.1", 2), "c0", instance=1)
+    dead = Member("c/0#1", Address("127.0.0.1", 3), "c0", instance=1)
+    swim.merge([old.update(), dead.update()])
+    swim.merge([dead.update(State.DEAD)])
+    swim.merge([Member("b/0#2", Address("127.0.0.1", 2), "c0", instance=2).update()])
+    assert swim.table.get("b/0#1").state == State.DEAD  # type: ignore[union-attr]
+    assert sorted(swim._gossip_targets()) == ["b/0#2", "c/0#1"]
