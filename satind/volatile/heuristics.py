@@ -16,7 +16,9 @@ are ever started; the rest is re-decided later (the paper's *dynamic* strategy).
 
 Choices where the paper is silent (docs/volatile.md): ``n_active`` counts the workers given one
 of the tasks placed so far, and a worker not yet given one counts itself (so the first task
-pays one transfer, not zero); ties go to the lower completion time, then the lower worker id.
+pays one transfer, not zero; ``self_counts=False`` is the paper's letter: the counter starts at
+zero, and a worker joins it once given a task); ties go to the lower completion time, then the
+lower worker id.
 """
 
 from __future__ import annotations
@@ -77,10 +79,11 @@ def plan(
     t_data: float,
     n_com: int,
     rng: random.Random,
+    self_counts: bool = True,
 ) -> list[int]:
     """The worker of each of ``tasks`` tasks, in assignment order (empty without
     candidates)."""
-    return list(assignments(name, candidates, tasks, t_data, n_com, rng))
+    return list(assignments(name, candidates, tasks, t_data, n_com, rng, self_counts))
 
 
 def assignments(
@@ -90,13 +93,16 @@ def assignments(
     t_data: float,
     n_com: int,
     rng: random.Random,
+    self_counts: bool = True,
 ) -> Iterator[int]:
-    """``plan``, one task at a time: a scheduler that starts only the first few stops early."""
+    """``plan``, one task at a time: a scheduler that starts only the first few stops early.
+    ``self_counts``: whether a worker not given a task yet counts itself in ``n_active``
+    (see the module)."""
     if not candidates or tasks <= 0:
         return iter(())
     if name.startswith("random"):
         return iter(_random(name, candidates, tasks, rng))
-    return _greedy(name, candidates, tasks, t_data, n_com)
+    return _greedy(name, candidates, tasks, t_data, n_com, self_counts)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -139,7 +145,12 @@ def _key(kind: str, ct: float, consts: tuple[float, float, float, float]) -> flo
 
 
 def _greedy(
-    name: str, candidates: Sequence[Candidate], tasks: int, t_data: float, n_com: int
+    name: str,
+    candidates: Sequence[Candidate],
+    tasks: int,
+    t_data: float,
+    n_com: int,
+    self_counts: bool,
 ) -> Iterator[int]:
     kind = name.rstrip("*")
     consts = [_constants(c.chain) for c in candidates]
@@ -165,7 +176,7 @@ def _greedy(
         best_key: tuple[float, float, int] | None = None
         for i, c in enumerate(candidates):
             n = counts[i]
-            data = math.ceil((active + (n == 0)) / n_com) * t_data
+            data = math.ceil((active + (self_counts and n == 0)) / n_com) * t_data
             ct = c.delay + data + n * (data if data > c.w else c.w) + c.w
             candidate_key = (_key(kind, ct, consts[i]), ct, c.worker)
             if best_key is None or candidate_key < best_key:

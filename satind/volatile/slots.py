@@ -205,6 +205,7 @@ class _Run:
                 params.t_data,
                 params.n_com,
                 self.rng,
+                params.n_active == "self",
             )
             ready = sum(1 for q in up if ws[q].ready())
             seen: set[int] = set()
@@ -234,6 +235,7 @@ class _Run:
             params.t_data,
             params.n_com,
             self.rng,
+            params.n_active == "self",
         )
         seen = set()
         for q in order:

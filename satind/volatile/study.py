@@ -233,6 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="extra copies of a task at most, for idle UP workers (§6.1: 2; 1 gives the "
         "paper's scale of degradations: docs/benchmarks.md)",
     )
+    parser.add_argument(
+        "--n-active",
+        choices=("self", "paper"),
+        default="self",
+        help="the starred heuristics' n_active: self = a worker not given a task yet counts "
+        "itself (the first task pays one transfer); paper = the paper's letter, the counter "
+        "starts at zero (docs/volatile.md)",
+    )
     parser.add_argument("--heuristics", default="", help="comma-separated subset (default all)")
     args = parser.parse_args(argv)
     if args.platforms < 1 or args.trials < 1 or args.jobs < 1:
@@ -243,7 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = [canonical(h) for h in args.heuristics.split(",") if h] or list(NAMES)
     except ValueError as exc:
         parser.error(str(exc))
-    base = Params(chains=args.chains, initial=args.initial, replicas=args.replicas)
+    base = Params(
+        chains=args.chains, initial=args.initial, replicas=args.replicas, n_active=args.n_active
+    )
     count = len(args.tasks) * len(args.ncom) * len(args.wmin) * args.platforms * args.trials
     started = time.perf_counter()
     table = run_study(

@@ -115,6 +115,17 @@ def test_starred_heuristics_pay_for_the_masters_contention() -> None:
     assert plan("mct*", [a, b], 2, 5, 1, rng) == [0, 0]
 
 
+def test_the_papers_n_active_counter_starts_at_zero() -> None:
+    # Equation 2 to the letter: n_active counts the workers given a task so far, so the first
+    # task pays no transfer and the second worker pays one; ours (the default) counts a worker
+    # not given one yet as active, so the second worker pays two and MCT* keeps both on one.
+    a, b = Candidate(0, 1, 0, ALWAYS_UP), Candidate(1, 1, 0, ALWAYS_UP)
+    rng = random.Random(0)
+    assert plan("mct*", [a, b], 2, 5, 1, rng, self_counts=False) == [0, 1]
+    assert plan("mct*", [a, b], 2, 5, 1, rng, self_counts=True) == [0, 0]
+    assert plan("mct", [a, b], 2, 5, 1, rng, self_counts=False) == [0, 1]  # unstarred: no n_active
+
+
 def test_random_heuristics_pick_in_proportion_to_their_weights() -> None:
     fast, slow = Candidate(0, 1, 0, STEADY), Candidate(1, 4, 0, STEADY)
     picks = plan("random1w", [fast, slow], 10_000, 1, 5, random.Random(5))
