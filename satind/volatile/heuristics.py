@@ -14,10 +14,11 @@ are ever started; the rest is re-decided later (the paper's *dynamic* strategy).
   able to work that long; UD by P_UD(E(CT)). The starred variants (MCT*, ...) stretch the data
   time by ⌈n_active / n_com⌉ for the master's contention (equation 2).
 
-Choices where the paper is silent (docs/volatile.md): ``n_active`` counts the workers given one
-of the tasks placed so far, and a worker not yet given one counts itself (so the first task
-pays one transfer, not zero; ``self_counts=False`` is the paper's letter: the counter starts at
-zero, and a worker joins it once given a task); ties go to the lower completion time, then the
+``n_active`` is the paper's to the letter: the workers given one of the tasks placed so far
+(the counter starts at zero, so the first task's transfer counts for nothing). With
+``self_counts`` a worker not given one yet counts itself as well (the first task pays one
+transfer): another reading, under which the starred heuristics gain nothing in the study
+(docs/volatile.md). Where the paper is silent: ties go to the lower completion time, then the
 lower worker id.
 """
 
@@ -79,7 +80,7 @@ def plan(
     t_data: float,
     n_com: int,
     rng: random.Random,
-    self_counts: bool = True,
+    self_counts: bool = False,
 ) -> list[int]:
     """The worker of each of ``tasks`` tasks, in assignment order (empty without
     candidates)."""
@@ -93,11 +94,11 @@ def assignments(
     t_data: float,
     n_com: int,
     rng: random.Random,
-    self_counts: bool = True,
+    self_counts: bool = False,
 ) -> Iterator[int]:
     """``plan``, one task at a time: a scheduler that starts only the first few stops early.
-    ``self_counts``: whether a worker not given a task yet counts itself in ``n_active``
-    (see the module)."""
+    ``self_counts``: whether a worker not given a task yet counts itself in ``n_active``, as
+    well as those given one (see the module)."""
     if not candidates or tasks <= 0:
         return iter(())
     if name.startswith("random"):

@@ -23,9 +23,9 @@ class Params:
     replicas: int = 2  # extra copies of a task at most
     initial: str = "up"  # "up" or "stationary": the workers' states at slot 0
     chains: str = "true"  # "true" or "estimated": what the heuristics know
-    # "self": a worker not given a task yet counts itself in the starred heuristics' n_active;
-    # "paper": the paper's letter (the counter starts at zero). volatile/heuristics.py.
-    n_active: str = "self"
+    # The starred heuristics' n_active. "paper": the paper's letter (the workers given a task
+    # so far); "self": a worker not given one yet counts itself too. volatile/heuristics.py.
+    n_active: str = "paper"
     max_slots: int = 2_000_000  # a run that has not finished by then counts as failed
 
     @property

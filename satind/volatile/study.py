@@ -235,11 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--n-active",
-        choices=("self", "paper"),
-        default="self",
-        help="the starred heuristics' n_active: self = a worker not given a task yet counts "
-        "itself (the first task pays one transfer); paper = the paper's letter, the counter "
-        "starts at zero (docs/volatile.md)",
+        choices=("paper", "self"),
+        default="paper",
+        help="the starred heuristics' n_active: paper = the paper's letter, the workers given "
+        "a task so far (the first task's transfer counts for nothing); self = a worker not "
+        "given one yet counts itself too (docs/volatile.md)",
     )
     parser.add_argument("--heuristics", default="", help="comma-separated subset (default all)")
     args = parser.parse_args(argv)

@@ -108,20 +108,22 @@ def test_emct_lw_and_ud_prefer_a_steady_worker_to_a_faster_flaky_one() -> None:
 
 def test_starred_heuristics_pay_for_the_masters_contention() -> None:
     # One channel, data as long as 5 computations: a second worker's data would wait for the
-    # first's, so MCT* keeps both tasks on one worker where MCT spreads them.
+    # first's, so MCT* keeps both tasks on one worker where MCT spreads them (counting the
+    # worker to enrol as active, the reading under which a second worker's transfer waits).
     a, b = Candidate(0, 1, 0, ALWAYS_UP), Candidate(1, 1, 0, ALWAYS_UP)
     rng = random.Random(0)
     assert plan("mct", [a, b], 2, 5, 1, rng) == [0, 1]
-    assert plan("mct*", [a, b], 2, 5, 1, rng) == [0, 0]
+    assert plan("mct*", [a, b], 2, 5, 1, rng, self_counts=True) == [0, 0]
 
 
 def test_the_papers_n_active_counter_starts_at_zero() -> None:
-    # Equation 2 to the letter: n_active counts the workers given a task so far, so the first
-    # task pays no transfer and the second worker pays one; ours (the default) counts a worker
-    # not given one yet as active, so the second worker pays two and MCT* keeps both on one.
+    # Equation 2 to the letter (the default): n_active counts the workers given a task so
+    # far, so the first task pays no transfer and the second worker pays one. The other
+    # reading counts a worker not given one yet as active too: the second worker pays two
+    # transfers, and MCT* keeps both tasks on one.
     a, b = Candidate(0, 1, 0, ALWAYS_UP), Candidate(1, 1, 0, ALWAYS_UP)
     rng = random.Random(0)
-    assert plan("mct*", [a, b], 2, 5, 1, rng, self_counts=False) == [0, 1]
+    assert plan("mct*", [a, b], 2, 5, 1, rng) == [0, 1]
     assert plan("mct*", [a, b], 2, 5, 1, rng, self_counts=True) == [0, 0]
     assert plan("mct", [a, b], 2, 5, 1, rng, self_counts=False) == [0, 1]  # unstarred: no n_active
 
