@@ -35,9 +35,12 @@ class FaultToleranceConfig:
     # death before it knew the run well enough to respawn it (a restarted peer, a run known
     # only from a stolen job). The election itself happens at the death; this is its second
     # chance. Not at once: a peer that was paused (SIGSTOP) resumes believing everybody else
-    # dead until their refutations arrive, and must not take runs over in the meantime. A
-    # master replaced by a newer instance of its slot is dead for certain: no grace then.
+    # dead until their refutations arrive, and must not take runs over in the meantime.
     takeover_grace_s: float = 10.0
+    # seconds. The same for a run whose master was replaced by a newer instance of its slot
+    # (a restarted peer): that death is certain, and the wait is only for news of a takeover
+    # made before the new instance appeared, which the run's first news here may predate.
+    replaced_grace_s: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from satind.core import logged
-from satind.core.effects import ERROR, INFO, WARNING, Effects, QueueRoot, ToCompute
+from satind.core.effects import ERROR, INFO, WARNING, Effects, QueueRoot, Timer, ToCompute
+from satind.core.model.timers import ElectAgain
 from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
@@ -74,10 +75,13 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
     The grace is for a death this peer may have imagined: resumed from a pause, it takes
     everybody for dead until their refutations come. A master whose slot runs a newer
     instance is dead for certain (its daemon started the new one once the old process had
-    ended), and news of that instance cannot be imagined: its runs are taken over at once.
-    That is the common case of the restarted peer: the daemon restarts the lost master,
-    whose new instance has the smallest name, is named by the election before it knows the
-    run, and learns the run a moment later (gossip, or its first state sync)."""
+    ended), and news of that instance cannot be imagined: its runs wait only
+    ``ft.replaced_grace_s``, and a timer looks again then. That is the common case of the
+    restarted peer: the daemon restarts the lost master, whose new instance has the smallest
+    name, is named by the election before it knows the run, and learns the run a moment later
+    (gossip, or its first state sync). The short wait is for a takeover made before the new
+    instance appeared (the restart was slower than the death's detection): the run's first
+    news here may predate it, and taking the run over again would throw its progress away."""
 
     if not state.settled:
         return []  # a view still being learnt (a joiner): the others decide
@@ -87,23 +91,28 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
         member = state.table.get(master)
         return member is not None and member.state.gone
 
-    def wait(master: str) -> float:
+    def replaced(master: str) -> bool:
         newest = state.table.newest_in(slot_of(master))
-        return 0.0 if newest is not None and newest.name != master else grace
+        return newest is not None and newest.name != master
+
+    def wait(master: str) -> float:
+        return min(grace, state.cfg.ft.replaced_grace_s) if replaced(master) else grace
 
     runs = state.runs.orphaned(gone)
     queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]
     since = state.runs.orphaned_since
-    now_orphaned = {r.info.run_id for r in runs} | {i.run_id for i in queued}
-    for run_id in [r for r in since if r not in now_orphaned]:
+    masters = {r.info.run_id: r.info.master for r in runs} | {i.run_id: i.master for i in queued}
+    for run_id in [r for r in since if r not in masters]:
         del since[run_id]
-    for run_id in now_orphaned:
-        since.setdefault(run_id, now)
+    fx: Effects = []
+    for run_id, master in masters.items():
+        if run_id not in since:
+            since[run_id] = now
+            if wait(master) > 0 and replaced(master):
+                # Not for the next custody tick (seconds away): look again when it is up.
+                fx.append(Timer(wait(master) * 1.01, ElectAgain()))
     runs = [r for r in runs if now - since[r.info.run_id] >= wait(r.info.master)]
     queued = [i for i in queued if now - since[i.run_id] >= wait(i.master)]
-    if not (runs or queued):
-        return []
-    fx: Effects = []
     for run in runs:
         if successor(state, among=able(state, run.info)) == state.name:
             fx += take_over(state, run, now, lost=run.info.master)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from satind.core import iterative, sharing, spmd
+from satind.core import election, iterative, sharing, spmd
 from satind.core.effects import Effects
 from satind.core.model.timers import (
     AskCalls,
     DigestRound,
+    ElectAgain,
     FetchReplicas,
     FlushShared,
     GhostsAgain,
@@ -43,4 +44,6 @@ def fire(state: PeerState, event: TimerEvent, now: float) -> Effects:
         return spmd.move_timeout(state, event, now)
     if isinstance(event, GhostsAgain):
         return spmd.ghosts_again(state, (event.run_id, event.entity), event.job, event.iteration)
+    if isinstance(event, ElectAgain):
+        return election.elect_late(state, now)
     raise TypeError(f"no rule for timer event {event!r}")

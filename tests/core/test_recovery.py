@@ -8,7 +8,16 @@ import dataclasses
 import pytest
 
 from satind.config import Config
-from satind.core import admission, drain, election, lifecycle, master, orphans, restart
+from satind.core import (
+    admission,
+    drain,
+    election,
+    lifecycle,
+    master,
+    orphans,
+    restart,
+    timers,
+)
 from satind.core.effects import (
     Changed,
     Log,
@@ -16,10 +25,12 @@ from satind.core.effects import (
     Send,
     Spread,
     Task,
+    Timer,
     ToCompute,
     WakeWaiters,
 )
 from satind.core.handle import RunsHeard, handle
+from satind.core.model.timers import ElectAgain
 from satind.core.runs import supersedes
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
@@ -527,23 +538,48 @@ def test_a_resumed_run_counts_its_time_from_the_resume() -> None:
     assert run.info.started_at == 5.0 and run.elapsed(9.0) == 4.0
 
 
-def test_a_restarted_master_takes_over_its_predecessors_run_as_soon_as_it_learns_it() -> None:
-    """The daemon restarts a lost master in its slot; the new instance has the smallest name,
-    so the election names it before it knows the run. When the run's news comes it takes the
-    run over at once: its predecessor is dead for certain (a newer instance runs in its slot),
-    so the grace for imagined deaths (a peer resumed from a pause) does not apply."""
-    table = MemberTable(Member("a/0#2", Address("10.0.0.1", 7000), "c0", instance=2))
+def _restarted(me: str = "a/0#2") -> PeerState:
+    """The new instance of a/0 (its predecessor a/0#1 dead), b/0 alive, settled."""
+    table = MemberTable(Member(me, Address("10.0.0.1", 7000), "c0", instance=2))
     table.add_known([member("b/0")])
-    state = PeerState("a/0#2", "c0", Config(), table, dict(PLUGINS))
+    state = PeerState(me, "c0", Config(), table, dict(PLUGINS))
     state.settled = True
     old = Member("a/0#1", Address("10.0.0.1", 7000), "c0", state=State.DEAD, instance=1)
     state.table.apply(old.update(State.DEAD, origin="b/0"))
     assert state.table.newest_in("a/0") is not None
-    announce = m.RunAnnounce(info(master="a/0#1"), "running")
-    fx = handle(state, RunsHeard([announce]), 5.0)
+    return state
+
+
+def test_a_restarted_master_takes_over_its_predecessors_run_soon_after_it_learns_it() -> None:
+    """The daemon restarts a lost master in its slot; the new instance has the smallest name,
+    so the election names it before it knows the run. It takes the run over
+    ft.replaced_grace_s after the run's news, woken by a timer, not ft.takeover_grace_s (the
+    grace for deaths a peer resumed from a pause may imagine): its predecessor is dead for
+    certain, a newer instance runs in its slot."""
+    state = _restarted()
+    fx = handle(state, RunsHeard([m.RunAnnounce(info(master="a/0#1"), "running")]), 5.0)
+    wait = state.cfg.ft.replaced_grace_s
+    assert wait < state.cfg.ft.takeover_grace_s
+    [timer] = [f for f in fx if isinstance(f, Timer)]
+    assert timer.event == ElectAgain() and wait <= timer.delay < 2 * wait
+    assert not any(isinstance(f, QueueRoot) for f in fx)
+    fx = timers.fire(state, timer.event, 5.0 + timer.delay)
     run = state.runs.active["r1"]
     assert run.info.master == "a/0#2" and run.info.epoch == 1
     assert any(isinstance(f, QueueRoot) for f in fx)
+
+
+def test_a_takeover_made_before_the_restart_is_not_taken_over_again() -> None:
+    """The restart was slower than the death's detection: b/0 took the run over (epoch 1)
+    before a/0#2 appeared, and a/0#2's first news of the run predates it. The takeover's
+    news comes within the short wait, and a/0#2 leaves the run to b/0 (taking it over too,
+    at the same epoch with a smaller name, would win and throw b/0's progress away)."""
+    state = _restarted()
+    fx = handle(state, RunsHeard([m.RunAnnounce(info(master="a/0#1"), "running")]), 5.0)
+    [timer] = [f for f in fx if isinstance(f, Timer)]
+    handle(state, RunsHeard([m.RunAnnounce(info(master="b/0", epoch=1), "running")]), 5.2)
+    assert not any(isinstance(f, QueueRoot) for f in timers.fire(state, timer.event, 6.5))
+    assert state.runs.active["r1"].info.master == "b/0"
 
 
 def test_a_run_whose_master_was_only_declared_dead_still_waits_for_the_grace() -> None:

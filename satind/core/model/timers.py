@@ -66,8 +66,22 @@ class GhostsAgain:
     iteration: int
 
 
+@dataclass(frozen=True, slots=True)
+class ElectAgain:
+    """A run whose master was replaced by a newer instance has waited ``ft.replaced_grace_s``:
+    the election's second chance, now rather than at the next custody tick
+    (core/election.py)."""
+
+
 TimerEvent = (
-    FlushShared | DigestRound | FetchReplicas | AskCalls | SchedulerTick | MoveTimeout | GhostsAgain
+    FlushShared
+    | DigestRound
+    | FetchReplicas
+    | AskCalls
+    | SchedulerTick
+    | MoveTimeout
+    | GhostsAgain
+    | ElectAgain
 )
 # The same, as a tuple for ``isinstance`` (core/handle.py tells a timer from other stimuli).
 TIMER_EVENTS = (
@@ -78,4 +92,5 @@ TIMER_EVENTS = (
     SchedulerTick,
     MoveTimeout,
     GhostsAgain,
+    ElectAgain,
 )
