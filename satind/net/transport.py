@@ -218,10 +218,11 @@ class TcpTransport:
         member (``ready`` None), or a dial that ``expect``s a name, fails when another party
         answers: after a restart in the same slot the address answers as a new instance, and
         the old one's messages must not reach it (net/names.py)."""
+        stream: trio.abc.Stream | None = None
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
-                tcp = await trio.open_tcp_stream(address.host, address.port)
-                stream = await handshake.secure(tcp, self._client_ctx, server_side=False)
+                stream = await trio.open_tcp_stream(address.host, address.port)
+                stream = await handshake.secure(stream, self._client_ctx, server_side=False)
                 reader = FrameReader(stream, self.cfg)
                 conn.remote = await handshake.exchange_hellos(
                     stream, reader, self.identity, self.cfg
@@ -242,6 +243,14 @@ class TcpTransport:
             if self._conns.get(dest) is conn:
                 del self._conns[dest]
             self.on_closed(conn)
+            if stream is not None:
+                # Closed now, not when the cyclic collector gets to it (handshake.close_stream):
+                # the party that answered under another name (a restarted slot's new instance)
+                # has finished its side of the handshake and took this for its live connection
+                # to us. Left open, all it sent us here went unread until the collector reset
+                # the socket (17 s once): a run stalled on the answers.
+                with trio.CancelScope(shield=True):
+                    await handshake.close_stream(stream, self.cfg.close_timeout_s)
             if ready is not None:
                 raise
             return

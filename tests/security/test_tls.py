@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import ssl
 from pathlib import Path
@@ -106,6 +107,52 @@ async def test_peers_with_cluster_certificates_talk(keys: Path) -> None:
             client.post("alpha/0", m.StealRequest(1, True))
             await inbox.event.wait()
             assert inbox.got == [("beta/1", m.StealRequest(1, True))]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_dial_answered_under_another_name_is_closed_at_once(keys: Path) -> None:
+    # beta/1 dials alpha/0#1 (a restarted slot's old instance) and alpha/0#2 answers: beta
+    # refuses the name. alpha/0#2 finished its side of the handshake and took the connection
+    # for its live one to beta/1. Left open, all it sent beta over it went unread until
+    # beta's cyclic collector freed the TLS stream (a run once stalled 17 s on its answers).
+    addresses: dict[str, Address] = {}
+    inbox_alpha, inbox_beta = Inbox(), Inbox()
+    alpha = TcpTransport(
+        Identity("alpha/0#2", "c0", "peer"),
+        CFG,
+        inbox_alpha,
+        credentials=tls.Credentials.load(keys, "alpha", "peer"),
+        resolve=addresses.get,
+    )
+    beta = TcpTransport(
+        Identity("beta/1", "c1", "peer"),
+        CFG,
+        inbox_beta,
+        credentials=tls.Credentials.load(keys, "beta", "peer"),
+        resolve=addresses.get,
+    )
+    with trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            addresses["alpha/0#1"] = await nursery.start(alpha.run, Address("127.0.0.1", 0))
+            addresses["beta/1"] = await nursery.start(beta.run, Address("127.0.0.1", 0))
+            gc.disable()  # the collector would close the socket by chance
+            try:
+                beta.post("alpha/0#1", m.Bye("for the old instance"))
+                for _ in range(200):  # beta's dial fails (2 s at most)
+                    if beta.connection("alpha/0#1") is None:
+                        break
+                    await trio.sleep(0.01)
+                await trio.sleep(0.3)  # alpha has registered the connection by now
+                for _ in range(25):  # what alpha sends beta arrives (5 s at most)
+                    alpha.post("beta/1", m.StealReply(1, None))
+                    with trio.move_on_after(0.2):
+                        await inbox_beta.event.wait()
+                    if inbox_beta.got:
+                        break
+            finally:
+                gc.enable()
+            assert inbox_beta.got[:1] == [("alpha/0#2", m.StealReply(1, None))]
+            assert inbox_alpha.got == []
             nursery.cancel_scope.cancel()
 
 
