@@ -117,20 +117,14 @@ async def test_a_dial_answered_under_another_name_is_closed_at_once(keys: Path) 
     # beta's cyclic collector freed the TLS stream (a run once stalled 17 s on its answers).
     addresses: dict[str, Address] = {}
     inbox_alpha, inbox_beta = Inbox(), Inbox()
-    alpha = TcpTransport(
-        Identity("alpha/0#2", "c0", "peer"),
-        CFG,
-        inbox_alpha,
-        credentials=tls.Credentials.load(keys, "alpha", "peer"),
-        resolve=addresses.get,
-    )
-    beta = TcpTransport(
-        Identity("beta/1", "c1", "peer"),
-        CFG,
-        inbox_beta,
-        credentials=tls.Credentials.load(keys, "beta", "peer"),
-        resolve=addresses.get,
-    )
+
+    def peer(name: str, certificate: str, inbox: Inbox) -> TcpTransport:
+        credentials = tls.Credentials.load(keys, certificate, "peer")
+        identity = Identity(name, certificate, "peer")
+        return TcpTransport(identity, CFG, inbox, credentials=credentials, resolve=addresses.get)
+
+    alpha = peer("alpha/0#2", "alpha", inbox_alpha)
+    beta = peer("beta/1", "beta", inbox_beta)
     with trio.fail_after(15):
         async with trio.open_nursery() as nursery:
             addresses["alpha/0#1"] = await nursery.start(alpha.run, Address("127.0.0.1", 0))
