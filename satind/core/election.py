@@ -25,7 +25,6 @@ from satind.core.runs import PeerRun
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
 from satind.net.codec import Encoded
-from satind.net.names import slot_of
 from satind.work.events import Orphaned
 from satind.work.jobs import RunState
 
@@ -63,7 +62,8 @@ def elect_late(state: PeerState, now: float) -> Effects:
     master has been gone for ``ft.takeover_grace_s`` and that nobody took over (the peer the
     election named learnt of the run only after the death: a restarted peer, or a run it
     knew only from a stolen job, without the arguments to respawn it). A master replaced by
-    a newer instance of its slot needs no grace: see ``_take_over_orphans``."""
+    a newer instance of its slot waits only ``ft.replaced_grace_s``: see
+    ``_take_over_orphans``."""
     return _take_over_orphans(state, now, state.cfg.ft.takeover_grace_s)
 
 
@@ -91,12 +91,9 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
         member = state.table.get(master)
         return member is not None and member.state.gone
 
-    def replaced(master: str) -> bool:
-        newest = state.table.newest_in(slot_of(master))
-        return newest is not None and newest.name != master
-
     def wait(master: str) -> float:
-        return min(grace, state.cfg.ft.replaced_grace_s) if replaced(master) else grace
+        replaced = state.table.replaced(master)
+        return min(grace, state.cfg.ft.replaced_grace_s) if replaced else grace
 
     runs = state.runs.orphaned(gone)
     queued = [i for i in state.runs.queued_elsewhere.values() if gone(i.master)]
@@ -108,7 +105,7 @@ def _take_over_orphans(state: PeerState, now: float, grace: float) -> Effects:
     for run_id, master in masters.items():
         if run_id not in since:
             since[run_id] = now
-            if wait(master) > 0 and replaced(master):
+            if state.table.replaced(master) and wait(master) > 0:
                 # Not for the next custody tick (seconds away): look again when it is up.
                 fx.append(Timer(wait(master) * 1.01, ElectAgain()))
     runs = [r for r in runs if now - since[r.info.run_id] >= wait(r.info.master)]

@@ -84,8 +84,7 @@ class Spreading(Updates):
             if now - since < self.cfg.gossip_to_dead_s
             and (member := self.table.get(name)) is not None
             and member.state == State.DEAD
-            and (newest := self.table.newest_in(member.slot)) is not None
-            and newest.name == name
+            and not self.table.replaced(name)
         ]
         me = self.me.name
         return [m.name for m in self.table.alive() if m.name != me] + recent

@@ -210,6 +210,12 @@ class MemberTable:
         """The newest instance known in ``slot`` (``b/0``), whatever its state."""
         return self._slots.get(slot)
 
+    def replaced(self, name: str) -> bool:
+        """Whether a newer instance of ``name``'s slot is known: the process ``name`` is dead
+        for certain (its daemon starts a new one once the old one has ended)."""
+        newest = self._slots.get(slot_of(name))
+        return newest is not None and newest.name != name
+
     def named(self, name: str) -> Member | None:
         """What an operator means by ``name``: the member of that name (``b/0#k2j9x1``), or
         the newest instance in that slot (``b/0``)."""
