@@ -11,6 +11,7 @@ from satind.cli.exits import EXIT_USAGE, CliError
 from satind.config import Config
 from satind.net import tls
 from satind.net.transport import parse_address
+from satind.ops.advertise import parse_advertise
 
 
 def start(args: argparse.Namespace) -> int:
@@ -44,6 +45,9 @@ def start_config(args: argparse.Namespace) -> Config:
         if args.listen:
             address = parse_address(args.listen)
             daemon.update(host=address.host, port=address.port)
+        if args.advertise:
+            parse_advertise(args.advertise)
+            daemon["advertise"] = args.advertise
         if args.seeds:
             daemon["seeds"] = [s for s in args.seeds.split(",") if s]
             for seed in daemon["seeds"]:

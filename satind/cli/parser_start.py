@@ -33,6 +33,14 @@ def add_start(sub: Any, commands: dict[str, argparse.ArgumentParser]) -> None:
     start.add_argument("--config", type=Path, help="TOML config file (see configs/)")
     heuristic_option(start)
     start.add_argument("--listen", metavar="HOST:PORT", help="address of peer 0")
+    start.add_argument(
+        "--advertise",
+        metavar="HOST[:PORT]",
+        help="the address the other machines reach this one at, which the peers give the "
+        "members (peer i: PORT + i when a port is given, else the port it listens on). "
+        "Default: the --listen address, or, when listening on every interface (0.0.0.0), the "
+        "address of the interface that reaches the seeds ([daemon] advertise)",
+    )
     start.add_argument("--seeds", metavar="HOST:PORT,...", help="peers of other machines")
     start.add_argument("--cluster", help="this machine's cluster label")
     start.add_argument("--peers", type=int, help="number of peers (default: one per core)")

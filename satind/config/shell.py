@@ -68,6 +68,12 @@ class DaemonConfig:
     # Where peer i listens: port + i on host. 7420 is unassigned at IANA.
     host: str = "127.0.0.1"
     port: int = 7420
+    # The address the peers give the other members: "HOST" (peer i advertises the port it
+    # listens on) or "HOST:PORT" (peer i advertises PORT + i: a port mapped by NAT or a
+    # container runtime). Empty: the listening address, or, when the peers listen on every
+    # interface (0.0.0.0, ::), the address of the interface that reaches the seeds
+    # (ops/advertise.py says how it is found).
+    advertise: str = ""
     # "HOST:PORT" of any peer of the system to join through; empty for the first machine.
     seeds: list[str] = field(default_factory=list)
     cluster: str = "c0"
@@ -176,11 +182,17 @@ class MetricsConfig:
     # bytes. A request head (request line and headers) longer than this closes the
     # connection unanswered; a scraper sends a few hundred.
     max_request_bytes: int = 8192
-    # seconds. The request must arrive within this, and the answer be taken within this:
-    # a client that stalls costs a task and a socket for this long at most.
+    # seconds. The request head must arrive within this of the connection's start, each
+    # connection on its own clock (node/http.py): a scraper sends it at once, and a client
+    # that trickles bytes holds a slot this long at most, not as long as it likes.
+    head_timeout_s: float = 3.0
+    # seconds. The answer must be taken within this: a client that stops reading costs a
+    # task and a socket for this long at most.
     timeout_s: float = 5.0
-    # count. Connections served at once; past it, new ones are closed at once. A Prometheus
-    # server scrapes with one; a few spare serve a curl beside it.
+    # count. Connections served at once. Past it, a new one closes the oldest that has not
+    # sent its request head yet (slow clients cannot starve a scrape), or is closed itself
+    # when every one is being answered. A Prometheus server scrapes with one; a few spare
+    # serve a curl beside it.
     max_connections: int = 8
 
 
@@ -202,11 +214,19 @@ class DashboardConfig:
     token: str = ""
     # seconds. The live page gets a new snapshot this often.
     refresh_s: float = 1.0
-    # count. Connections served at once (each live page holds one).
-    max_connections: int = 16
+    # count. Connections served at once (each live page holds one for its event stream).
+    # Past it, a new one closes the oldest that has not sent its request head yet, so that
+    # clients that connect and send nothing cannot starve the page; when every one is being
+    # answered, the new one is closed. 64 is a few dozen open pages, a task and a socket each.
+    max_connections: int = 64
     # bytes. A request head longer than this closes the connection unanswered.
     max_request_bytes: int = 8192
-    # seconds. The request must arrive within this.
+    # seconds. The request head (and the TLS handshake before it) must arrive within this
+    # of the connection's start, each connection on its own clock: a browser sends it at
+    # once; a client that sends a byte a second is closed after this, not after 8 KiB.
+    head_timeout_s: float = 3.0
+    # seconds. Each answer (each event of the live stream) must be taken within this: a page
+    # that stops reading is dropped after this, its stream no longer filling the peer's memory.
     timeout_s: float = 5.0
 
 

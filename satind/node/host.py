@@ -51,6 +51,9 @@ class PeerOptions:
     name: str
     cluster: str = "c0"
     listen: Address = field(default_factory=lambda: Address("127.0.0.1", 0))
+    # The address the members are given (ops/advertise.py); port 0: the bound port. None:
+    # the bound address itself.
+    advertise: Address | None = None
     seeds: Sequence[Address] = ()
     credentials: tls.Credentials | None = None
     plugin_paths: Sequence[Path] = ()

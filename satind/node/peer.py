@@ -242,7 +242,8 @@ class Peer:
     async def run(
         self, join: bool = True, *, task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Serve until stopped; ``started`` reports the bound address once listening.
+        """Serve until stopped; ``started`` reports, once listening, the address the members
+        are given: the advertised one (``options.advertise``), else the bound one.
 
         ``join``: join through the options' seeds at once (else call ``join`` later).
         """
@@ -256,8 +257,12 @@ class Peer:
         try:
             async with trio.open_nursery() as nursery:
                 self.tasks.nursery = nursery
-                address = await nursery.start(self.transport.run, self.options.listen)
-                assert address is not None
+                bound = await nursery.start(self.transport.run, self.options.listen)
+                assert bound is not None
+                advertised = self.options.advertise
+                address = bound
+                if advertised is not None:
+                    address = Address(advertised.host, advertised.port or bound.port)
                 me = self.table.me
                 self.table.set_me(
                     Member(me.name, address, me.cluster, instance=me.instance, plugins=me.plugins)

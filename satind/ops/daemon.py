@@ -25,7 +25,6 @@ hangs at import is logged once, with its file, and costs nothing else.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 import logging
 import re
@@ -41,7 +40,7 @@ from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
 from satind.node import history
-from satind.ops import owner
+from satind.ops import advertise, owner
 from satind.ops.launcher import (
     EXIT_USAGE,
     PeerProcess,
@@ -81,15 +80,6 @@ def restart_backoff(cfg: DaemonConfig, crashes: int, ran_s: float) -> tuple[int,
     return crashes, min(cfg.restart_max_delay_s, cfg.restart_delay_s * 2 ** (crashes - 1))
 
 
-def listens_everywhere(host: str) -> bool:
-    """Whether ``host`` is the unspecified address (0.0.0.0, ::): every interface, no one
-    address another machine could dial."""
-    try:
-        return ipaddress.ip_address(host).is_unspecified
-    except ValueError:
-        return False
-
-
 @dataclass
 class Slot:
     """One peer position on this machine and its current process."""
@@ -124,15 +114,19 @@ class Supervisor:
             seeds = [parse_address(s) for s in d.seeds]
         except ValueError as exc:
             raise DaemonError(f"bad seed: {exc}") from None
-        if listens_everywhere(d.host):
-            # A peer tells the members the address it listens at (there is no separate
-            # advertised address): 0.0.0.0 sends every other machine back to itself.
-            log.warning(
-                "peers listen on %s, and that is the address they give the other members, "
-                "which no other machine can reach: give --listen an address of this machine "
-                "that the others reach (docs/deploy.md)",
-                d.host,
-            )
+        # The address the peers give the members (ops/advertise.py): the listening one
+        # unless it is every interface's, which no other machine could dial.
+        self.advertised: Address | None = None
+        self.advertised_why = ""
+        try:
+            if d.advertise:
+                self.advertised = advertise.parse_advertise(d.advertise)
+                self.advertised_why = "--advertise"
+            elif advertise.unspecified(d.host):
+                host, self.advertised_why = advertise.choose(seeds)
+                self.advertised = Address(host, 0)
+        except (ValueError, advertise.NoAddress) as exc:
+            raise DaemonError(str(exc)) from None
         count = d.peers or default_peer_count()
         if not (d.port >= 0 and d.port + count - 1 < 65536):
             raise DaemonError(f"ports {d.port}..{d.port + count - 1} are not valid")
@@ -146,6 +140,11 @@ class Supervisor:
                     cfg=for_peer(cfg, i),
                     credentials=credentials if cfg.net.tls else None,
                     seeds=list(seeds),
+                    advertise=(
+                        advertise.for_peer(self.advertised, i)
+                        if self.advertised is not None
+                        else None
+                    ),
                     plugin_paths=[Path(p) for p in d.plugin_paths],
                     log_level=log_level,
                     standby=d.standby,
@@ -205,6 +204,14 @@ class Supervisor:
                 f"{s.spec.name}={s.process.address}" for s in self.slots if s.process is not None
             )
             log.info("satind %s (cluster %s): %s", self.node, self.cfg.daemon.cluster, addresses)
+            if self.advertised is not None:
+                log.info(
+                    "satind %s listens on %s and gives the members %s (%s)",
+                    self.node,
+                    self.cfg.daemon.host,
+                    self.advertised.host,
+                    self.advertised_why,
+                )
             if self.cfg.history.enabled:
                 log.info("satind %s run history: %s", self.node, self.cfg.history.path)
             if self.cfg.metrics.enabled:

@@ -69,6 +69,8 @@ class PeerSpec:
     cfg: Config
     credentials: tls.Credentials | None
     seeds: list[Address] = field(default_factory=list)
+    # The address the members are given (port 0: the bound one); None: the bound address.
+    advertise: Address | None = None
     # The seeds come later, on the control pipe (``satind run``: once every peer is bound).
     seeds_later: bool = False
     expect: int = 1
@@ -101,6 +103,8 @@ class PeerSpec:
             "--report-fd",
             str(report_fd),
         ]
+        if self.advertise is not None:
+            cmd += ["--advertise", f"{self.advertise.host}:{self.advertise.port}"]
         if self.seeds:
             cmd += ["--seeds", ",".join(f"{a.host}:{a.port}" for a in self.seeds)]
         if self.seeds_later:
