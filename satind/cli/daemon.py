@@ -40,6 +40,7 @@ def start_config(args: argparse.Namespace) -> Config:
         "standby": True if args.standby else None,
         "on_sigterm": args.on_sigterm,
         "drain_deadline_s": args.drain_deadline,
+        "state_dir": str(args.state_dir.resolve()) if args.state_dir is not None else None,
     }
     try:
         if args.listen:

@@ -42,6 +42,14 @@ def add_start(sub: Any, commands: dict[str, argparse.ArgumentParser]) -> None:
         "address of the interface that reaches the seeds ([daemon] advertise)",
     )
     start.add_argument("--seeds", metavar="HOST:PORT,...", help="peers of other machines")
+    start.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the machine keeps what outlives its peers: the members they last saw "
+        "alive, which a restarted peer rejoins through ([daemon] state_dir; default "
+        "$XDG_STATE_HOME/satind, ~/.local/state/satind without XDG_STATE_HOME)",
+    )
     start.add_argument("--cluster", help="this machine's cluster label")
     start.add_argument("--peers", type=int, help="number of peers (default: one per core)")
     start.add_argument("--keys", metavar="DIR", help="keys directory (see `satind keys`)")

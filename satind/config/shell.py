@@ -76,6 +76,13 @@ class DaemonConfig:
     advertise: str = ""
     # "HOST:PORT" of any peer of the system to join through; empty for the first machine.
     seeds: list[str] = field(default_factory=list)
+    # Where the machine keeps what outlives its peers: the members they last saw alive, which
+    # a restarted peer rejoins through (node/remember.py). Empty: $XDG_STATE_HOME/satind
+    # (~/.local/state/satind), where the run history is kept by default too.
+    state_dir: str = ""
+    # Remember the members (above). Off: a restarted machine without seeds finds the system
+    # only when the others dial it (membership/rejoin.py).
+    remember_members: bool = True
     cluster: str = "c0"
     # count. Peers on this machine; 0 means one per core.
     peers: int = 0

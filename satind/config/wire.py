@@ -138,6 +138,23 @@ class MembershipConfig:
     # seconds. Dead and left members are remembered this long (so stale gossip cannot revive
     # them), then forgotten.
     tombstone_s: float = 600.0
+    # seconds. Every this often a member sends a state sync to one address, at random, of a
+    # slot it saw alive and now believes dead or gone (and to its seeds while it sees no other
+    # machine): how a healed partition or a restarted machine finds the system again
+    # (membership/rejoin.py). Serf's reconnect interval is 30 s; here it bounds the time to
+    # heal, and an address that stays dark costs one refused or timed-out dial per interval.
+    reconnect_interval_s: float = 2.0
+    # seconds. A slot seen alive this recently is reconnected to (Serf: 24 h); then given up.
+    reconnect_timeout_s: float = 86400.0
+    # seconds. A restarted peer without seeds of its own (the first machine) tries the members
+    # it remembered this long before it starts on its own (and goes on reconnecting).
+    rejoin_timeout_s: float = 5.0
+    # seconds. A daemon's peer writes the members it sees alive to its state directory at
+    # most this often (node/remember.py): what it rejoins through after a restart.
+    remember_interval_s: float = 10.0
+    # seconds. A member that sees no other machine's peer alive this long, while it knows
+    # where some were, says so at WARNING (again every this long).
+    split_warning_s: float = 60.0
     # seconds. A joiner retries its seeds this long before giving up.
     join_timeout_s: float = 30.0
     # seconds. A joiner asks its seeds again after this long without an answer.

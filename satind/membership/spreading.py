@@ -99,8 +99,13 @@ class Spreading(Updates):
 
     # -- join ----------------------------------------------------------------------------------
 
-    async def join(self, seeds: Sequence[Address]) -> bool:
+    async def join(self, seeds: Sequence[Address], remembered: Sequence[Address] = ()) -> bool:
         """Exchange state with the seeds until one answers; False after join_timeout_s.
+
+        ``remembered``: members this peer's machine saw alive before it restarted
+        (node/remember.py), tried beside the seeds. With no seeds of our own (the first
+        machine), they are tried for ``rejoin_timeout_s`` only: none answered, we start on our
+        own, say so, and the reconnect loop goes on trying them (membership/rejoin.py).
 
         No seeds (or only ourselves): we are the first member, nothing to wait for. A seed's
         host name is resolved again at each attempt, and the join goes to every address it
@@ -110,15 +115,18 @@ class Spreading(Updates):
         that never resolved is no such proof (DNS may be down): the join fails.
         """
         seeds = [s for s in seeds if s != self.me.address]
-        if not seeds:
+        remembered = [a for a in remembered if a != self.me.address and a not in seeds]
+        self.rejoin.remember([*seeds, *remembered])
+        if not seeds and not remembered:
             self._synced()
             return True
         me = self.me.address
         saw_me = saw_others = False
         addresses: list[Address] = []
-        with trio.move_on_after(self.cfg.join_timeout_s):
+        timeout = self.cfg.join_timeout_s if seeds else self.cfg.rejoin_timeout_s
+        with trio.move_on_after(timeout):
             while not self._joined.is_set():
-                found = await resolve_seeds(seeds, self.resolve)
+                found = await resolve_seeds([*seeds, *remembered], self.resolve)
                 addresses = [a for a in found if a != me]
                 saw_me = saw_me or me in found
                 saw_others = saw_others or bool(addresses)
@@ -129,6 +137,17 @@ class Spreading(Updates):
         if self._joined.is_set():
             if addresses and self._nursery is not None:
                 self._nursery.start_soon(self._sync_after_join, addresses)
+            return True
+        if not seeds:
+            log.warning(
+                "none of the %d members this machine knew before it restarted answered in %g "
+                "s (%s): starting on its own, and dialling them every %g s until one does",
+                len(remembered),
+                timeout,
+                ", ".join(map(str, remembered[:6])),
+                self.cfg.reconnect_interval_s,
+            )
+            self._synced()
             return True
         if saw_me and not saw_others:
             log.info(

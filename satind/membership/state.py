@@ -13,6 +13,7 @@ import trio
 
 from satind.config import MembershipConfig
 from satind.membership.gossip import Dissemination
+from satind.membership.rejoin import Rejoin
 from satind.membership.rules import Suspicion
 from satind.membership.seeds import Resolver, system_resolver
 from satind.membership.view import Change, Member, MemberTable
@@ -25,8 +26,9 @@ class SwimHost(Protocol):
 
     def post(self, dest: str, msg: m.Message) -> bool: ...
 
-    def post_address(self, address: Address, msg: m.Message) -> None:
-        """Send to an address whose member name we do not know yet (a seed)."""
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None:
+        """Send to an address whose member name we do not know yet (a seed). ``quiet``: a
+        failed dial is not worth a line at INFO (a reconnect to a dark address)."""
         ...
 
     def on_member_change(self, change: Change) -> None: ...
@@ -87,6 +89,10 @@ class SwimState:
         self._asked: dict[str, float] = {}
         self._nursery: trio.Nursery | None = None
         self.probes_sent = 0
+        # Finding the system again after a restart or a partition (membership/rejoin.py).
+        # Its own generator, seeded by our name: the failure detector's draws stay as they
+        # were.
+        self.rejoin = Rejoin(cfg, table.me.name, random.Random(table.me.name), clock)
 
     @property
     def me(self) -> Member:

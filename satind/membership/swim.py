@@ -17,6 +17,9 @@ hashicorp/memberlist: state.go, suspicion.go, awareness.go).
 * **Push-pull.** A joiner exchanges its full state with a seed; every member does the same with
   a random member now and then, repairing whatever gossip missed.
 * **Leave.** A leaving member tells everyone it has left (not died) before it goes.
+* **Rejoin.** A restarted member, a healed partition's two sides, a join that found nobody:
+  state syncs with the addresses of members gone from view, with a process met at a member's
+  address under another name, and with remembered members (membership/rejoin.py).
 
 The decisions are pure functions (``membership/rules.py``); the service only sleeps, sends and
 applies them. Its parts: ``membership/state.py`` (what they share), ``membership/updates.py``
@@ -39,6 +42,7 @@ from satind.membership.state import Link as Link
 from satind.membership.state import SwimHost as SwimHost
 from satind.membership.view import State
 from satind.net import messages as m
+from satind.net.transport import Address
 
 
 class Swim(Probing):
@@ -46,6 +50,7 @@ class Swim(Probing):
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Probe, gossip, sync state and expire suspicions until cancelled."""
+        self.rejoin.sync = self._sync_with
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -53,11 +58,30 @@ class Swim(Probing):
                 nursery.start_soon(self._gossip_loop)
                 nursery.start_soon(self._push_pull_loop)
                 nursery.start_soon(self._housekeeping_loop)
+                nursery.start_soon(self._reconnect_loop)
                 task_status.started()
         finally:
             # Stopped (the peer left): a message handled after this starts no task here (a
             # PingReq delivered late to a drained peer raised "Nursery is closed").
             self._nursery = None
+
+    def _sync_with(self, address: Address) -> None:
+        """A state sync to whoever answers at ``address`` (rejoin's dials: quiet)."""
+        self.host.post_address(address, self.state_message(join=False, reply=False), quiet=True)
+
+    async def _reconnect_loop(self) -> None:
+        interval = self.cfg.reconnect_interval_s
+        await self._jitter(interval)
+        while True:
+            if self.synced and self.me.state == State.ALIVE:
+                self.rejoin.tick(self.table)
+            await trio.sleep(interval)
+
+    def met_other(self, address: Address, dialled: str, answered: str) -> None:
+        """The transport dialled member ``dialled`` at ``address`` and ``answered`` answered
+        (net/transport.py): a restarted slot's new process, perhaps (rejoin.met_other)."""
+        if self.me.state == State.ALIVE:
+            self.rejoin.met_other(address, dialled, answered)
 
     def leave(self) -> None:
         """Tell every member we leave (not die), directly, and gossip it as well."""

@@ -79,6 +79,7 @@ class Updates(SwimState):
             elif spread:
                 self._broadcast(update)
             self._track(change, update)
+            self.rejoin.seen(change.after)
             self.host.on_member_change(change)
         if changes and not self._joined.is_set() and len(self.table) > 1:
             self._joined.set()

@@ -91,7 +91,7 @@ class MemoryTransport:
     def post(self, dest: str, msg: m.Message) -> bool:
         return self.network.send(self, dest, msg)
 
-    def post_address(self, address: Address, msg: m.Message) -> None:
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None:
         name = self.network.name_at(address)
         if name is None:
             self.counters.send_failures += 1

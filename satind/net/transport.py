@@ -90,6 +90,10 @@ class TcpTransport:
     # TLS credentials; None means plain TCP (only for tests and benchmarks that say so).
     credentials: tls.Credentials | None = None
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    # A dial of a member (address, the name dialled) answered under another name: told to
+    # the failure detector, for it may be that slot's restarted process
+    # (membership/rejoin.py).
+    on_other_answered: Callable[[Address, str, str], None] = lambda address, dest, name: None
 
     def __post_init__(self) -> None:
         self._conns: dict[str, Connection] = {}
@@ -157,15 +161,16 @@ class TcpTransport:
             self._nursery.start_soon(self._dial, dest, address, conn)
         return conn.post(msg)
 
-    def post_address(self, address: Address, msg: m.Message) -> None:
-        """Send to whoever answers at ``address`` (a seed whose name we do not know yet)."""
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None:
+        """Send to whoever answers at ``address`` (a seed whose name we do not know yet).
+        ``quiet``: a failed dial is logged at DEBUG only."""
         if self._nursery is None:
             self.counters.send_failures += 1
             return
 
         async def go() -> None:
             try:
-                conn = await self.dial(address)
+                conn = await self.dial(address, quiet=quiet)
             except Exception as exc:  # whatever failed, only this message is lost
                 log.debug("cannot reach %s: %s", address, str(exc))
                 self.counters.send_failures += 1
@@ -174,8 +179,11 @@ class TcpTransport:
 
         self._nursery.start_soon(go)
 
-    async def dial(self, address: Address, expect: str | None = None) -> Connection:
+    async def dial(
+        self, address: Address, expect: str | None = None, quiet: bool = False
+    ) -> Connection:
         """Open a connection now (clients use this); returns once the handshake is done.
+        ``quiet``: a failure is logged at DEBUG, not INFO.
 
         Raises:
             OSError, HandshakeError: the address does not answer or the handshake failed.
@@ -188,7 +196,12 @@ class TcpTransport:
         async def go() -> None:
             try:
                 await self._dial(
-                    expect or str(address), address, conn, ready=ready, expect=bool(expect)
+                    expect or str(address),
+                    address,
+                    conn,
+                    ready=ready,
+                    expect=bool(expect),
+                    quiet=quiet,
                 )
             except BaseException as exc:
                 if ready.is_set():  # the connection was up: how it ended is not ours to say
@@ -213,6 +226,7 @@ class TcpTransport:
         conn: Connection,
         ready: trio.Event | None = None,
         expect: bool = False,
+        quiet: bool = False,
     ) -> None:
         """Connect ``conn`` to ``dest`` at ``address``. A connection made for a message to a
         member (``ready`` None), or a dial that ``expect``s a name, fails when another party
@@ -231,13 +245,16 @@ class TcpTransport:
                 reader.budget = self._peers_in
                 if (ready is None or expect) and not answers_to(conn.remote.name, dest):
                     # A member's address now answers under another name (a restart, a
-                    # reused port): talking to it as `dest` would misroute everything.
+                    # reused port): talking to it as `dest` would misroute everything. The
+                    # failure detector hears of it: a restarted process is news.
+                    self.on_other_answered(address, dest, conn.remote.name)
                     raise HandshakeError(f"dialled {dest} but {conn.remote.name} answered")
         except Exception as exc:
             # Refused, unreachable, too slow, a bad handshake, or an address gossip made up (a
             # port out of range): this connection fails, nothing else. Expected while a dead
             # member is being detected: not worth a warning each time.
-            log.info("cannot connect to %s at %s: %s", dest, address, str(exc))
+            level = logging.DEBUG if quiet else logging.INFO
+            log.log(level, "cannot connect to %s at %s: %s", dest, address, str(exc))
             self.counters.send_failures += conn.outbox.frames
             conn.close()
             if self._conns.get(dest) is conn:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -95,11 +95,16 @@ class Entry:
     result: m.RunResult | None = None
 
 
-def default_path(name: str) -> Path:
-    """$XDG_STATE_HOME/satind/history-NAME.sqlite (XDG's place for state that outlives a
-    process, ~/.local/state when unset)."""
+def state_dir() -> Path:
+    """$XDG_STATE_HOME/satind: XDG's place for state that outlives a process (~/.local/state
+    when unset). A daemon keeps its run history and remembered members there by default."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "satind" / f"history-{name}.sqlite"
+    return Path(base) / "satind"
+
+
+def default_path(name: str) -> Path:
+    """$XDG_STATE_HOME/satind/history-NAME.sqlite."""
+    return state_dir() / f"history-{name}.sqlite"
 
 
 class HistoryStore:
@@ -238,7 +243,7 @@ class HistoryStore:
         for run_id, ref in gone:
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
             if ref:
-                (self.path.parent / ref.split(" ")[0]).unlink(missing_ok=True)
+                (self.path.parent / str(ref).split(" ")[0]).unlink(missing_ok=True)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -257,17 +262,17 @@ class HistoryStore:
             return None
         blob, ref = row
         if blob is None and ref:
-            where, size, digest = ref.split(" ")
             try:
+                where, size, digest = str(ref).split(" ")
                 blob = (self.path.parent / where).read_bytes()
-            except OSError:
+                if len(blob) != int(size) or hashlib.sha256(blob).hexdigest() != digest:
+                    return None
+            except (OSError, ValueError):  # no file, or a reference that does not read
                 return None
-            if len(blob) != int(size) or hashlib.sha256(blob).hexdigest() != digest:
-                return None
-        if blob is None:
+        if not isinstance(blob, bytes):
             return None
         try:
-            msg = codec.decode_message(bytes(blob))
+            msg = codec.decode_message(blob)
         except codec.DecodeError:
             return None
         return msg if isinstance(msg, m.RunResult) else None
@@ -344,30 +349,84 @@ def _times(r: m.RunRecord) -> list[float]:
     return (list(r.log_times) + [0.0] * len(r.log))[: len(r.log)]
 
 
+class _Reading:
+    """One row's columns read one by one: a column that does not read (bad JSON, a text
+    where a number belongs: a file mended by hand, a disk that lost a page) gives its empty
+    value and is named in ``damaged``, so that one row cannot fail a whole listing."""
+
+    def __init__(self) -> None:
+        self.damaged: list[str] = []
+
+    def json(self, name: str, value: object, kind: type[list[Any]] | type[dict[str, Any]]) -> Any:
+        try:
+            got = json.loads(str(value))
+        except ValueError:
+            got = None
+        if not isinstance(got, kind):
+            self.damaged.append(name)
+            return kind()
+        return got
+
+    def number(self, name: str, value: object) -> float:
+        try:
+            return float(str(value))
+        except ValueError:
+            self.damaged.append(name)
+            return 0.0
+
+    def log(self, value: object) -> tuple[list[str], list[float]]:
+        pairs = self.json("log", value, list)
+        try:
+            return [str(line) for _, line in pairs], [float(at) for at, _ in pairs]
+        except (TypeError, ValueError):
+            self.damaged.append("log")
+            return [], []
+
+
 def _record(row: tuple[object, ...]) -> m.RunRecord:
+    """A row as a record; a row with columns that do not read is marked in its ``error``
+    (and logged once per run and process)."""
     (run_id, plugin, argv, code_hash, owner, masters, state, started, ended, elapsed) = row[:10]
-    (check, error, stats, log, size, ref, by) = row[10:]
-    pairs = json.loads(str(log))
-    return m.RunRecord(
+    (check, error, stats, log_column, size, ref, by) = row[10:]
+    read = _Reading()  # in the columns' order, so that ``damaged`` names them in it
+    arguments = [str(a) for a in read.json("argv", argv, list)]
+    masters_seen = [str(a) for a in read.json("masters", masters, list)]
+    started_at, ended_at = read.number("started_at", started), read.number("ended_at", ended)
+    elapsed_s = read.number("elapsed_s", elapsed)
+    statistics = dict(read.json("stats", stats, dict))
+    lines, times = read.log(log_column)
+    record = m.RunRecord(
         run_id=str(run_id),
         plugin=str(plugin),
-        argv=list(json.loads(str(argv))),
+        argv=arguments,
         code_hash=str(code_hash),
         owner=str(owner),
-        masters=list(json.loads(str(masters))),
+        masters=masters_seen,
         state=str(state),
-        started_at=float(str(started)),
-        ended_at=float(str(ended)),
-        elapsed_s=float(str(elapsed)),
+        started_at=started_at,
+        ended_at=ended_at,
+        elapsed_s=elapsed_s,
         check=str(check),
         error=str(error),
-        stats=dict(json.loads(str(stats))),
-        log=[str(line) for _, line in pairs],
-        log_times=[float(at) for at, _ in pairs],
-        result_bytes=int(str(size)),
+        stats=statistics,
+        log=lines,
+        log_times=times,
+        result_bytes=int(read.number("result_bytes", size)),
         result_ref=str(ref),
         recorded_by=str(by),
     )
+    if not read.damaged:
+        return record
+    what = f"damaged in the run history: {', '.join(read.damaged)} unreadable"
+    if record.run_id not in _SAID_DAMAGED:
+        _SAID_DAMAGED.add(record.run_id)
+        log.warning("run %s: its record is %s (shown without them)", record.run_id, what)
+    return replace(record, error=f"{record.error}; {what}" if record.error else what)
+
+
+# The runs whose damaged record was logged (once per run and process: a listing reads it
+# again at every `satind runs`).
+_SAID_DAMAGED: set[str] = set()
 
 
 class Recorder:

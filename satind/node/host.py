@@ -54,6 +54,9 @@ class PeerOptions:
     # The address the members are given (ops/advertise.py); port 0: the bound port. None:
     # the bound address itself.
     advertise: Address | None = None
+    # The machine's state directory, where the peer remembers the members it saw alive and
+    # rejoins through them after a restart (node/remember.py); None: nothing remembered.
+    state_dir: Path | None = None
     seeds: Sequence[Address] = ()
     credentials: tls.Credentials | None = None
     plugin_paths: Sequence[Path] = ()
@@ -87,6 +90,8 @@ class Host(Protocol):
     compute: ComputeDriver
     worker: Worker
     swim: Swim
+    # The running drain's deadline (node/draining.py), None when not draining.
+    drain_scope: trio.CancelScope | None
     thief: Thief
     requests: Requests
     checkpointer: Checkpointer
@@ -135,6 +140,10 @@ class Host(Protocol):
 
     def changed(self) -> None:
         """Something a waiting procedure may be waiting for changed."""
+        ...
+
+    async def wait_changed(self) -> None:
+        """Return at the next ``changed``."""
         ...
 
     def leave(self) -> None: ...

@@ -25,7 +25,7 @@ import trio
 import satind.plugin as plugins
 from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
-from satind.core import custody, drain, election, logged, thief
+from satind.core import custody, election, logged, thief
 from satind.core.effects import Effects
 from satind.core.handle import MemberChanged, OrphanTable, RunsHeard, TuplesHeard, handle
 from satind.core.runs import PeerRun
@@ -38,7 +38,7 @@ from satind.net import messages as m
 from satind.net.names import peer_name, slot_of
 from satind.net.requests import Requests
 from satind.net.transport import Address, Identity, Link, TcpTransport, TrafficCounters
-from satind.node import control
+from satind.node import control, draining, remember
 from satind.node.adapt import Coordinator
 from satind.node.announce import TupleAnnouncer
 from satind.node.checkpoint import Checkpointer
@@ -79,7 +79,7 @@ class PeerTransport(Protocol):
 
     def post(self, dest: str, msg: m.Message) -> bool: ...
 
-    def post_address(self, address: Address, msg: m.Message) -> None: ...
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None: ...
 
 
 TransportFactory = Callable[[Identity, Address, MessageHandler], PeerTransport]
@@ -132,6 +132,7 @@ class Peer:
             cfg.checkpoint, options.name, options.checkpoint_store, self.state.checkpoint
         )
         self.code_cache: Cache | None = None
+        self.swim: Swim  # made below; the transport tells it of restarted members
         identity = Identity(self.name, options.cluster, "peer")
         self.transport: PeerTransport
         if transport is not None:
@@ -145,6 +146,7 @@ class Peer:
                 busy=self.tasks.busy,
                 credentials=options.credentials,
                 emulation=cfg.emulation,
+                on_other_answered=lambda *met: self.swim.met_other(*met),
             )
         self.state.traffic = self.transport.counters
         # A compute thread of our own: a real machine, whose CPUs the profiler reads.
@@ -186,8 +188,9 @@ class Peer:
         self.stopped = trio.Event()
         self.joined = trio.Event()
         self._changed = trio.Event()
-        # The running drain's deadline (drain): a later request may bring it forward.
-        self._drain_scope: trio.CancelScope | None = None
+        # The running drain's deadline (node/draining.py): a later request may bring it
+        # forward.
+        self.drain_scope: trio.CancelScope | None = None
         # What jobs print, per run (node/logs.py; captured on peer processes only).
         self.logs = RunLogs(cfg.run, options.name)
         self.recorder = Recorder(cfg)  # the machine's run history ([history] path)
@@ -310,10 +313,15 @@ class Peer:
                 self.code_cache.close()
 
     def join(self, seeds: Sequence[Address]) -> None:
-        """Join the system through ``seeds`` (none: start it); sets ``joined`` when done."""
+        """Join the system through ``seeds`` and the members this machine remembered (none:
+        start it); sets ``joined`` when done."""
+        state_dir = self.options.state_dir
+        known = remember.remembered(state_dir, self.name) if state_dir is not None else []
 
         async def go() -> None:
-            if await self.swim.join(seeds):
+            if state_dir is not None:
+                self.spawn_task(remember.remember_loop, self, state_dir)
+            if await self.swim.join(seeds, known):
                 self.joined.set()
             else:
                 log.error("could not join through %s", ", ".join(map(str, seeds)))
@@ -359,47 +367,8 @@ class Peer:
             self.reclaim(verdict, f"its owner is {'at work' if verdict else 'gone'}", True)
 
     def drain(self, reason: str, leaving: Sequence[str] = (), deadline_s: float = -1.0) -> None:
-        """Stop taking work, finish what is here, then leave (core/drain.py); past the
-        deadline (``deadline_s``, negative: ``[daemon] drain_deadline_s``; a drain already
-        under way only ever gets an earlier one), cut what is left and leave at once
-        (core/drain.cut). ``leaving``: the members drained with this one (none of them
-        inherits a run)."""
-        was_draining = self.state.draining
-        self.apply(drain.start(self.state, reason, self.now(), leaving))
-        # Negative (or NaN, from a hostile request): the configured deadline.
-        deadline_s = deadline_s if deadline_s >= 0 else self.cfg.daemon.drain_deadline_s
-        deadline = trio.current_time() + deadline_s
-        if was_draining:
-            if self._drain_scope is not None and deadline < self._drain_scope.deadline:
-                log.info("draining: the deadline is now %.3g s from now (%s)", deadline_s, reason)
-                self._drain_scope.deadline = deadline
-            return
-        # Made here, not in the task: a second request in the same tick may bring it forward.
-        scope = self._drain_scope = trio.CancelScope(deadline=deadline)
-        self.swim.set_draining()
-        if deadline_s < self.cfg.daemon.drain_deadline_s:
-            log.info("draining with a deadline of %.3g s", deadline_s)
-
-        async def until_drained() -> None:
-            while True:
-                # The runs it masters go to a peer that stays (once there is one).
-                self.apply(drain.hand_over_runs(self.state))
-                if drain.drained(self.state):
-                    return
-                await self._changed.wait()
-
-        async def finish() -> None:
-            with scope:
-                await until_drained()
-            if scope.cancelled_caught:
-                log.warning("the drain's deadline passed: cutting the work left and leaving")
-                self.apply(drain.cut(self.state))
-                with trio.move_on_after(self.cfg.daemon.cut_grace_s):
-                    await until_drained()
-            self.apply(drain.leave(self.state))
-            self.leave()
-
-        self.spawn_task(finish)
+        """Stop taking work, finish what is here, then leave (node/draining.py)."""
+        draining.drain(self, reason, leaving, deadline_s)
 
     def machine(self) -> list[str]:
         """The live members this peer's machine runs (its slot's node: b/0, b/1, ...)."""
@@ -410,6 +379,10 @@ class Peer:
         """Wake whoever waits for this peer's state (idleness, runs, members) to change."""
         self._changed.set()
         self._changed = trio.Event()
+
+    async def wait_changed(self) -> None:
+        """Return at the next ``changed``."""
+        await self._changed.wait()
 
     async def wait_for_members(self, count: int) -> None:
         """Return once at least ``count`` members (this one included) are alive."""
@@ -447,8 +420,8 @@ class Peer:
     def post(self, dest: str, msg: m.Message) -> bool:
         return self.transport.post(dest, msg)
 
-    def post_address(self, address: Address, msg: m.Message) -> None:
-        self.transport.post_address(address, msg)
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None:
+        self.transport.post_address(address, msg, quiet)
 
     def on_member_change(self, change: Change) -> None:
         self.apply(handle(self.state, MemberChanged(change), self.now()))

@@ -57,6 +57,7 @@ async def _child(
         cluster=args.cluster,
         listen=parse_address(args.listen),
         advertise=parse_address(args.advertise) if args.advertise else None,
+        state_dir=Path(args.state_dir) if args.state_dir else None,
         seeds=[parse_address(s) for s in args.seeds.split(",") if s],
         credentials=credentials,
         plugin_paths=args.plugin_path,
@@ -185,6 +186,7 @@ def child_main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--listen", default="127.0.0.1:0")
     parser.add_argument("--advertise", default="", help="HOST:PORT the members are given")
     parser.add_argument("--seeds", default="")
+    parser.add_argument("--state-dir", default="", help="the machine's state directory")
     parser.add_argument("--seeds-later", action="store_true")
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--report-fd", type=int, required=True)

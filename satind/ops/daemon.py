@@ -127,6 +127,10 @@ class Supervisor:
                 self.advertised = Address(host, 0)
         except (ValueError, advertise.NoAddress) as exc:
             raise DaemonError(str(exc)) from None
+        # What outlives the peers (node/remember.py): the members they last saw alive.
+        self.state_dir: Path | None = None
+        if d.remember_members:
+            self.state_dir = Path(d.state_dir) if d.state_dir else history.state_dir()
         count = d.peers or default_peer_count()
         if not (d.port >= 0 and d.port + count - 1 < 65536):
             raise DaemonError(f"ports {d.port}..{d.port + count - 1} are not valid")
@@ -140,6 +144,7 @@ class Supervisor:
                     cfg=for_peer(cfg, i),
                     credentials=credentials if cfg.net.tls else None,
                     seeds=list(seeds),
+                    state_dir=self.state_dir,
                     advertise=(
                         advertise.for_peer(self.advertised, i)
                         if self.advertised is not None

@@ -71,6 +71,8 @@ class PeerSpec:
     seeds: list[Address] = field(default_factory=list)
     # The address the members are given (port 0: the bound one); None: the bound address.
     advertise: Address | None = None
+    # The machine's state directory (node/remember.py); None: the peer remembers nothing.
+    state_dir: Path | None = None
     # The seeds come later, on the control pipe (``satind run``: once every peer is bound).
     seeds_later: bool = False
     expect: int = 1
@@ -103,6 +105,8 @@ class PeerSpec:
             "--report-fd",
             str(report_fd),
         ]
+        if self.state_dir is not None:
+            cmd += ["--state-dir", str(self.state_dir)]
         if self.advertise is not None:
             cmd += ["--advertise", f"{self.advertise.host}:{self.advertise.port}"]
         if self.seeds:

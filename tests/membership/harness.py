@@ -28,8 +28,8 @@ class Node:
     def post(self, dest: str, msg: m.Message) -> bool:
         return self.transport.post(dest, msg)
 
-    def post_address(self, address: Address, msg: m.Message) -> None:
-        self.transport.post_address(address, msg)
+    def post_address(self, address: Address, msg: m.Message, quiet: bool = False) -> None:
+        self.transport.post_address(address, msg, quiet)
 
     def on_member_change(self, change: Change) -> None:
         self.changes.append(change)
@@ -71,9 +71,13 @@ class Cluster:
     def address(self, i: int) -> Address:
         return Address("10.0.0.1", 7000 + i)
 
-    async def start(self, nursery: trio.Nursery, i: int, cluster: str = "c0") -> Node:
-        name = f"n{i}"
-        me = Member(name, self.address(i), cluster, instance=1000 + i)
+    async def start(
+        self, nursery: trio.Nursery, i: int, cluster: str = "c0", instance: int = 0
+    ) -> Node:
+        """Member ``n{i}`` (slot ``n{i}``); ``instance``: a process of that slot started
+        later, named ``n{i}#INSTANCE`` (a restart at the same address)."""
+        name = f"n{i}#{instance}" if instance else f"n{i}"
+        me = Member(name, self.address(i), cluster, instance=instance or 1000 + i)
         table = MemberTable(me)
         holder: list[Node] = []
         transport = self.network.attach(
