@@ -9,10 +9,12 @@ a few gauges of the peer), and a minimal HTTP/1.0 responder on trio, because
 while the trio thread changes it. Here the collector runs on the trio thread, between two
 messages, like ``satind status``.
 
-One connection costs at most ``max_request_bytes`` of request, ``timeout_s`` of waiting and
-one answer (a few kilobytes); at most ``max_connections`` are served at once, more are closed
-at accept. Anything that is not a whole request head within those bounds is closed without an
-answer; a request for another path gets 404.
+One connection costs at most ``max_request_bytes`` of request within ``head_timeout_s``,
+``timeout_s`` for its answer to be taken and one answer (a few kilobytes); at most
+``max_connections`` are served at once (node/http.py: past it, a new connection closes the
+oldest that has not sent its request yet). Anything that is not a whole request head within
+those bounds is closed without an answer; a request for another path gets 404, a collector
+that fails a 500.
 
 Host ``i`` of a machine serves on ``metrics.port + i`` (as peers listen on ``daemon.port + i``);
 ``port`` 0 gives each peer any free port. The peer reports the address it bound (the daemon
@@ -42,7 +44,7 @@ __all__ = ["for_peer"]  # where it lived; the config is its home now
 from satind.core.stealing import RTT_BUCKETS_S, RTT_SUM, rtt_bucket_names
 from satind.net.transport import Address
 from satind.node.host import Host
-from satind.node.http import REASONS, answer, read_head
+from satind.node.http import REASONS, TEXT, Endpoint, Exchange
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +195,7 @@ class MetricsServer:
         self.peer = peer
         self.cfg = cfg
         self.registry = registry_of(peer)
-        self.open = 0
+        self.endpoint = Endpoint("metrics", cfg, self.handle)
         self.address: Address | None = None
 
     async def run(
@@ -210,32 +212,15 @@ class MetricsServer:
         self.address = Address(host, port)
         log.info("%s serves metrics on http://%s/metrics", self.peer.name, self.address)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.serve_listeners, self._serve, listeners)
+            nursery.start_soon(self.endpoint.serve, listeners)
             task_status.started(self.address)
 
-    async def _serve(self, stream: trio.SocketStream) -> None:
-        async with stream:
-            if self.open >= self.cfg.max_connections:
-                return  # closed at once: a scraper needs one connection, not many
-            self.open += 1
-            try:
-                await self._one(stream)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                pass  # the scraper went away: nothing of the peer's is at stake
-            finally:
-                self.open -= 1
-
-    async def _one(self, stream: trio.SocketStream) -> None:
-        head = None
-        with trio.move_on_after(self.cfg.timeout_s):
-            head = await read_head(stream, self.cfg.max_request_bytes)
-        if head is None:
-            return  # garbage, too long or too slow: closed without an answer
+    async def handle(self, head: bytes, exchange: Exchange) -> None:
+        """One scrape. A collector that raises is a 500 (node/http.py), never the peer's end."""
         status, accept = respond(head)
         if status == 200:
             encoder, content_type = choose_encoder(accept)
             body = encoder(self.registry)
         else:
-            content_type, body = "text/plain; charset=utf-8", f"{REASONS[status]}\n".encode()
-        with trio.move_on_after(self.cfg.timeout_s):
-            await stream.send_all(answer(status, content_type, body, head.startswith(b"HEAD ")))
+            content_type, body = TEXT, f"{REASONS[status]}\n".encode()
+        await exchange.answer(status, content_type, body, head.startswith(b"HEAD "))

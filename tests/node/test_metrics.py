@@ -18,6 +18,7 @@ from satind import stats
 from satind.config import DEFAULT, MetricsConfig
 from satind.core.stealing import RTT_BUCKETS_S, rtt_bucket_names
 from satind.node import metrics
+from satind.node.http import Endpoint
 
 OPERATIONS = Path(__file__).parent.parent.parent / "docs" / "operations.md"
 
@@ -123,7 +124,7 @@ class _FakeServer(metrics.MetricsServer):
     def __init__(self, cfg: MetricsConfig) -> None:
         self.cfg = cfg
         self.registry = _registry({"jobs_run": 5}, {})
-        self.open = 0
+        self.endpoint = Endpoint("metrics", cfg, self.handle)
         self.address = None
 
         class _Named:
@@ -146,7 +147,9 @@ async def _exchange(port: int, data: bytes) -> bytes:
 
 
 async def test_server_answers_scrapes_and_closes_garbage_oversized_and_slow_requests() -> None:
-    cfg = MetricsConfig(enabled=True, port=0, max_request_bytes=256, timeout_s=0.5)
+    cfg = MetricsConfig(
+        enabled=True, port=0, max_request_bytes=256, head_timeout_s=0.5, timeout_s=0.5
+    )
     server = _FakeServer(cfg)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -166,7 +169,7 @@ async def test_server_answers_scrapes_and_closes_garbage_oversized_and_slow_requ
             async with stream:
                 await stream.send_all(b"\x00\x01garbage")
                 assert await stream.receive_some(100) == b""
-            assert server.open == 0
+            assert server.endpoint.open == 0
             # Still serving.
             assert (await _exchange(port, b"GET /metrics HTTP/1.0\r\n\r\n")).startswith(
                 b"HTTP/1.0 200"
