@@ -114,6 +114,8 @@ class HistoryStore:
         self.path = path
         self.cfg = cfg
         self.results = path.parent / "results"
+        # The runs whose damaged record was logged: once each, not at every `satind runs`.
+        self._said: set[str] = set()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -295,7 +297,7 @@ class HistoryStore:
                 "ORDER BY ended_at DESC LIMIT ?",
                 (*args, limit),
             ).fetchall()
-        return [replace(_record(row), log=[], log_times=[]) for row in rows]
+        return [replace(_record(row, self._said), log=[], log_times=[]) for row in rows]
 
     def owners(self) -> dict[str, str]:
         """Who submitted each recorded run (the permissions of a run known only here)."""
@@ -314,7 +316,7 @@ class HistoryStore:
 
     def _row(self, db: sqlite3.Connection, run_id: str) -> m.RunRecord | None:
         row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else _record(row, self._said)
 
 
 def _safe(run_id: str) -> str:
@@ -383,9 +385,9 @@ class _Reading:
             return [], []
 
 
-def _record(row: tuple[object, ...]) -> m.RunRecord:
-    """A row as a record; a row with columns that do not read is marked in its ``error``
-    (and logged once per run and process)."""
+def _record(row: tuple[object, ...], said: set[str]) -> m.RunRecord:
+    """A row as a record; a row with columns that do not read is marked in its ``error``,
+    and logged unless its run is in ``said`` (then added: once per run and store)."""
     (run_id, plugin, argv, code_hash, owner, masters, state, started, ended, elapsed) = row[:10]
     (check, error, stats, log_column, size, ref, by) = row[10:]
     read = _Reading()  # in the columns' order, so that ``damaged`` names them in it
@@ -418,15 +420,10 @@ def _record(row: tuple[object, ...]) -> m.RunRecord:
     if not read.damaged:
         return record
     what = f"damaged in the run history: {', '.join(read.damaged)} unreadable"
-    if record.run_id not in _SAID_DAMAGED:
-        _SAID_DAMAGED.add(record.run_id)
+    if record.run_id not in said:
+        said.add(record.run_id)
         log.warning("run %s: its record is %s (shown without them)", record.run_id, what)
     return replace(record, error=f"{record.error}; {what}" if record.error else what)
-
-
-# The runs whose damaged record was logged (once per run and process: a listing reads it
-# again at every `satind runs`).
-_SAID_DAMAGED: set[str] = set()
 
 
 class Recorder:

@@ -4,6 +4,7 @@ the retention, large results by reference, and files it must not use refused cle
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -100,6 +101,34 @@ def test_a_result_file_that_changed_is_not_returned(tmp_path: Path) -> None:
     path = s.path.parent / "results" / "r0.cbor"
     path.write_bytes(path.read_bytes()[:-1] + b"y")
     assert s.result("r0") is None
+
+
+def test_a_row_that_does_not_read_is_marked_and_logged_once_never_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = store(tmp_path, max_result_bytes=16)
+    s.write(Entry(record("r1", 100.0, log=["a line"]), result("r1")), now=100.0)
+    s.write(Entry(record("r2", 101.0, error="it failed"), result("r2")), now=101.0)
+    s.write(Entry(record("r3", 102.0), result("r3", b"\x58\x40" + b"x" * 64)), now=102.0)
+    with sqlite3.connect(s.path) as db:  # bad JSON, JSON of the wrong shape, text for numbers
+        db.execute("UPDATE runs SET argv = '[\"3\"', log = '[[1, 2, 3]]' WHERE run_id = 'r1'")
+        db.execute("UPDATE runs SET stats = '[]', ended_at = 'soon' WHERE run_id = 'r2'")
+        db.execute("UPDATE runs SET result_ref = 'half a ref' WHERE run_id = 'r3'")
+    with caplog.at_level(logging.WARNING, "satind.node.history"):
+        listed = {r.run_id: r for r in s.query(since=0.0)}  # `satind runs`: every row
+        again = s.query(since=0.0)
+    assert set(listed) == {"r1", "r2", "r3"} and len(again) == 3
+    r1, r2 = listed["r1"], listed["r2"]
+    assert r1.argv == [] and r1.plugin == "tree" and r1.owner == "alice"
+    assert r1.error == "damaged in the run history: argv, log unreadable"
+    assert r2.stats == {} and r2.ended_at == 0.0
+    assert r2.error == "it failed; damaged in the run history: ended_at, stats unreadable"
+    assert listed["r3"].error == ""  # its reference is read only for its result
+    got = s.get("r1")  # a run's page
+    assert got is not None and got.log == [] and "damaged" in got.error
+    assert s.result("r3") is None and s.result("r1") == result("r1")
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all("shown without them" in line for line in said)  # once a run
 
 
 def test_a_foreign_a_newer_or_a_corrupt_file_is_refused_clearly(tmp_path: Path) -> None:
