@@ -7,7 +7,8 @@ client may do").
   submitted it (``RunInfo.owner``), known to every member with the run;
 - ``operate``: drain, reclaim, release and stop peers, reload plugins, and cancel, suspend,
   resume or read any run;
-- either: the cluster's status and its plugins.
+- either: the cluster's status and its plugins; but only an operator sees the arguments of
+  every run there (``shown_to``), a client with the submit grant those of its own runs.
 
 A peer that does not know a run (it ended long ago, or the peer joined since) cannot tell
 its owner: only an operator may ask that peer about it. The certificate of the embedded
@@ -15,6 +16,8 @@ default's client (``satind run``, ``satind.run_local``) has every grant.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from satind.core.effects import Link
 from satind.core.state import PeerState
@@ -76,9 +79,7 @@ def refusal(state: PeerState, link: Link, msg: m.Message) -> str:
     if isinstance(msg, _OPERATE) or (isinstance(msg, m.PluginsRequest) and msg.reload):
         return _lacks(name, grants, tls.GRANT_OPERATE, f"send a {type(msg).__name__}")
     if isinstance(msg, (*_ANYONE, m.PluginsRequest)):
-        if grants & {tls.GRANT_SUBMIT, tls.GRANT_OPERATE}:
-            return ""
-        return _lacks(name, grants, tls.GRANT_SUBMIT, "read the cluster's status")
+        return status_refusal(name, grants)
     if isinstance(msg, _ABOUT_A_RUN):
         return about_run(state, name, grants, msg.run_id, type(msg).__name__)
     if isinstance(msg, m.ResumeRequest):
@@ -87,6 +88,33 @@ def refusal(state: PeerState, link: Link, msg: m.Message) -> str:
             return ""
         return _lacks(name, grants, tls.GRANT_SUBMIT, "resume a run")
     return f"client {name} may not send a {type(msg).__name__}: it is for members only"
+
+
+def status_refusal(name: str, grants: frozenset[str]) -> str:
+    """Why client ``name`` may not read the cluster's status ("" if it may)."""
+    if grants & {tls.GRANT_SUBMIT, tls.GRANT_OPERATE}:
+        return ""
+    return _lacks(name, grants, tls.GRANT_SUBMIT, "read the cluster's status")
+
+
+def sees_arguments(state: PeerState, name: str, grants: frozenset[str], run_id: str) -> bool:
+    """Whether client ``name`` may see a run's arguments in the cluster's status: an
+    operator sees every run's, a client with the submit grant its own runs' only (as `satind
+    runs` lists only its own runs); a run whose owner this peer does not know is not its."""
+    return tls.GRANT_OPERATE in grants or owner_of(state, run_id) == name
+
+
+def shown_to(link: Link, state: PeerState, runs: list[m.RunStatus]) -> list[m.RunStatus]:
+    """The runs' status lines as the client behind ``link`` may read them: the arguments of
+    runs that are not its own emptied (``sees_arguments``). Members see everything."""
+    remote = link.remote
+    if remote is None or remote.role != tls.ROLE_CLIENT:
+        return runs
+    name = client_name(link)
+    return [
+        r if sees_arguments(state, name, remote.grants, r.run_id) else replace(r, argv=[])
+        for r in runs
+    ]
 
 
 def about_run(state: PeerState, name: str, grants: frozenset[str], run_id: str, what: str) -> str:

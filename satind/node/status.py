@@ -3,7 +3,8 @@
 A peer answers a status request for itself (its own line, then its view of every other
 member's state) or, when asked deep, for the whole system: it asks every member for its own
 line and its share of every run, and adds the shares up onto the master's line for each run
-(``merge_runs``).
+(``merge_runs``). A client without the operate grant sees the arguments of its own runs only
+(``permissions.shown_to``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from satind.core.runs import DONE, FAILED, QUEUED
 from satind.membership.view import Member
 from satind.net import messages as m
 from satind.net.names import slot_of
+from satind.node import permissions
 from satind.node.host import Host
 from satind.node.rpc import ask_all
 
@@ -38,14 +40,16 @@ def on_status(peer: Host, link: Link, msg: m.StatusRequest) -> None:
             if mem.name != peer.name
         ]
         peers = with_availability(peer, [local_status(peer), *view])
-        link.post(m.StatusReply(msg.req, peers, local_runs(peer)))
+        runs = permissions.shown_to(link, peer.state, local_runs(peer))
+        link.post(m.StatusReply(msg.req, peers, runs))
         return
     peer.spawn_answer(link, msg.req, _deep, peer, link, msg)
 
 
 async def _deep(peer: Host, link: Link, msg: m.StatusRequest) -> None:
     peers, runs = await gather(peer)
-    link.post(m.StatusReply(msg.req, peers, runs))
+    # Only an operator sees every run's arguments (node/permissions.py).
+    link.post(m.StatusReply(msg.req, peers, permissions.shown_to(link, peer.state, runs)))
 
 
 async def gather(peer: Host) -> tuple[list[m.PeerStatus], list[m.RunStatus]]:

@@ -1,15 +1,18 @@
 """What `satind status` and the progress of a run say of an iterative or SPMD run: its
 iteration of how many (issue 32, point 3), not a share of a tree that each iteration's jobs
-make look done after the first."""
+make look done after the first; and whose runs' arguments a client sees (issue 45)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from satind.core.model.spmd import Placement
 from satind.core.state import PeerState
-from satind.net import codec
+from satind.net import codec, tls
 from satind.net import messages as m
+from satind.net.framing import Identity
+from satind.node.permissions import shown_to
 from satind.node.status import PART, iteration_of, local_runs, merge_runs
 from tests.core.support import PLUGINS, info, known_run, make_state
 
@@ -72,3 +75,31 @@ def test_the_status_line_of_an_spmd_run_gives_its_iterations_done_as_its_progres
     assert merged.progress == 206 / 300
     assert merged.counters["iteration"] == 206 and merged.counters["jobs_run"] == 5
     assert merged.elapsed_s == 30.0
+
+
+@dataclass
+class _Link:
+    """What permissions.shown_to reads of a connection."""
+
+    remote: Identity | None
+    remote_name: str = ""
+
+
+def test_a_client_without_the_operate_grant_sees_the_arguments_of_its_own_runs_only() -> None:
+    state = make_state()
+    known_run(state, dataclasses.replace(info("mine", argv=("20",)), owner="alice"))
+    known_run(state, dataclasses.replace(info("theirs", argv=("21",)), owner="bob"))
+    lines = local_runs(_Host(state))  # type: ignore[arg-type]
+    unknown = m.RunStatus("elsewhere", "fib", ["22"], "c/0", "running", 0.0, 0.0)
+
+    def shown(link: _Link) -> dict[str, list[str]]:
+        return {r.run_id: r.argv for r in shown_to(link, state, [*lines, unknown])}  # type: ignore[arg-type]
+
+    alice = Identity("alice~1", "", tls.ROLE_CLIENT, frozenset({tls.GRANT_SUBMIT}))
+    assert shown(_Link(alice, "alice~1")) == {"mine": ["20"], "theirs": [], "elsewhere": []}
+    ops = Identity("ops~1", "", tls.ROLE_CLIENT, frozenset(tls.GRANTS))
+    every = {"mine": ["20"], "theirs": ["21"], "elsewhere": ["22"]}
+    assert shown(_Link(ops, "ops~1")) == every
+    member = Identity("b/0#1", "c0", tls.ROLE_PEER)
+    assert shown(_Link(member, "b/0#1")) == every  # members sum shares: they see everything
+    assert shown(_Link(None)) == every
