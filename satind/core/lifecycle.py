@@ -90,6 +90,32 @@ def register(state: PeerState, info: m.RunInfo) -> tuple[PeerRun | None, Effects
     return runs.add(info, plugin, refused, state.peer_counters()), fx
 
 
+def _taken_from_queue(state: PeerState, info: m.RunInfo) -> None:
+    """A run still waiting in this master's queue (``run.max_concurrent``) that another master
+    runs or ended under a later epoch: this peer was paused or cut off long enough to be
+    taken for dead, and the queued run was started by the elected peer (core/election.py).
+    It leaves the queue for the run table, still under this peer's old descriptor, so that
+    the announcement supersedes it as it would a run running here — ``new_epoch`` or
+    ``abdicate``, which send the submitter waiting here the new master's result. Left in the
+    queue, its client waited for ever and this peer would have started it once more."""
+    runs = state.runs
+    queued = next((r for r in runs.queue if r.info.run_id == info.run_id), None)
+    if queued is None or not supersedes(info, queued.info):
+        return
+    runs.queue.remove(queued)
+    queued.status = RUNNING  # elsewhere: it is no longer this peer's to start
+    runs.active[info.run_id] = queued
+    state.note(
+        WARNING,
+        __name__,
+        "run %s, queued here, was started by %s (epoch %d) while this peer was taken for "
+        "dead: its submitter gets that master's result",
+        info.run_id,
+        info.master,
+        info.epoch,
+    )
+
+
 def _fetch_code(state: PeerState, info: m.RunInfo) -> Effects:
     """A run whose shipped code this peer lacks: known, not refused, and not run here until
     the code comes (core/shipping.py takes it from there); fetched once per version, from the
@@ -143,6 +169,8 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
         runs.reopen(run_id)  # resumed
     if run_id in runs.ended or run_id in runs.finished:
         return False, []
+    if announce.info.master != state.name:
+        _taken_from_queue(state, announce.info)
     if announce.state != QUEUED:
         runs.queued_elsewhere.pop(run_id, None)  # started, or over: no longer waiting
     elif announce.info.master != state.name and run_id not in runs.active:

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from satind import files
-from satind.core import admission, master
-from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, WakeWaiters
+from satind.core import admission, lifecycle, master
+from satind.core.effects import Log, QueueRoot, Reply, Send, Spread, Task, WakeWaiters
 from satind.core.runs import RunRefused
 from satind.net import codec
 from satind.net import messages as m
@@ -231,3 +231,34 @@ def test_a_finished_result_is_copied_to_other_members_who_answer_for_it() -> Non
     result, _why, pending = master.lookup_result(other, "run-0")
     assert result == copy.result and not pending
     assert other.runs.status_of("run-0") == "done"
+
+
+@pytest.mark.parametrize("news", ["running", "done"])
+def test_a_queued_run_another_master_took_over_answers_its_submitter_through_this_peer(
+    news: str,
+) -> None:
+    """This master was paused (a SIGSTOPped machine) with a run queued behind another
+    (run.max_concurrent): the others took it for dead and b/0 started the queued run. When
+    this peer hears of it — running there, or already over — the run leaves its queue (it
+    must not start it once more) and its submitter, still waiting here, is sent b/0's result
+    (issue 45: 5 of 5 such clients were never answered)."""
+    state = make_state()
+    state.cfg = dataclasses.replace(
+        state.cfg, run=dataclasses.replace(state.cfg.run, max_concurrent=1)
+    )
+    link = FakeLink("client~1", role="client")
+    _submit(state, link)
+    _submit(state, link)
+    queued = state.runs.queue[0].info
+    assert queued.run_id == "run-1"
+    taken = dataclasses.replace(queued, master="b/0", epoch=queued.epoch + 1)
+    fx = lifecycle.on_announces(state, [m.RunAnnounce(taken, news)], 3.0)
+    assert not state.runs.queue
+    assert Task("forward_result", "run-1", "client~1") in fx
+    # The running one goes on here; when it ends, the taken one does not start here.
+    assert state.runs.status_of("run-0") == "running"
+    root = state.runs.active["run-0"].root
+    assert root is not None
+    root.value = Encoded(codec.encode_value(144))
+    fx = master.finish(state, "run-0", [], 4.0)
+    assert not any(isinstance(f, QueueRoot) for f in fx)
