@@ -2,7 +2,8 @@
 distribution's packages (.ci/run installs it), driven by Playwright. Two daemons with the
 shipped defaults but a dashboard and its token: the page loads over the real endpoint, shows
 the peers, a run's progress advances live, and the run's page shows its log and serves its
-trace. Without the token a request gets 401.
+trace, under the page's content policy; the token is traded for a cookie that is not it by a
+redirect that takes it out of the address. Without the token a request gets 401.
 
 SATIND_SCREENSHOTS=docs takes the pictures of docs/operations.md on the way. Set
 SATIND_NO_BROWSER=1 to skip it on a machine without Chromium; without that, a missing
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from satind.node.dashboard import COOKIE, session_value
 from tests.integration.procs import free_ports
 from tests.integration.test_daemon import Daemon, client, status, wait_for
 
@@ -74,7 +76,7 @@ def dashboards(keys: Path, tmp_path: Path) -> Iterator[tuple[Daemon, Daemon, int
 def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
     keys: Path, dashboards: tuple[Daemon, Daemon, int]
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import ConsoleMessage, expect, sync_playwright
 
     executable = chromium()
     m1, _, port = dashboards
@@ -96,7 +98,22 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
         browser = pw.chromium.launch(executable_path=executable, args=FLAGS)
         try:
             page = browser.new_page()
+            # What the browser refused to run or load: the page's content policy must let
+            # its own script and style through (by their hashes), and nothing else is asked.
+            blocked: list[str] = []
+
+            def said(msg: ConsoleMessage) -> None:
+                if "Content Security Policy" in msg.text:
+                    blocked.append(msg.text)
+
+            page.on("console", said)
             page.goto(f"{base}/?token={TOKEN}", timeout=30_000)
+            # Traded for a cookie by a redirect: the token is neither in the address bar
+            # (nor the history) nor the cookie.
+            assert page.url == f"{base}/"
+            (cookie,) = page.context.cookies()
+            assert cookie["name"] == COOKIE and cookie["value"] == session_value(TOKEN)
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
             # The peers of both machines, live.
             expect(page.locator("#live")).to_have_class("on", timeout=20_000)
             peers = page.locator("#peers tbody tr")
@@ -136,6 +153,7 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
             assert answer.headers["content-disposition"].startswith("attachment")
             if shots:
                 page.screenshot(path=f"{shots}/dashboard-run.png", full_page=True)
+            assert blocked == []
         finally:
             browser.close()
 

@@ -7,6 +7,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,15 +26,13 @@ class LivePeer:
     peer: Peer
     address: Address
     keys: Path
+    thread: threading.Thread
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePeer]:
-    keys = tmp_path_factory.mktemp("keys")
-    tls.init_ca(keys)
-    tls.issue(keys, "tp")
-    tls.issue(keys, "client", client=True)
-    cfg = config.DEFAULT
+@contextmanager
+def peer_in_thread(cfg: config.Config, keys: Path) -> Iterator[LivePeer]:
+    """A peer "tp/0" with ``cfg`` and the certificate of ``keys`` in a thread of its own,
+    stopped on the way out; the test fails if it ends before (a task of its raised)."""
     ready = threading.Event()
     box: dict[str, object] = {}
 
@@ -58,9 +57,24 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePeer]:
     assert isinstance(peer, Peer)
     address = box["address"]
     assert isinstance(address, Address)
-    yield LivePeer(peer, address, keys)
+    yield LivePeer(peer, address, keys, thread)
+    assert thread.is_alive(), "the peer ended during the test"
     trio.from_thread.run_sync(peer.stop, trio_token=box["token"])  # type: ignore[arg-type]
     thread.join(30)
+
+
+def make_keys(keys: Path) -> Path:
+    """A CA, the peer's certificate (tp) and a client's (client, every grant) in ``keys``."""
+    tls.init_ca(keys)
+    tls.issue(keys, "tp")
+    tls.issue(keys, "client", client=True)
+    return keys
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePeer]:
+    with peer_in_thread(config.DEFAULT, make_keys(tmp_path_factory.mktemp("keys"))) as peer:
+        yield peer
 
 
 def tls_client(live: LivePeer) -> ssl.SSLSocket:
