@@ -8,7 +8,8 @@ second line on the control pipe), and reports a second line once it sees the mem
 told to expect. It leaves and exits when the control pipe reaches end of file — so no peer
 outlives its launcher, even one killed with SIGKILL — or on SIGTERM (leave, or drain first:
 ``daemon.on_sigterm``). A peer that cannot run as configured exits 2 and says why on stderr
-and on the report pipe (the daemon stops instead of restarting it forever).
+and on the report pipe (the daemon stops instead of restarting it forever); 3 when its port
+is in use (which a daemon's restart waits out).
 
 Plugin code runs in this process: it may print, and write to file descriptors 0 to 2, but
 none of them is a channel to the launcher (stdin is /dev/null, stdout the launcher's
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -35,7 +37,7 @@ from satind.config import Config
 from satind.engine.worker import tune_process
 from satind.net import tls
 from satind.net.transport import parse_address
-from satind.ops.launcher import EXIT_USAGE, read_line
+from satind.ops.launcher import EXIT_PORT_BUSY, EXIT_USAGE, read_line
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +226,8 @@ def child_main(argv: Sequence[str] | None = None) -> None:
         code = _usage_error(args, str(exc))
     except OSError as exc:
         code = _usage_error(args, f"cannot listen on {args.listen}: {exc}")
+        if exc.errno == errno.EADDRINUSE:
+            code = EXIT_PORT_BUSY  # a daemon's restart waits for it (launcher.py)
     sys.exit(code)
 
 

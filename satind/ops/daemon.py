@@ -11,7 +11,10 @@ runtimes expect.
 * A peer that dies otherwise (a crash, SIGKILL) is restarted after ``daemon.restart_delay_s``
   (doubling on repeated crashes, up to a minute, of a peer that dies within
   ``daemon.restart_stable_s`` of its start) when ``daemon.restart`` is on; it comes back as a
-  new instance in the same slot, and the others recover the old one's work.
+  new instance in the same slot, and the others recover the old one's work. A restart that
+  finds the peer's port still held (a child process of a plugin that outlived the old
+  instance keeps its listening sockets) waits with the same back-off until it is free: only
+  at the daemon's first start is a port in use a misconfiguration that stops it (exit 2).
 * SIGTERM or SIGINT stops every peer the graceful way (``daemon.on_sigterm``: leave, or drain
   first) and exits 0.
 
@@ -40,8 +43,9 @@ from satind.config import Config, DaemonConfig, default_peer_count, for_peer
 from satind.net import tls
 from satind.net.transport import Address, parse_address
 from satind.node import history
-from satind.ops import advertise, owner
+from satind.ops import advertise, owner, ports
 from satind.ops.launcher import (
+    EXIT_PORT_BUSY,
     EXIT_USAGE,
     PeerProcess,
     PeerSpec,
@@ -90,6 +94,8 @@ class Slot:
     crashes: int = 0
     started_at: float = 0.0
     stopped: bool = False
+    # Why its last restart could not listen (its port still held), or "".
+    busy: str = ""
 
 
 class Supervisor:
@@ -265,7 +271,16 @@ class Supervisor:
         ]
         return [*siblings, *self.seeds]
 
-    async def _start(self, slot: Slot) -> None:
+    async def _start(self, slot: Slot, first: bool = True) -> None:
+        """Start a slot's peer and wait until it listens.
+
+        Raises:
+            PeerCannotRun: it exited with a usage error; at a restart (not ``first``), one
+                whose port is still held is not one: that peer exits, and ``_watch`` tries
+                again after the back-off.
+            DaemonError: it did not start (it is killed; ``_watch`` restarts it).
+        """
+        slot.busy = ""
         try:
             slot.process = await start_peer(slot.spec)
             slot.started_at = trio.current_time()
@@ -275,7 +290,14 @@ class Supervisor:
             with trio.fail_after(self.cfg.launcher.start_timeout_s):
                 await wait_bound(slot.process)
         except PeerUsageError as exc:
-            raise PeerCannotRun(str(exc)) from None
+            # At the first start a port in use is a misconfiguration (another program has
+            # it, or a second daemon): exit 2, as systemd's RestartPreventExitStatus=2
+            # expects. At a restart it is most likely a process the old instance left
+            # holding its listening sockets (a plugin's forked child): it goes away.
+            if first or slot.process.process.returncode != EXIT_PORT_BUSY:
+                raise PeerCannotRun(str(exc)) from None
+            slot.busy = str(exc)
+            return
         except (StartupError, trio.TooSlowError) as exc:
             # Not left half-started: _watch sees it die and restarts it (with back-off).
             if slot.process.process.returncode is None:
@@ -318,7 +340,19 @@ class Supervisor:
                 log.error("peer %s died (exit %d); not restarting", slot.spec.name, code)
                 self._stopped(slot)
                 return
-            log.error("peer %s died (exit %d); restarting in %.1f s", slot.spec.name, code, delay)
+            if code == EXIT_PORT_BUSY and slot.busy:
+                log.warning(
+                    "peer %s cannot listen yet, its port is still held%s (%s); trying again "
+                    "in %.1f s",
+                    slot.spec.name,
+                    await self._holders(slot),
+                    slot.busy,
+                    delay,
+                )
+            else:
+                log.error(
+                    "peer %s died (exit %d); restarting in %.1f s", slot.spec.name, code, delay
+                )
             await trio.sleep(delay)
             if self._stopping:
                 self._stopped(slot)
@@ -326,12 +360,21 @@ class Supervisor:
             try:
                 await self._vet()  # the plugin files may have changed (`plugins reload`)
                 slot.spec.seeds = self._seeds_for(slot)
-                await self._start(slot)
+                await self._start(slot, first=False)
             except PeerCannotRun as exc:
                 await self._stop_all_because(str(exc))
                 return
             except DaemonError as exc:
                 log.error("%s", exc)
+
+    @staticmethod
+    async def _holders(slot: Slot) -> str:
+        """Who holds the ports a slot's peer listens on, as " by pid N, M" ("" when /proc
+        does not say); in a worker thread: it reads every process's file descriptors."""
+        cfg = slot.spec.cfg
+        wanted = [slot.spec.listen.port, cfg.metrics.port if cfg.metrics.enabled else 0]
+        found = await trio.to_thread.run_sync(ports.holders, wanted)
+        return f" by pid {', '.join(map(str, found))}" if found else ""
 
     def _live(self) -> list[PeerProcess]:
         """Peer processes running and up: a peer that has not reported its address yet may

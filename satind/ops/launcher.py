@@ -44,6 +44,10 @@ CHILD_MODULE = "satind.ops.child"
 # A child that cannot run as configured (bad credentials or configuration, cannot listen)
 # exits with this: a daemon must not restart it (child.py).
 EXIT_USAGE = 2
+# A child whose port is in use exits with this instead (and says so as a usage error): at a
+# daemon's first start that is a misconfiguration, at a restart a port the old instance's
+# leftovers still hold, which a daemon waits out (ops/daemon.py).
+EXIT_PORT_BUSY = 3
 
 
 class StartupError(RuntimeError):

@@ -80,6 +80,22 @@ def free_ports(count: int, start: int = 21000, stop: int = 40000) -> int:
     raise AssertionError(f"no {count} consecutive free ports in {start}..{stop}")
 
 
+def ports_below_ephemeral(count: int) -> int:
+    """The first of ``count`` consecutive free ports on 127.0.0.1 below the kernel's range for
+    outgoing connections, whose ports could take one of them at any moment (for a test that
+    needs a port to stay free, or to be held by no one but whom it chooses)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for port in range(low - 2000, low - count, count):
+        try:
+            for p in range(port, port + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+    raise AssertionError(f"no {count} free ports below {low}")
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU seconds ``pid`` has used; infinite once it is gone."""
     try:

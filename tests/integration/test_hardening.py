@@ -270,60 +270,6 @@ def test_submit_wait_follows_its_run_when_the_master_is_killed(
         m2.kill()
 
 
-def _free_pair() -> int:
-    """A port P with P and P + 1 free, below the kernel's range for outgoing connections
-    (whose ports could take P + 1 at any moment)."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for port in range(low - 2000, low - 2, 2):
-        try:
-            for p in (port, port + 1):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return port
-    raise AssertionError("no two free ports")
-
-
-def test_a_peer_that_cannot_run_stops_its_daemon_instead_of_restarting_forever(
-    tmp_path: Path,
-) -> None:
-    assert satind("keys", "init", str(tmp_path)).returncode == 0
-    assert satind("keys", "issue", str(tmp_path), "m1").returncode == 0
-    port = _free_pair()
-    slow_restart = tmp_path / "slow-restart.toml"
-    slow_restart.write_text("[daemon]\nrestart_delay_s = 5.0\n")  # time to take the port
-    daemon = Daemon(
-        tmp_path, "m1", "east", "", "--listen", f"127.0.0.1:{port}", "--config", str(slow_restart)
-    )
-    squatter = socket.socket()
-    try:
-        wait_for(lambda: len(status(tmp_path, daemon.first)["peers"]) == 2)
-        victim = daemon.children[1]
-        kill_all([victim])
-        # Someone takes peer 1's port before the daemon restarts it (restart_delay_s, 5 s).
-        wait_for(lambda: not alive(victim), 10)
-        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        deadline = time.monotonic() + 3  # well inside the 5 s before the restart
-        while True:
-            try:
-                squatter.bind(("127.0.0.1", port + 1))
-                break
-            except OSError:
-                # The killed peer's socket lingers a moment in the kernel.
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        squatter.listen()
-        assert daemon.proc.wait(timeout=60) == 2
-        log = daemon.log.read_text()
-        assert "cannot listen" in log and "m1/1" in log
-        assert log.count("restarting") == 1
-    finally:
-        squatter.close()
-        daemon.kill()
-
-
 def test_satind_run_killed_leaves_no_key_material(tmp_path: Path) -> None:
     env = {"TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen(
