@@ -91,8 +91,9 @@ class Rejoin:
     # -- what it learns --------------------------------------------------------------------
 
     def seen(self, member: Member) -> None:
-        """A member alive now: remember where its slot is."""
-        if not member.alive or member.name == self.me:
+        """A member changed: alive, remember where its slot is; gone, remember it too if it
+        was not yet (a member known from the start, never news until it went)."""
+        if member.name == self.me or (not member.alive and member.slot in self.places):
             return
         self.places[member.slot] = Place(member.address, self.now())
         if len(self.places) > MAX_PLACES:

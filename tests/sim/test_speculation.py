@@ -33,7 +33,10 @@ def test_a_search_under_loss_and_crashes_finds_a_needle_and_leaves_nothing(seed:
     report = _run("needle-crash-loss", seed)
     assert report.violations == []
     assert report.result_ok
-    assert report.aborts > 0  # the search did abort (an inlet saw a needle)
+    # The search did abort (an inlet saw a needle): counted by the aborting peer, or seen as
+    # aborts sent across peers (the aborting peer's statistics may be among those 10% loss
+    # kept from the run's result: seed 15 had "4 of 6 peers sent statistics").
+    assert report.aborts > 0 or report.abort_messages > 0
 
 
 @pytest.mark.parametrize("seed", range(1, 5))
