@@ -219,6 +219,11 @@ class DashboardConfig:
     # A secret a browser must present (``?token=`` once, then a cookie). Empty: none. Bound to
     # anything but loopback, the dashboard refuses to start without tls or a token.
     token: str = ""
+    # Host names a browser may reach it by, besides IP addresses and "localhost" (a name an
+    # operator gave the machine, a tunnel's). A request naming another host is refused: a web
+    # page the browser opened elsewhere could otherwise rebind its own name to 127.0.0.1 and
+    # read this dashboard from its own origin (DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
     # seconds. The live page gets a new snapshot this often.
     refresh_s: float = 1.0
     # count. Connections served at once (each live page holds one for its event stream).

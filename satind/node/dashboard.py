@@ -104,6 +104,25 @@ def session_value(token: str) -> str:
     return hmac.new(token.encode(), b"satind-dashboard-session", hashlib.sha256).hexdigest()
 
 
+def host_allowed(header: str, cfg: DashboardConfig) -> bool:
+    """Whether a request's ``Host`` may reach this dashboard: none (an HTTP/1.0 client), an IP
+    address, ``localhost``, the bound host, or one of ``[dashboard] allowed_hosts``; never a
+    name a web page rebound to this machine's address (DNS rebinding)."""
+    if not header:
+        return True
+    host = header.strip().lower()
+    if host.startswith("["):  # [IPv6]:port
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        allowed = {"localhost", cfg.host.lower(), *(h.lower() for h in cfg.allowed_hosts)}
+        return host in allowed
+    return True
+
+
 def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode())
 
@@ -166,6 +185,13 @@ class DashboardServer:
             await ex.answer(405, TEXT, body, headers=[("Allow", "GET, HEAD")])
             return
         head_only = request.method == "HEAD"
+        if not host_allowed(request.headers.get("host", ""), self.cfg):
+            body = (
+                b"this dashboard answers requests for its IP address, localhost or a host in "
+                b"[dashboard] allowed_hosts\n"
+            )
+            await ex.answer(403, TEXT, body, head_only)
+            return
         headers = [("Cache-Control", "no-store")]
         if self.cfg.token and not await self._token(request, ex, head_only, headers):
             return

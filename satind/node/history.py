@@ -244,8 +244,18 @@ class HistoryStore:
         ).fetchall()
         for run_id, ref in gone:
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-            if ref:
-                (self.path.parent / str(ref).split(" ")[0]).unlink(missing_ok=True)
+            where = self._result_file(ref)
+            if where is not None:
+                where.unlink(missing_ok=True)
+
+    def _result_file(self, ref: object) -> Path | None:
+        """The file a row's ``result_ref`` names, when it lies in this store's results
+        directory; None for none, or for one elsewhere (a row mended by hand, a damaged page:
+        a store deletes and reads only its own files)."""
+        if not ref:
+            return None
+        where = (self.path.parent / str(ref).split(" ")[0]).resolve()
+        return where if where.parent == self.results.resolve() else None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -265,8 +275,11 @@ class HistoryStore:
         blob, ref = row
         if blob is None and ref:
             try:
-                where, size, digest = str(ref).split(" ")
-                blob = (self.path.parent / where).read_bytes()
+                _, size, digest = str(ref).split(" ")
+                where = self._result_file(ref)
+                if where is None:
+                    return None
+                blob = where.read_bytes()
                 if len(blob) != int(size) or hashlib.sha256(blob).hexdigest() != digest:
                     return None
             except (OSError, ValueError):  # no file, or a reference that does not read

@@ -98,6 +98,8 @@ class Testbed:
     """A network of machines, each a namespace running a daemon. ``Testbed.up`` makes one;
     ``down`` removes it (every process, namespace and link it made)."""
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     def __init__(self, network: Network, root: Path, machines: list[Machine], keys: Path) -> None:
         self.network = network
         self.root = root
@@ -400,6 +402,15 @@ class Testbed:
         ]
         return views.gather(peers, self.keys, timeout)
 
+    def slots(self, machines: Iterable[str] | None = None) -> list[str]:
+        names = list(machines) if machines is not None else list(self.machines)
+        return [f"{n}/{i}" for n in names for i in range(self.machines[n].peers)]
+
+    def one_system(self, machines: Iterable[str] | None = None) -> bool:
+        """Whether every peer of ``machines`` (default: all) sees every one of them alive
+        now."""
+        return views.one_system(self.views(), self.slots(machines))
+
     def wait_one_system(self, timeout: float, machines: Iterable[str] | None = None) -> float:
         """Wait until every peer of ``machines`` (default: all) sees every one of them alive
         (the process now in each slot); returns the seconds it took.
@@ -407,8 +418,7 @@ class Testbed:
         Raises:
             AssertionError: not within ``timeout``, with who sees whom.
         """
-        names = list(machines) if machines is not None else list(self.machines)
-        slots = [f"{n}/{i}" for n in names for i in range(self.machines[n].peers)]
+        slots = self.slots(machines)
         began = time.monotonic()
         seen: dict[str, views.View] = {}
         while time.monotonic() - began < timeout:

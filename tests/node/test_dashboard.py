@@ -13,6 +13,7 @@ import pytest
 
 from satind.config import DashboardConfig
 from satind.net import tls
+from satind.node import dashboard
 from satind.node.dashboard import (
     RUN_ID,
     content_policy,
@@ -152,3 +153,25 @@ def test_the_coordinators_decisions_come_from_every_peers_line_newest_last() -> 
     }
     made = decisions(snap)
     assert [(d["peer"], d["at"]) for d in made] == [("a/0", 3.0), ("b/0", 4.0), ("a/0", 5.0)]
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("", True),  # HTTP/1.0 without Host
+        ("127.0.0.1:8420", True),
+        ("127.0.0.1", True),
+        ("[::1]:8420", True),
+        ("10.231.1.1:8420", True),
+        ("localhost:8420", True),
+        ("LOCALHOST", True),
+        ("dash.example.org", True),  # in allowed_hosts
+        ("evil.example.com:8420", False),  # a page that rebound its name to 127.0.0.1
+        ("127.0.0.1.evil.example.com", False),
+    ],
+)
+def test_a_request_for_another_host_name_is_refused_against_dns_rebinding(
+    host: str, allowed: bool
+) -> None:
+    cfg = DashboardConfig(allowed_hosts=["dash.example.org"])
+    assert dashboard.host_allowed(host, cfg) is allowed

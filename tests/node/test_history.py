@@ -103,6 +103,23 @@ def test_a_result_file_that_changed_is_not_returned(tmp_path: Path) -> None:
     assert s.result("r0") is None
 
 
+def test_a_result_reference_outside_the_results_directory_is_neither_read_nor_deleted(
+    tmp_path: Path,
+) -> None:
+    """A row mended by hand (or a damaged page) naming another file: the store neither reads
+    it as a result nor deletes it when the row expires."""
+    s = store(tmp_path, keep_runs=1, max_result_bytes=16)
+    s.write(Entry(record("r0", 100.0), result("r0", b"\x58\x40" + b"x" * 64)), now=100.0)
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    with sqlite3.connect(s.path) as db:
+        db.execute("UPDATE runs SET result_ref = ? WHERE run_id = 'r0'", ("../precious.txt 7 x",))
+    assert s.result("r0") is None
+    s.write(Entry(record("r1", 101.0), result("r1")), now=101.0)  # r0 expires
+    assert [r.run_id for r in s.query()] == ["r1"]
+    assert victim.read_text() == "keep me"
+
+
 def test_a_row_that_does_not_read_is_marked_and_logged_once_never_raised(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

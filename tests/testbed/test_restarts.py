@@ -1,0 +1,61 @@
+"""Any machine can restart (issue 45, point 3), the first one included — started without
+seeds, as README.md starts it — after a crash or a clean `satind stop`, at the same IP, with
+the shipped defaults: within 30 s every peer sees every other's current process alive, and a
+run submitted to it uses every machine again. And a machine paused (every process SIGSTOPped:
+a paused VM) while it masters runs, some queued behind others: they are taken over, end exact
+elsewhere, and every client waiting on the paused master is answered once it continues."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from satind.testbed import Testbed
+from tests.testbed.conftest import MakeTestbed
+from tests.testbed.runs import answers, submit
+
+# seconds: the goal.
+BACK_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def bed(module_testbed: MakeTestbed) -> Testbed:
+    made = module_testbed(4, peers=2)
+    made.wait_one_system(30)
+    return made
+
+
+@pytest.mark.parametrize(
+    ("machine", "how"), [("m1", "crash"), ("m1", "stop"), ("m3", "crash"), ("m4", "stop")]
+)
+def test_a_restarted_machine_is_back_in_the_system_within_30_s(
+    bed: Testbed, machine: str, how: str
+) -> None:
+    bed.wait_one_system(30)
+    bed.restart(machine, how=how)
+    took = bed.wait_one_system(BACK_S)
+    assert took < BACK_S
+    # A run submitted to it: its master sees all eight peers, and the answer is exact.
+    report = answers([submit(bed, machine, "fib", "27", "14")], 120)[0]
+    assert report["peers"] == 8, report
+
+
+def test_runs_of_a_paused_master_are_taken_over_and_every_client_is_answered(
+    bed: Testbed,
+) -> None:
+    """m2 masters six runs, two of them queued (run.max_concurrent is 4), and is paused
+    for 20 s: the others take all six over; when m2 continues, it hands each waiting client
+    the result (the queued ones were never answered: lifecycle._taken_from_queue)."""
+    bed.wait_one_system(30)
+    runs = [submit(bed, "m2", "tree", "4", "4", "100", "sleep") for _ in range(6)]
+    time.sleep(4)
+    bed.pause("m2")
+    try:
+        time.sleep(20)
+    finally:
+        bed.resume("m2")
+    answers(runs, 180)
+    log = bed.machines["m2"].log_text()
+    assert "queued here, was started by" in log, log[-3000:]
+    bed.wait_one_system(BACK_S)
