@@ -183,8 +183,12 @@ def _on_announce(state: PeerState, announce: m.RunAnnounce, now: float) -> tuple
         return False, []
     if announce.state in ENDED:
         run = runs.active.get(run_id)
-        if run is not None and run.info.epoch > announce.info.epoch:
-            return False, []  # news of an epoch that a resume superseded
+        if run is not None and run.info.epoch > announce.info.epoch and announce.state not in FINAL:
+            # A suspension that a resume superseded. A final end of an older epoch is not:
+            # the other side of a healed partition (or a master resumed from a pause) ended
+            # the run while this side's takeover went on, and the run is over — computing it
+            # to the end again would only make a second, equal result nobody waits for.
+            return False, []
         runs.remember_ended(announce)
         if announce.state == SUSPENDED:
             runs.suspended[run_id] = announce.info.epoch

@@ -590,3 +590,20 @@ def test_a_run_whose_master_was_only_declared_dead_still_waits_for_the_grace() -
     assert state.runs.active["r1"].info.master == "b/0"
     grace = state.cfg.ft.takeover_grace_s
     assert any(isinstance(f, QueueRoot) for f in election.elect_late(state, 5.0 + grace))
+
+
+def test_a_takeover_hears_the_run_ended_under_its_first_master_and_stops() -> None:
+    """The two sides of a partition: b/0 took the run over (epoch 1) while its first master
+    a/0, on the other side, went on and finished it (epoch 0). Once they meet, b/0 drops its
+    epoch instead of computing the run again to the end. A suspension at an older epoch is
+    not such news: a resume superseded it."""
+    state = make_state("b/0", ("a/0", "c/0"))
+    run = known_run(state, info(master="b/0", epoch=1))
+    suspended = m.RunAnnounce(info(master="a/0", epoch=0), "suspended")
+    assert lifecycle.on_announces(state, [suspended], 5.0) == []
+    assert state.runs.active["r1"] is run
+    done = m.RunAnnounce(info(master="a/0", epoch=0), "done")
+    fx = lifecycle.on_announces(state, [done], 9.0)
+    assert "r1" not in state.runs.active and run.state.aborted
+    assert state.runs.status_of("r1") == "done" and state.runs.master_of("r1", "b/0") == "a/0"
+    assert Spread(done) in fx
