@@ -37,10 +37,8 @@ def _wait_checkpointed(keys: Path, daemon: Daemon, run_id: str) -> None:
     )
 
 
-# The default policy and the one that logs most. "tic" writes and reads through the same
-# files with another choice of records; tests/sim/test_checkpoint_sim.py runs every policy's
-# total loss on 8 seeds (the suite's time is bounded).
-@pytest.mark.parametrize("policy", ["orphans", "sel"])
+# Every policy on real processes (tests/sim/test_checkpoint_sim.py runs each on 8 seeds too).
+@pytest.mark.parametrize("policy", ["orphans", "tic", "sel"])
 def test_a_run_survives_the_loss_of_every_peer(keys: Path, tmp_path: Path, policy: str) -> None:
     assert satind("keys", "issue", str(keys), "m3").returncode == 0
     ckpt = tmp_path / "checkpoints"
