@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from satind.testbed import network as net
-from satind.testbed import views
-from satind.testbed.network import Network
+import satind.testbed.views as views_of
+from satind.testbed.network import Network, pids_in
+from satind.testbed.views import View
 
 PORT = 7420
 # seconds. How long a machine's daemon may take to say its peers' addresses.
@@ -79,7 +79,7 @@ class Machine:
 
     def pids(self) -> list[int]:
         """Every process in the machine now, by id."""
-        return net.pids_in(self.netns)
+        return pids_in(self.netns)
 
     def peer_pids(self) -> dict[str, int]:
         """Slot (``m1/0``) -> pid of the peer processes in the machine now."""
@@ -391,7 +391,7 @@ class Testbed:
     def client_args(self, to: str) -> list[str]:
         return ["--to", self.machines[to].address, "--keys", str(self.keys)]
 
-    def views(self, timeout: float = 5.0) -> dict[str, views.View]:
+    def views(self, timeout: float = 5.0) -> dict[str, View]:
         """Each running peer's view of the members (``m1/0`` -> its view); a peer that does
         not answer within ``timeout`` is left out."""
         peers = [
@@ -400,7 +400,7 @@ class Testbed:
             if m.pids()
             for i, address in enumerate(m.addresses())
         ]
-        return views.gather(peers, self.keys, timeout)
+        return views_of.gather(peers, self.keys, timeout)
 
     def slots(self, machines: Iterable[str] | None = None) -> list[str]:
         names = list(machines) if machines is not None else list(self.machines)
@@ -409,7 +409,7 @@ class Testbed:
     def one_system(self, machines: Iterable[str] | None = None) -> bool:
         """Whether every peer of ``machines`` (default: all) sees every one of them alive
         now."""
-        return views.one_system(self.views(), self.slots(machines))
+        return views_of.one_system(self.views(), self.slots(machines))
 
     def wait_one_system(self, timeout: float, machines: Iterable[str] | None = None) -> float:
         """Wait until every peer of ``machines`` (default: all) sees every one of them alive
@@ -420,13 +420,13 @@ class Testbed:
         """
         slots = self.slots(machines)
         began = time.monotonic()
-        seen: dict[str, views.View] = {}
+        seen: dict[str, View] = {}
         while time.monotonic() - began < timeout:
             seen = self.views(timeout=min(5.0, max(0.5, timeout - (time.monotonic() - began))))
-            if views.one_system(seen, slots):
+            if views_of.one_system(seen, slots):
                 return time.monotonic() - began
             time.sleep(0.25)
-        raise AssertionError(f"not one system within {timeout:g} s:\n{views.split(seen)}")
+        raise AssertionError(f"not one system within {timeout:g} s:\n{views_of.split(seen)}")
 
     def describe(self) -> str:
         """How to reach each machine (what `python -m satind.testbed up` prints)."""
