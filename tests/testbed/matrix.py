@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from satind.testbed import Testbed
-from tests.testbed.runs import Submitted, answer, submit
+from tests.testbed.runs import Submitted, answer, answers, submit
 
 # seconds. A machine crashed is down this long before its daemon is started again.
 DOWN_S = 3.0
@@ -94,8 +94,10 @@ FAULTS: dict[str, Callable[[Testbed, Where], None]] = {
 }
 
 # A run of about 15 s on four machines of two peers (sleeping leaves: two CPUs do not decide
-# it), long enough for every fault to land mid-run.
+# it), long enough for every fault to land mid-run; twice that on half the machines. And a
+# short CPU-bound one.
 RUN = ("tree", "5", "4", "100", "sleep")
+SHORT = ("nqueens", "10")
 
 
 @dataclass
@@ -133,3 +135,26 @@ def run_fault(
     report = answer(run, limit)
     ended = time.monotonic()
     return Outcome(report, ended - began, ended - fault_end)
+
+
+def partition_with_runs(bed: Testbed, side_a: list[str], side_b: list[str], cut_s: float) -> float:
+    """A cut of ``cut_s`` between ``side_a`` (whose first machine masters the first run) and
+    ``side_b``, with runs submitted on both sides before and during it; returns how long after
+    the heal every peer saw every other alive. Every answer is checked exact.
+
+    Raises:
+        AssertionError: a run late, failed or wrong, or no one system within 60 s.
+    """
+    before = [submit(bed, side_a[0], *RUN), submit(bed, side_b[0], *SHORT)]
+    time.sleep(3)  # the long run is under way on every machine
+    bed.cut(side_a, side_b)
+    try:
+        cut_at = time.monotonic()
+        time.sleep(min(2.0, cut_s / 2))
+        during = [submit(bed, side_a[-1], *SHORT), submit(bed, side_b[-1], *RUN)]
+        time.sleep(max(0.0, cut_s - (time.monotonic() - cut_at)))
+    finally:
+        bed.heal()
+    healed = bed.wait_one_system(60)
+    answers([*before, *during], 300)
+    return healed

@@ -14,16 +14,13 @@ import pytest
 
 from satind.testbed import Testbed
 from tests.testbed.conftest import MakeTestbed
+from tests.testbed.matrix import SHORT, partition_with_runs
 from tests.testbed.runs import answers, submit
 
 MASTER_SIDE = ["m1", "m2"]
 OTHER_SIDE = ["m3", "m4"]
 # seconds. After a heal, every peer sees every other alive within this (the goal).
 HEAL_S = 10.0
-# A run of about 10-20 s on the four machines, twice that on one side (sleeping leaves:
-# two CPUs do not decide it), and a short CPU-bound one.
-LONG = ("tree", "5", "4", "100", "sleep")
-SHORT = ("nqueens", "10")
 
 
 @pytest.fixture(scope="module")
@@ -33,29 +30,9 @@ def bed(module_testbed: MakeTestbed) -> Testbed:
     return made
 
 
-def _cut_with_runs(bed: Testbed, cut_s: float) -> float:
-    """Runs on each side before and during a cut of ``cut_s``; returns how long the heal
-    took. Every answer is checked exact (tests/testbed/runs.py)."""
-    before = [submit(bed, "m1", *LONG), submit(bed, "m3", *SHORT)]
-    time.sleep(3)  # the long run is under way on every machine
-    bed.cut(MASTER_SIDE, OTHER_SIDE)
-    try:
-        cut_at = time.monotonic()
-        time.sleep(min(2.0, cut_s / 2))
-        during = [submit(bed, "m2", *SHORT), submit(bed, "m4", *LONG)]
-        time.sleep(max(0.0, cut_s - (time.monotonic() - cut_at)))
-    finally:
-        bed.heal()
-    healed = bed.wait_one_system(60)
-    answers([*before, *during], 300)
-    return healed
-
-
-@pytest.mark.parametrize(
-    "cut_s", [10.0, 60.0, pytest.param(300.0, marks=pytest.mark.timeout(900))]
-)
+@pytest.mark.parametrize("cut_s", [10.0, 60.0, pytest.param(300.0, marks=pytest.mark.timeout(900))])
 def test_a_partition_heals_and_every_run_ends_once_exact(bed: Testbed, cut_s: float) -> None:
-    healed = _cut_with_runs(bed, cut_s)
+    healed = partition_with_runs(bed, MASTER_SIDE, OTHER_SIDE, cut_s)
     assert healed < HEAL_S, f"{cut_s:g} s cut: one system again {healed:.1f} s after the heal"
 
 
