@@ -158,6 +158,10 @@ class Spreading(Updates):
             return True
         return False
 
+    async def joined(self) -> None:
+        """Return once this member has met another (a join, or a reconnect after it)."""
+        await self._joined.wait()
+
     def _synced(self) -> None:
         self.synced = True
         self.host.on_synced()

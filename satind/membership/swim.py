@@ -73,7 +73,9 @@ class Swim(Probing):
         interval = self.cfg.reconnect_interval_s
         await self._jitter(interval)
         while True:
-            if self.synced and self.me.state == State.ALIVE:
+            # Also before a join succeeded: a join that gave up (its seeds were down for
+            # join_timeout_s) goes on here, through the seeds, until one answers.
+            if self.me.state == State.ALIVE:
                 self.rejoin.tick(self.table)
             await trio.sleep(interval)
 

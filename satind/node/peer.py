@@ -321,10 +321,15 @@ class Peer:
         async def go() -> None:
             if state_dir is not None:
                 self.spawn_task(remember.remember_loop, self, state_dir)
-            if await self.swim.join(seeds, known):
-                self.joined.set()
-            else:
-                log.error("could not join through %s", ", ".join(map(str, seeds)))
+            if not await self.swim.join(seeds, known):
+                log.error(
+                    "could not join through %s; dialling them every %g s until one answers",
+                    ", ".join(map(str, seeds)),
+                    self.cfg.membership.reconnect_interval_s,
+                )
+                await self.swim.joined()  # the reconnect loop goes on (membership/rejoin.py)
+                log.info("joined the system")
+            self.joined.set()
 
         self.spawn_task(go)
 

@@ -186,3 +186,23 @@ def test_a_split_that_does_not_heal_is_said_at_warning(caplog: pytest.LogCapture
     assert len(said) == 1
     assert "has seen no peer of another machine alive" in said[0]
     assert "10.0.0.2:7420" in said[0] and "--advertise" in said[0]
+
+
+async def test_a_join_that_gave_up_goes_on_until_a_seed_answers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The seed was down for longer than join_timeout_s: the join gives up (the peer says so)
+    but the reconnect loop keeps trying the seed, and the member joins once it is up."""
+    async with trio.open_nursery() as nursery:
+        network = MemoryNetwork(random.Random(3))
+        nursery.start_soon(network.run)
+        cluster = Cluster(network, CFG, 3)
+        late = await cluster.start(nursery, 1)
+        assert not await late.swim.join([cluster.address(0)])  # n0 is not there
+        seed = await cluster.start(nursery, 0)
+        assert await seed.swim.join([])
+        with trio.fail_after(30):
+            await late.swim.joined()
+        took = await cluster.wait_until(lambda: cluster.converged(["n0", "n1"]), 30)
+        assert took < 10
+        nursery.cancel_scope.cancel()
