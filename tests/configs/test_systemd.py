@@ -1,6 +1,7 @@
 """configs/systemd/satind.service: its ExecStart is a command satind accepts, with the
-machine's config template; a stop drains within the stop timeout; systemd-analyze accepts the
-unit (where the tool is)."""
+machine's config template, which listens on every interface and leaves the advertised address
+to satind's default (its commented `advertise` is valid when uncommented); a stop drains within
+the stop timeout; systemd-analyze accepts the unit (where the tool is)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from satind.cli.daemon import start_config
+from satind.cli.exits import EXIT_USAGE
+from satind.ops.advertise import parse_advertise, unspecified
 from tests.configs.commands import CONFIGS, check
 
 UNIT = CONFIGS / "systemd" / "satind.service"
@@ -59,8 +62,38 @@ def test_exec_start_is_a_satind_start_that_satind_accepts() -> None:
     assert str(args.config) == "/etc/satind/satind.toml"
     args.config = TEMPLATE
     cfg = start_config(args)
-    assert cfg.daemon.host not in ("0.0.0.0", "::")  # an address the other machines reach
     assert cfg.daemon.keys == "/etc/satind/keys"
+
+
+def test_the_template_listens_on_every_interface_and_advertises_by_default() -> None:
+    args = check(exec_start()[1:])
+    args.config = TEMPLATE
+    cfg = start_config(args)
+    assert unspecified(cfg.daemon.host) and cfg.daemon.port == 7420
+    # No advertised address: the daemon picks the interface that reaches the seeds.
+    assert cfg.daemon.advertise == "" and cfg.daemon.seeds
+
+
+def test_the_templates_commented_settings_are_valid_uncommented(tmp_path: Path) -> None:
+    """`advertise` and `state_dir`, as the template shows them, are settings satind takes."""
+    text = TEMPLATE.read_text()
+    for key in ("advertise", "state_dir"):
+        commented = f"# {key} = "
+        assert text.count(commented) == 1, key
+        text = text.replace(commented, f"{key} = ")
+    copy = tmp_path / "satind.toml"
+    copy.write_text(text)
+    args = check(exec_start()[1:])
+    args.config = copy
+    cfg = start_config(args)
+    parse_advertise(cfg.daemon.advertise)
+    # The unit's XDG_STATE_HOME: the state directory the template names is the default one.
+    (xdg,) = [
+        line.partition("=")[2]
+        for line in unit(UNIT)["Service"]["Environment"]
+        if line.startswith("XDG_STATE_HOME=")
+    ]
+    assert cfg.daemon.state_dir == f"{xdg}/satind"
 
 
 def test_a_stop_drains_and_fits_in_the_stop_timeout() -> None:
@@ -82,7 +115,8 @@ def test_a_stop_drains_and_fits_in_the_stop_timeout() -> None:
 def test_restarts_on_failure_but_not_on_a_configuration_error() -> None:
     service = unit(UNIT)["Service"]
     assert service["Restart"] == ["on-failure"]
-    assert service["RestartPreventExitStatus"] == ["2"]  # satind's usage/configuration exit
+    # satind's usage/configuration exit, which a start with the same settings repeats.
+    assert service["RestartPreventExitStatus"] == [str(EXIT_USAGE)]
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
