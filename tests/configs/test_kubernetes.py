@@ -1,12 +1,14 @@
 """configs/kubernetes/: the manifests' command lines with satind's parser, and how the
-pieces fit (the Service's name and port are the seeds; the grace period is longer than the
-drain; the probe is `satind ready` with a certificate make-keys.sh issues). No cluster here:
+pieces fit (the Service's name and port are the seeds; the peers listen on every interface
+and give the pod's IP; the grace period is longer than the drain; the probe is `satind ready`
+with a certificate make-keys.sh issues). No cluster here:
 `kubectl kustomize` (offline) renders the manifests where kubectl is installed, and the
 structure is checked where a YAML parser is (satind has none and takes none on for this)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,10 +19,12 @@ import pytest
 
 from satind.cli.daemon import start_config
 from satind.net.transport import parse_address
+from satind.ops.advertise import unspecified
 from tests.configs.commands import CONFIGS, check, satind_commands, shell_commands
 
 KUBE = CONFIGS / "kubernetes"
 POD = "satind-0"
+POD_IP = "10.244.1.7"
 
 
 def manifests() -> dict[str, dict[str, Any]]:
@@ -46,13 +50,11 @@ def substitute(words: list[str], env: dict[str, str]) -> list[str]:
 
 def daemon(docs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], Any]:
     (container,) = pod(docs)["containers"]
-    env = {"POD_NAME": POD, "POD_IP": "10.244.1.7"}
+    env = {"POD_NAME": POD, "POD_IP": POD_IP}
     args = container["args"]
-    assert args[0] == "satind-start"  # `satind start --listen $SATIND_LISTEN ...`
-    listen = substitute(
-        [var["value"] for var in container["env"] if var["name"] == "SATIND_LISTEN"], env
-    )
-    parsed = check(["start", "--listen", *listen, *substitute(args[1:], env)])
+    assert args[0] == "satind"  # the image's entry point is tini, which runs it
+    parsed = check(substitute(args[1:], env))
+    assert parsed.command == "start"
     return container, parsed
 
 
@@ -70,7 +72,33 @@ def test_the_daemon_joins_through_the_headless_service() -> None:
     seed_address = parse_address(seed)
     assert seed_address.host == service["metadata"]["name"]
     assert seed_address.port == service["spec"]["ports"][0]["port"] == cfg.daemon.port
-    assert cfg.daemon.name == POD and cfg.daemon.host == "10.244.1.7"
+    assert cfg.daemon.name == POD
+
+
+def test_the_peers_listen_on_every_interface_and_give_the_pods_ip() -> None:
+    docs = manifests()
+    container, args = daemon(docs)
+    cfg = start_config(args)
+    assert unspecified(cfg.daemon.host)
+    assert container["args"][container["args"].index("--advertise") + 1] == "$(POD_IP)"
+    assert cfg.daemon.advertise == POD_IP
+    (pod_ip,) = [var for var in container["env"] if var["name"] == "POD_IP"]
+    assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    # satind-start's variable would make it listen at one address instead.
+    assert "SATIND_LISTEN" not in {var["name"] for var in container["env"]}
+
+
+def test_every_variable_the_container_uses_is_defined_before() -> None:
+    """Kubernetes expands $(NAME) only for a variable of the container's env defined earlier
+    in the list (in args: anywhere in it); any other stays as written, and would reach satind
+    as the text "$(POD_IP)"."""
+    (container,) = pod(manifests())["containers"]
+    defined: set[str] = set()
+    for var in container["env"]:
+        assert set(re.findall(r"\$\((\w+)\)", var.get("value", ""))) <= defined, var
+        defined.add(var["name"])
+    used = {name for word in container["args"] for name in re.findall(r"\$\((\w+)\)", word)}
+    assert used and used <= defined
 
 
 def test_the_grace_period_is_longer_than_the_drain() -> None:
@@ -102,7 +130,9 @@ def test_the_readiness_probe_is_satind_ready_with_the_probe_certificate() -> Non
     assert args.peers == start.peers
     assert args.timeout < probe["timeoutSeconds"]  # it answers before the kubelet gives up
     env = {var["name"]: var.get("value") for var in container["env"]}
-    assert env["SATIND_KEYS"] == start.keys and env["SATIND_TO"] == env["SATIND_LISTEN"]
+    assert env["SATIND_KEYS"] == start.keys
+    cfg = start_config(start)
+    assert env["SATIND_TO"] == f"$(POD_IP):{cfg.daemon.port}"  # peer 0, on the pod's address
 
 
 def test_the_init_container_copies_the_pods_own_keys() -> None:
