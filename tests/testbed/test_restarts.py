@@ -48,7 +48,9 @@ def test_runs_of_a_paused_master_are_taken_over_and_every_client_is_answered(
     for 20 s: the others take all six over; when m2 continues, it hands each waiting client
     the result (the queued ones were never answered: lifecycle._taken_from_queue)."""
     bed.wait_one_system(30)
-    runs = [submit(bed, "m2", "tree", "4", "4", "100", "sleep") for _ in range(6)]
+    # About 25 s each, four at once on eight peers: none ends before the pause, so two are
+    # still queued then (the submissions alone take seconds on a loaded machine).
+    runs = [submit(bed, "m2", "tree", "4", "4", "200", "sleep") for _ in range(6)]
     time.sleep(4)
     bed.pause("m2")
     try:
