@@ -46,7 +46,7 @@ class FaultInjector(PeerStarter):
                     network.detach(name)
                     self.scopes[name].cancel()
                     self.gone.add(name)
-            if self.master in names:
+            if self.waits_on(names):
                 self._follow(client)
         elif fault.kind == "restart":
             names = [n for n in self.named(fault.peers) if n in self.peers and n not in self.gone]
@@ -54,7 +54,7 @@ class FaultInjector(PeerStarter):
                 network.detach(name)
                 self.scopes[name].cancel()
                 self.gone.add(name)
-            if self.master in names:
+            if self.waits_on(names):
                 self._follow(client)
             await trio.sleep(fault.duration)
             self.last_change = trio.current_time()
@@ -69,9 +69,14 @@ class FaultInjector(PeerStarter):
                 )
                 self.trace("restart", name.encode())
         elif fault.kind == "drain":
-            for name in self.named(fault.peers):
-                self.drained.add(name)
-                client.post(name, m.DrainRequest(0, [name], deadline_s=fault.value))
+            names = self.named(fault.peers)
+            self.drained.update(names)
+            if names:
+                # One request naming them all, as `satind drain A B` and `--cluster` send it:
+                # each drained peer knows who leaves with it (core/drain.py's ``leaving``).
+                # A request per peer named only that peer, and a draining master could hand
+                # its run to another that was leaving too, and so on until the run was lost.
+                client.post(names[0], m.DrainRequest(0, names, deadline_s=fault.value))
         elif fault.kind == "join":
             alive = self.live()
             for _ in range(fault.count):

@@ -111,7 +111,7 @@ class PeerStarter(SimState):
             if not scope.cancelled_caught:
                 self.gone.add(name)  # it stopped by itself: drained and left
                 self.left_at[name] = trio.current_time()
-                if name == self.master and self.client is not None:
+                if self.waits_on([name]) and self.client is not None:
                     self._follow(self.client)
 
         nursery.start_soon(run)

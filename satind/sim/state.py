@@ -78,6 +78,8 @@ class SimState:
         self._next_index: Counter[str] = Counter()
         self._done = trio.Event()
         self.master = ""
+        # The peer the client waits on for the result: the master, until it is gone.
+        self.waiting_on = ""
         self.client: Any = None
         self.run_id = ""
         self._faults_done = trio.Event()
@@ -129,11 +131,19 @@ class SimState:
     # -- the live peers, the peers a scenario names, following a lost master -----------------
 
     def _follow(self, client: Any) -> None:
-        """As a real client does when the master it waits on is gone (crashed, or drained and
-        left): ask a survivor to wait for the result (it relays to the run's new master)."""
-        if self.run_id and self.result is None and self.live():
-            survivor = sorted(self.live())[0]
-            client.post(survivor, m.ResultRequest(2, self.run_id, True))
+        """As a real client does when the peer it waits on is gone (crashed, or drained and
+        left): ask a survivor to wait for the result (it relays to the run's new master), one
+        that is not draining if there is one, and follow it in turn if it goes too (a whole
+        cluster drained at once: the first live peer may be leaving with the master)."""
+        live = sorted(self.live())
+        if self.run_id and self.result is None and live:
+            staying = [n for n in live if n not in self.drained]
+            self.waiting_on = (staying or live)[0]
+            client.post(self.waiting_on, m.ResultRequest(2, self.run_id, True))
+
+    def waits_on(self, names: Sequence[str]) -> bool:
+        """Whether the client waits for the result on one of ``names``."""
+        return any(n and n in names for n in (self.master, self.waiting_on))
 
     def live(self) -> list[str]:
         return [n for n in self.peers if n not in self.gone]

@@ -61,3 +61,28 @@ def test_without_a_deadline_a_drain_finishes_its_work_first() -> None:
     fast = [max(_run("drain-mid-run", seed, 0.0).left_at.values()) - at for seed in SEEDS]
     assert sum(slow) > sum(fast)
     assert all(_run("drain-mid-run", seed, None).jobs_restarted == 0 for seed in SEEDS)
+
+
+def _master_cluster_leaves(seed: int) -> SimReport:
+    """The master's whole cluster drained at once with deadline 0, mid-run (the papers' Fig 6
+    "leaving gracefully" with the master's cluster; benchmarks/testbed_experiments.py)."""
+    data = {
+        "name": "the master's cluster leaves",
+        "duration_s": 120.0,
+        "peers": {"clusters": {"c0": 4, "c1": 4}},
+        "network": {"latency_ms": 0.5, "wide_latency_ms": 10.0},
+        "workload": {"depth": 3, "branching": 6, "leaf_ms": 200.0, "submit_at": 5.0},
+        "config": {"membership": {"probe_interval_s": 0.5, "suspicion_mult": 3}},
+        "faults": [{"at": 7.0, "drain": [f"c0/{i}" for i in range(4)], "deadline": 0.0}],
+    }
+    return simulate(parse(data), seed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_masters_whole_cluster_leaving_hands_the_run_to_the_other(seed: int) -> None:
+    # Each drained peer knows the others leave with it, so the run goes to c1 (not from one
+    # leaving peer of c0 to the next until it is lost), and the client follows a survivor
+    # that stays. Both used to fail: the run never ended, for every seed.
+    report = _master_cluster_leaves(seed)
+    assert report.violations == []
+    assert report.result_ok and report.leaves_unique == report.leaves_expected
