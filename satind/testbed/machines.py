@@ -170,6 +170,7 @@ class Testbed:
             except BaseException:
                 bed.down()
                 raise
+            bed.save()  # with each machine's start count, for a later `start` from the CLI
         return bed
 
     def down(self) -> None:
