@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,6 +60,16 @@ from satind.net.handshake import HandshakeError as HandshakeError
 from satind.net.names import answers_to
 
 log = logging.getLogger(__name__)
+
+
+def tune(stream: trio.SocketStream, cfg: NetConfig) -> None:
+    """Give up a connection whose sent data the other side does not acknowledge within
+    ``net.tcp_user_timeout_s`` (a cut link), where the kernel can."""
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if option is None or cfg.tcp_user_timeout_s <= 0:
+        return
+    with contextlib.suppress(OSError):  # not TCP (a test's stream), or refused: the default
+        stream.setsockopt(socket.IPPROTO_TCP, option, int(cfg.tcp_user_timeout_s * 1000))
 
 
 @dataclass
@@ -236,6 +247,7 @@ class TcpTransport:
         try:
             with trio.fail_after(self.cfg.connect_timeout_s):
                 stream = await trio.open_tcp_stream(address.host, address.port)
+                tune(stream, self.cfg)
                 stream = await handshake.secure(stream, self._client_ctx, server_side=False)
                 reader = FrameReader(stream, self.cfg)
                 conn.remote = await handshake.exchange_hellos(
@@ -278,6 +290,7 @@ class TcpTransport:
         await self._pump(stream, reader, conn)
 
     async def _accepted(self, tcp: trio.SocketStream) -> None:
+        tune(tcp, self.cfg)
         if self._accepted_open >= self.cfg.max_connections:
             # Refused before the TLS handshake, which is the expensive part for us.
             self.counters.refused_connections += 1

@@ -118,3 +118,35 @@ async def test_silent_client_is_dropped_after_the_handshake_timeout(
                 m.PROTOCOL_VERSION, "s", "c0", "peer"
             )
             nursery.cancel_scope.cancel()
+
+
+async def test_connections_give_up_data_a_cut_link_does_not_acknowledge() -> None:
+    """Both ends of a connection carry net.tcp_user_timeout_s as TCP_USER_TIMEOUT, so that a
+    connection that lived through a cut link does not hold its messages in TCP's back-off
+    after the heal (tests/testbed/test_partitions.py measures the heal)."""
+    import socket
+
+    from satind.net.transport import tune
+
+    cfg = NetConfig(tcp_user_timeout_s=2.5)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        accepted: list[trio.SocketStream] = []
+        got = trio.Event()
+
+        async def serve(stream: trio.SocketStream) -> None:
+            tune(stream, cfg)
+            accepted.append(stream)
+            got.set()
+            await trio.sleep_forever()
+
+        nursery.start_soon(trio.serve_listeners, serve, listeners)
+        dialled = await trio.open_tcp_stream("127.0.0.1", port)
+        tune(dialled, cfg)
+        await got.wait()
+        for stream in (dialled, accepted[0]):
+            value = stream.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+            assert value == 2500
+        await dialled.aclose()
+        nursery.cancel_scope.cancel()
