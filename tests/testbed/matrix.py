@@ -103,7 +103,8 @@ SHORT = ("nqueens", "10")
 @dataclass
 class Outcome:
     report: dict[str, Any]
-    # From the submission to the answer, and from the fault's end to the answer.
+    # From the submission to the answer, and from the fault's end to the answer (the client's,
+    # before it is checked).
     wall_s: float
     after_fault_s: float
 
@@ -133,7 +134,7 @@ def run_fault(
     FAULTS[fault](bed, at)
     fault_end = time.monotonic()
     report = answer(run, limit)
-    ended = time.monotonic()
+    ended = run.answered or time.monotonic()
     return Outcome(report, ended - began, ended - fault_end)
 
 

@@ -24,6 +24,9 @@ class Submitted:
     at: float
     # What its client said on stderr before the run was accepted.
     said: list[str] = field(default_factory=list)
+    # When its client answered (time.monotonic()), before the answer is checked: a reference
+    # can take seconds (othello's 10 s) that are not the run's.
+    answered: float | None = None
 
 
 def submit(bed: Testbed, to: str, *argv: str, accepted_s: float = 60.0) -> Submitted:
@@ -73,6 +76,7 @@ def answer(run: Submitted, limit: float) -> dict[str, Any]:
         run.proc.kill()
         run.proc.communicate()
         raise AssertionError(f"{run.argv} to {run.to}: no answer in {limit:g} s") from None
+    run.answered = time.monotonic()
     said = "".join(run.said) + err
     assert run.proc.returncode == 0, f"{run.argv} to {run.to}: {said[-3000:]}"
     report: dict[str, Any] = json.loads(out)
