@@ -12,7 +12,7 @@ from satind.config import MembershipConfig
 from satind.membership.swim import Swim
 from satind.membership.view import Change, Member, MemberTable, State
 from satind.net import messages as m
-from satind.net.memory import MemoryLink, MemoryNetwork, MemoryTransport
+from satind.net.memory import LinkFaults, MemoryLink, MemoryNetwork, MemoryTransport
 from satind.net.transport import Address, Identity
 
 
@@ -123,4 +123,24 @@ class Cluster:
         return trio.current_time() - start
 
 
-__all__ = ["Cluster", "Node", "State"]
+async def start_cluster(
+    nursery: trio.Nursery,
+    n: int,
+    seed: int,
+    cfg: MembershipConfig,
+    faults: LinkFaults | None = None,
+) -> Cluster:
+    """``n`` members over a seeded in-memory network: n0 starts the system, the others join
+    through it (not waited for)."""
+    network = MemoryNetwork(random.Random(seed), faults)
+    nursery.start_soon(network.run)
+    cluster = Cluster(network, cfg, seed)
+    first = await cluster.start(nursery, 0)
+    assert await first.swim.join([])
+    for i in range(1, n):
+        node = await cluster.start(nursery, i)
+        nursery.start_soon(node.swim.join, [cluster.address(0)])
+    return cluster
+
+
+__all__ = ["Cluster", "Node", "State", "start_cluster"]

@@ -16,20 +16,13 @@ from satind.membership.rejoin import Rejoin
 from satind.membership.view import Member, MemberTable, State
 from satind.net.memory import MemoryNetwork
 from satind.net.transport import Address
-from tests.membership.harness import Cluster
+from tests.membership.harness import Cluster, start_cluster
 
 CFG = MembershipConfig()
 
 
 async def _cluster(nursery: trio.Nursery, n: int, seed: int) -> Cluster:
-    network = MemoryNetwork(random.Random(seed))
-    nursery.start_soon(network.run)
-    cluster = Cluster(network, CFG, seed)
-    first = await cluster.start(nursery, 0)
-    assert await first.swim.join([])
-    for i in range(1, n):
-        node = await cluster.start(nursery, i)
-        nursery.start_soon(node.swim.join, [cluster.address(0)])
+    cluster = await start_cluster(nursery, n, seed, CFG)
     await cluster.wait_until(lambda: cluster.converged(list(cluster.nodes)), 30)
     return cluster
 

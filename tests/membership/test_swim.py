@@ -20,10 +20,10 @@ from satind.membership.swim import (
 )
 from satind.membership.view import Member, MemberTable, State
 from satind.net import messages as m
-from satind.net.memory import LinkFaults, MemoryNetwork
+from satind.net.memory import LinkFaults
 from satind.net.names import peer_name, slot_of
 from satind.net.transport import Address
-from tests.membership.harness import Cluster
+from tests.membership.harness import Cluster, start_cluster
 
 CFG = MembershipConfig()
 
@@ -159,15 +159,7 @@ def test_refutation_of_our_own_suspicion() -> None:
 async def _cluster(
     nursery: trio.Nursery, n: int, seed: int, faults: LinkFaults | None = None
 ) -> Cluster:
-    network = MemoryNetwork(random.Random(seed), faults)
-    nursery.start_soon(network.run)
-    cluster = Cluster(network, CFG, seed)
-    first = await cluster.start(nursery, 0)
-    assert await first.swim.join([])
-    for i in range(1, n):
-        node = await cluster.start(nursery, i)
-        nursery.start_soon(node.swim.join, [cluster.address(0)])
-    return cluster
+    return await start_cluster(nursery, n, seed, CFG, faults)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
