@@ -16,18 +16,30 @@ them). For ``--minutes``:
   a whole machine: its daemon and peers, started again on the same ports a moment later;
 * a sampler reads every peer's (and daemon's) VmRSS every 10 s.
 
+With ``--testbed`` the machines are a testbed's (satind/testbed/, needs root): four machines
+of two peers by default, each a network namespace with its own address running `satind
+start` with the shipped defaults on 0.0.0.0:7420, the first without seeds, the others seeded
+with it; clients submit to random machines' addresses from the host. The killer draws from
+the faults machines meet (benchmarks/soak_testbed.py): SIGKILL of a peer, of a run's master,
+of a whole machine or of the master's machine (each started again 3 s later), a `satind
+stop` and start, `satind stop --drain --deadline 5` and start, a partition of a random split
+of the machines for 10-60 s, SIGSTOP of a machine for 10-30 s; after each fault, how long
+until every peer sees every other alive again (one system), and at the end whether they do.
+
 Every answer is compared with an independent reference (tests/references.py). A run is
 *exact*, *wrong* (a reference or the plugin's check disagrees), *lost* (accepted, then the
 client got an error instead of an answer), *stuck* (no answer within ``--deadline`` s: its
 client is killed) or *refused* (never accepted; the reason is kept). Then no new run starts and
 the runs in flight finish (each within its deadline). The report: runs by outcome and by
-workload, each kill and how long until the runs in flight at that moment answered, the peers'
-RSS (first / last / max per slot, and whether each process stayed flat), and every run that was
-not exact with the kills during it and the daemon log lines that name it. A human summary goes
-to stdout, everything to ``--out`` (JSON). Everything the soak starts it stops, by pid, also on
-Ctrl-C or an error; the work directory (keys, daemon logs) is kept for a look afterwards.
+workload, each kill (each fault) and how long until the runs in flight at that moment
+answered, the peers' RSS (first / last / max per slot, and whether each process stayed flat),
+and every run that was not exact with the kills during it and the daemon log lines that name
+it. A human summary goes to stdout, everything to ``--out`` (JSON). Everything the soak
+starts it stops, by pid, also on Ctrl-C or an error; the work directory (keys, daemon logs)
+is kept for a look afterwards.
 
     python benchmarks/soak.py --minutes 10 [--daemons 2] [--clients 3] [--seed 1]
+    flock /tmp/satind-cpu.lock python benchmarks/soak.py --testbed --minutes 30 [--daemons 4]
 """
 
 from __future__ import annotations
@@ -50,16 +62,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from satind.net.names import slot_of  # noqa: E402
 from tests import references  # noqa: E402
-from tests.integration.crashes import CLUSTERS, machines  # noqa: E402
 from tests.integration.procs import kill_all, rss_kb  # noqa: E402
-from tests.integration.test_daemon import Daemon, client, client_in_background  # noqa: E402
+from tests.integration.test_daemon import client, client_in_background  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -92,14 +103,10 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("SPMD", ("heat2d", "200", "200", "300", "6")),
 )
 
-# What the killer does, by probability: the master of a running run (the hardest case for
-# recovery), a whole machine (every peer of a daemon at once, and the daemon), else any peer.
-P_MASTER = 0.35
-P_MACHINE = 0.15
-# seconds. A restarted machine is down this long (its peers are declared dead meanwhile).
-MACHINE_DOWN_S = 3.0
 # seconds. How long a killed peer or machine may take to be back before the soak says so.
 BACK_LIMIT_S = 120.0
+# seconds. How long the killer waits for a process in an empty slot it is to kill.
+SLOT_WAIT_S = 30.0
 # A process is judged on its samples under load (while runs were submitted) from WARM_S into
 # its life (plugins imported, the first runs done) on, when they span JUDGED_S or more. Its
 # RSS steps up as it meets bigger working sets, then stays: it is flat when the high-water
@@ -133,15 +140,22 @@ class Submission:
 
 @dataclass
 class Kill:
+    """A fault the killer drew (soak_loopback.FAULTS, soak_testbed.FAULTS)."""
+
     t: float
     wall: float
-    action: str  # peer, master, machine
+    action: str  # peer, master, machine (testbed: master-machine, restart, drain, pause, ...)
     slots: list[str]
     pids: list[int]
     in_flight: list[int]  # submissions not answered at the kill
     run_id: str = ""  # the run whose master it was (action master)
-    back_s: float | None = None  # until a new process runs in the slot (the machine is up)
+    # Until a new process runs in the slot, the machine is up, the partition healed or the
+    # machine resumed: the fault undone.
+    back_s: float | None = None
     note: str = ""
+    # Testbed: from the fault undone until every peer saw every other alive (None: not within
+    # soak_testbed.SETTLE_LIMIT_S, or not measured).
+    one_system_s: float | None = None
 
 
 @dataclass
@@ -173,12 +187,52 @@ class Checker:
             return self._known[key]
 
 
+class Machines(Protocol):
+    """What the soak needs of the machines it runs on: daemons on loopback (soak_loopback) or
+    a testbed's (soak_testbed), each fault recorded with ``Soak.record``. Machines are m1,
+    m2, ...; their peers' slots m1/0, m1/1, ..."""
+
+    keys: Path
+    # (action, probability): what the killer draws from, in this order.
+    faults: Sequence[tuple[str, float]]
+
+    def pick(self, rng: random.Random) -> tuple[str, str]:
+        """A slot at random and its address (where a client submits)."""
+        ...
+
+    def firsts(self) -> list[str]:
+        """Each machine's first peer's address (for `satind status`)."""
+        ...
+
+    def peers(self, machine: str) -> dict[str, int]:
+        """Slot -> pid of the machine's peer processes now."""
+        ...
+
+    def processes(self) -> list[tuple[str, int]]:
+        """(slot or machine, pid) of every process whose RSS is sampled."""
+        ...
+
+    def logs(self) -> list[tuple[str, Path]]:
+        """(name, path) of every daemon log."""
+        ...
+
+    def config(self) -> dict[str, Any]: ...
+
+    def inflict(self, soak: Soak, action: str, rng: random.Random) -> Kill:
+        """Apply the fault ``action`` and undo it (a machine started again, a partition
+        healed); returns it, recorded with ``soak.record``."""
+        ...
+
+    def at_end(self, soak: Soak) -> dict[str, Any] | None:
+        """What is checked once every run answered (the testbed: one system)."""
+        ...
+
+
 class Soak:
-    def __init__(self, args: argparse.Namespace, keys: Path, daemons: list[Daemon]) -> None:
+    def __init__(self, args: argparse.Namespace, machines: Machines) -> None:
         self.args = args
-        self.keys = keys
-        self.daemons = daemons  # replaced in place when a machine restarts
-        self.clusters = dict(zip((d.name for d in daemons), CLUSTERS, strict=False))
+        self.machines = machines
+        self.keys = machines.keys
         self.began = time.monotonic()
         self.until = self.began + 60 * args.minutes
         self.stopping = threading.Event()
@@ -186,13 +240,13 @@ class Soak:
         self.submissions: list[Submission] = []
         self.clients: dict[int, subprocess.Popen[str]] = {}
         self.kills: list[Kill] = []
-        self.restarts: Counter[str] = Counter()
         self.killer_errors: list[str] = []
         self.threads: list[threading.Thread] = []
         # `satind status --json` runs at the end of the soak, for the runs that were not exact.
         self.final_status: dict[str, dict[str, Any]] = {}
         self.rss: list[RssSample] = []
         self.checker = Checker()
+        self.end_state: dict[str, Any] | None = None
         only = set(args.only or [])
         self.workloads = [w for w in WORKLOADS if not only or w.argv[0] in only]
 
@@ -210,8 +264,7 @@ class Soak:
         rng = random.Random(f"{self.args.seed}-client-{index}")
         while not self.stopping.is_set() and time.monotonic() < self.until:
             workload = rng.choice(self.workloads)
-            daemon = rng.choice(self.daemons)
-            slot = rng.choice(sorted(daemon.addresses))
+            slot, address = self.machines.pick(rng)
             with self.lock:
                 sub = Submission(
                     len(self.submissions),
@@ -223,7 +276,7 @@ class Soak:
                     time.time(),
                 )
                 self.submissions.append(sub)
-            self.submit(sub, daemon.addresses[slot])
+            self.submit(sub, address)
 
     def submit(self, sub: Submission, to: str) -> None:
         proc = client_in_background(self.keys, to, "submit", *sub.argv, "--wait", "--json")
@@ -283,24 +336,28 @@ class Soak:
             delay = rng.uniform(low, high)
             if time.monotonic() + delay >= self.until or self.stopping.wait(delay):
                 return
-            roll = rng.random()
+            roll, action = rng.random(), self.machines.faults[-1][0]
+            for name, p in self.machines.faults:
+                if roll < p:
+                    action = name
+                    break
+                roll -= p
             try:
-                if roll < P_MACHINE:
-                    kill = self.restart_machine(rng.choice(range(len(self.daemons))))
-                elif roll < P_MACHINE + P_MASTER:
-                    kill = self.kill_master(rng)
-                else:
-                    daemon = rng.choice(self.daemons)
-                    kill = self.kill_peer(daemon, rng.choice(sorted(daemon.addresses)), "peer")
+                kill = self.machines.inflict(self, action, rng)
             except Exception as exc:  # no process in a slot, a machine not back, no status
                 # The soak goes on (its report says how often the killer failed).
                 self.killer_errors.append(f"{self.now():.1f} s: {type(exc).__name__}: {exc}")
-                self.say(f"killer: {type(exc).__name__}: {exc}")
+                self.say(f"killer: {action}: {type(exc).__name__}: {exc}")
                 continue
             self.say(
-                f"killed {kill.action} {', '.join(kill.slots)}"
+                f"{kill.action} {', '.join(kill.slots)}"
                 + (f" (master of {kill.run_id})" if kill.run_id else "")
-                + (f"; back after {kill.back_s:.1f} s" if kill.back_s is not None else "")
+                + (f"; undone after {kill.back_s:.1f} s" if kill.back_s is not None else "")
+                + (
+                    f"; one system {kill.one_system_s:.1f} s later"
+                    if kill.one_system_s is not None
+                    else ""
+                )
                 + (f"; {kill.note}" if kill.note else "")
             )
 
@@ -308,75 +365,59 @@ class Soak:
         with self.lock:
             return sorted(self.clients)
 
-    def kill_peer(self, daemon: Daemon, slot: str, action: str, run_id: str = "") -> Kill:
-        """SIGKILL the process in ``slot``, then wait until its daemon runs a new one there."""
-        pid = daemon.pid_of(slot)
-        kill = Kill(self.now(), time.time(), action, [slot], [pid], self.in_flight(), run_id)
-        kill_all([pid])
+    def record(self, action: str, slots: list[str], pids: list[int], run_id: str = "") -> Kill:
+        """A fault that begins now, with the runs in flight; in the report from now on."""
+        kill = Kill(self.now(), time.time(), action, slots, pids, self.in_flight(), run_id)
         with self.lock:
             self.kills.append(kill)
+        return kill
+
+    def undone(self, kill: Kill) -> None:
+        kill.back_s = round(self.now() - kill.t, 2)
+
+    def kill_peer(self, slot: str, action: str, run_id: str = "") -> Kill:
+        """SIGKILL the process in ``slot`` (once one runs there: a slot restarted a moment ago
+        may still be empty), then wait until its daemon runs a new one there."""
+        machine = slot.split("/")[0]
+        deadline = time.monotonic() + SLOT_WAIT_S
+        while (pid := self.machines.peers(machine).get(slot)) is None:
+            if time.monotonic() > deadline or self.stopping.wait(0.05):
+                raise LookupError(f"no process in slot {slot}")
+        kill = self.record(action, [slot], [pid], run_id)
+        kill_all([pid])
         deadline = time.monotonic() + BACK_LIMIT_S
         while time.monotonic() < deadline and not self.stopping.is_set():
-            if daemon.peers().get(slot, pid) != pid:
-                kill.back_s = round(self.now() - kill.t, 2)
+            if self.machines.peers(machine).get(slot, pid) != pid:
+                self.undone(kill)
                 break
             time.sleep(0.1)
         else:
             kill.note = f"no new process in {slot} after {BACK_LIMIT_S:g} s"
         return kill
 
-    def kill_master(self, rng: random.Random) -> Kill:
-        """SIGKILL the master of a run that is running now (any peer when none runs)."""
+    def running_master(self, rng: random.Random) -> tuple[str, str] | None:
+        """(slot of its master, run id) of a run that is running now, by `satind status`;
+        None when none runs."""
         running: list[dict[str, Any]] = []
-        for daemon in rng.sample(self.daemons, len(self.daemons)):
-            proc = client(self.keys, daemon.first, "status", "--json", timeout=60)
+        firsts = self.machines.firsts()
+        for first in rng.sample(firsts, len(firsts)):
+            proc = client(self.keys, first, "status", "--json", timeout=60)
             if proc.returncode == 0:
                 running = [r for r in json.loads(proc.stdout)["runs"] if r["state"] == "running"]
                 break
-        if running:
-            run = rng.choice(running)
-            slot = slot_of(run["master"])
-            daemon = next(d for d in self.daemons if slot.startswith(f"{d.name}/"))
-            return self.kill_peer(daemon, slot, "master", run["run_id"])
-        daemon = rng.choice(self.daemons)
-        kill = self.kill_peer(daemon, rng.choice(sorted(daemon.addresses)), "peer")
+        if not running:
+            return None
+        run = rng.choice(running)
+        return slot_of(run["master"]), str(run["run_id"])
+
+    def kill_master(self, rng: random.Random) -> Kill:
+        """SIGKILL the master of a run that is running now (any peer when none runs)."""
+        found = self.running_master(rng)
+        if found:
+            return self.kill_peer(found[0], "master", found[1])
+        kill = self.kill_peer(self.machines.pick(rng)[0], "peer")
         kill.note = "no run was running: a peer instead of a master"
         return kill
-
-    def restart_machine(self, index: int) -> Kill:
-        """SIGKILL a daemon and its peers (by pid), then start it again on the same ports,
-        joining through the other machines."""
-        old = self.daemons[index]
-        peers = old.peers()
-        kill = Kill(
-            self.now(),
-            time.time(),
-            "machine",
-            sorted(peers),
-            [old.proc.pid, *peers.values()],
-            self.in_flight(),
-        )
-        with self.lock:
-            self.kills.append(kill)
-        old.kill()
-        # Its log goes on in a new file (Daemon opens NAME.log anew).
-        self.restarts[old.name] += 1
-        old.log.rename(old.log.with_name(f"{old.name}.log.{self.restarts[old.name]}"))
-        seeds = ",".join(d.first for d in self.daemons if d is not old)
-        for attempt in range(3):
-            # Not while the soak stops: a daemon started now might miss the teardown.
-            if self.stopping.wait(MACHINE_DOWN_S * (attempt + 1)):
-                kill.note = "the soak stopped before the machine was started again"
-                return kill
-            try:
-                new = Daemon(self.keys, old.name, self.clusters[old.name], seeds, listen=old.first)
-            except AssertionError as exc:  # it did not start (Daemon stopped it)
-                kill.note += f"start {attempt + 1} failed: {str(exc)[-300:]}; "
-                continue
-            self.daemons[index] = new
-            kill.back_s = round(self.now() - kill.t, 2)
-            return kill
-        raise AssertionError(f"machine {old.name} did not start again: {kill.note}")
 
     # -- sampler -------------------------------------------------------------------------
 
@@ -388,13 +429,11 @@ class Soak:
 
     def sample(self) -> None:
         t = self.now()
-        for daemon in list(self.daemons):
-            pids = {daemon.name: daemon.proc.pid, **daemon.peers()}
-            for slot, pid in pids.items():
-                kb = rss_kb(pid)
-                if kb is not None:
-                    with self.lock:
-                        self.rss.append(RssSample(round(t, 1), slot, pid, round(kb / 1024, 1)))
+        for slot, pid in self.machines.processes():
+            kb = rss_kb(pid)
+            if kb is not None:
+                with self.lock:
+                    self.rss.append(RssSample(round(t, 1), slot, pid, round(kb / 1024, 1)))
 
     # -- the whole soak ------------------------------------------------------------------
 
@@ -418,6 +457,7 @@ class Soak:
         threads[-1].join()
         self.sample()
         self.say(self.progress())
+        self.end_state = self.machines.at_end(self)
         self.look_up_failures()
 
     def look_up_failures(self) -> None:
@@ -425,9 +465,9 @@ class Soak:
         ids = {s.run_id for s in self.submissions if s.outcome in FAILURES and s.run_id}
         if not ids:
             return
-        for daemon in self.daemons:
+        for first in self.machines.firsts():
             try:
-                proc = client(self.keys, daemon.first, "status", "--json", timeout=60)
+                proc = client(self.keys, first, "status", "--json", timeout=60)
                 runs = json.loads(proc.stdout)["runs"] if proc.returncode == 0 else []
             except (subprocess.TimeoutExpired, ValueError):
                 continue
@@ -443,7 +483,7 @@ class Soak:
 
     def abandon(self) -> None:
         """Stop every client process still waiting (Ctrl-C, an error), by pid, and let the
-        killer finish what it does (a machine it starts again must be in ``daemons`` when
+        killer finish what it does (a machine it starts again must be among the machines when
         they are stopped). A second Ctrl-C cannot cut this, nor the daemons' teardown, short:
         ``main`` ignores SIGINT and SIGTERM until everything is stopped."""
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -470,7 +510,7 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
     outcomes = Counter(s.outcome for s in subs)
     refused = Counter(
         _reason(s.why)
-        + (" (the peer was down: killed)" if _down(soak, s.to, s.start, s.end) else "")
+        + (" (the peer was down: a fault)" if _down(soak, s.to, s.start, s.end) else "")
         for s in subs
         if s.outcome == "refused"
     )
@@ -487,14 +527,26 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
                 "wall_s": spread([round(t, 2) for t in times]),
             }
         )
+    # From the fault's start, and from its end (0: the run answered before the fault was
+    # undone, e.g. during a partition).
     after: dict[str, list[float]] = defaultdict(list)
+    after_undone: dict[str, list[float]] = defaultdict(list)
     for kill in soak.kills:
         for n in kill.in_flight:
             sub = subs[n]
             if sub.run_id and sub.outcome != "stuck" and sub.end is not None:
-                after[kill.action].append(round(sub.end - kill.t, 2))
-                after["all"].append(round(sub.end - kill.t, 2))
+                for what in (kill.action, "all"):
+                    after[what].append(round(sub.end - kill.t, 2))
+                    if kill.back_s is not None:
+                        late = sub.end - kill.t - kill.back_s
+                        after_undone[what].append(round(max(0.0, late), 2))
     back = [k.back_s for k in soak.kills if k.back_s is not None]
+    by_action: dict[str, list[Kill]] = defaultdict(list)
+    for kill in soak.kills:
+        by_action[kill.action].append(kill)
+        by_action["all"].append(kill)
+    logs = soak.machines.logs()
+    machines = soak.machines.config()
     hit = {n for k in soak.kills for n in k.in_flight}
     exact_times = {
         "with a kill during the run": [
@@ -510,16 +562,15 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
         "commit": _commit(),
         "workdir": str(workdir),
         "config": {
+            **machines,
+            "peers": machines["daemons"] * machines["peers_per_machine"],
             "minutes": soak.args.minutes,
-            "daemons": soak.args.daemons,
-            "peers": 2 * soak.args.daemons,
             "clients": soak.args.clients,
             "seed": soak.args.seed,
             "deadline_s": soak.args.deadline,
             "kill_every_s": None if soak.args.no_kills else soak.args.kill_every,
             "only": soak.args.only,
-            "p_master": P_MASTER,
-            "p_machine": P_MACHINE,
+            "faults": dict(soak.machines.faults),
         },
         "summary": {
             "runs": len(subs),
@@ -528,9 +579,23 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
             "refused_because": dict(refused),
             "kills": dict(Counter(k.action for k in soak.kills)),
             "killer_errors": soak.killer_errors,
-            "peer_tracebacks": len(tracebacks(workdir)),
+            "peer_tracebacks": len(tracebacks(logs)),
             "back_after_kill_s": spread(back),
+            "undone_after_s": {
+                what: spread([k.back_s for k in v if k.back_s is not None])
+                for what, v in sorted(by_action.items())
+            },
             "answer_after_kill_s": {what: spread(v) for what, v in sorted(after.items())},
+            "answer_after_undone_s": {what: spread(v) for what, v in sorted(after_undone.items())},
+            # Testbed: from each fault undone until one system (None: not within the limit).
+            "one_system_after_fault_s": {
+                what: spread([k.one_system_s for k in v if k.one_system_s is not None])
+                | {"not_within_limit": sum(k.one_system_s is None for k in v)}
+                for what, v in sorted(by_action.items())
+            }
+            if soak.end_state is not None
+            else {},
+            "at_end": soak.end_state,
             "exact_wall_s": {
                 what: spread([round(t, 2) for t in v]) for what, v in exact_times.items()
             },
@@ -538,8 +603,8 @@ def report(soak: Soak, workdir: Path, command: str) -> dict[str, Any]:
             "rss": rss_report(soak.rss, 60 * soak.args.minutes),
         },
         "workloads": by_workload,
-        "failures": [failure(s, soak, workdir) for s in subs if s.outcome in FAILURES],
-        "tracebacks": tracebacks(workdir),
+        "failures": [failure(s, soak, logs) for s in subs if s.outcome in FAILURES],
+        "tracebacks": tracebacks(logs),
         "kills": [asdict(k) for k in soak.kills],
         "runs": [asdict(s) for s in subs],
         "rss_samples": [asdict(r) for r in soak.rss],
@@ -558,7 +623,7 @@ def _reason(why: str) -> str:
 
 
 def _down(soak: Soak, slot: str, start: float, end: float | None) -> bool:
-    """Whether ``slot`` was killed and not back yet (give or take a second) at some time
+    """Whether a fault was on ``slot`` and not undone yet (give or take a second) at some time
     from ``start`` to ``end``."""
     end = start if end is None else end
     return any(
@@ -624,14 +689,15 @@ def rss_report(samples: Sequence[RssSample], until: float) -> dict[str, Any]:
     return {"verdict": verdict, "processes_judged": judged, "slots": out}
 
 
-def failure(sub: Submission, soak: Soak, workdir: Path) -> dict[str, Any]:
+def failure(sub: Submission, soak: Soak, logs: Sequence[tuple[str, Path]]) -> dict[str, Any]:
     """What there is to know about a run that was not exact."""
     end = sub.end if sub.end is not None else soak.now()
     during = [k for k in soak.kills if sub.start <= k.t <= end]
     kills = [
         {"t": k.t, "action": k.action, "slots": k.slots, "master_of": k.run_id} for k in during
     ]
-    lines = log_lines(workdir, sub.run_id, [(k.wall - 1, k.wall + KILL_WINDOW_S) for k in during])
+    windows = [(k.wall - 1, k.wall + (k.back_s or 0.0) + KILL_WINDOW_S) for k in during]
+    lines = log_lines(logs, sub.run_id, windows)
     return {
         "n": sub.n,
         "run_id": sub.run_id,
@@ -650,28 +716,31 @@ def failure(sub: Submission, soak: Soak, workdir: Path) -> dict[str, Any]:
 
 # Daemon log lines left out of a failure's: an SPMD run's entity moves (dozens a second).
 NOISE = re.compile(r"proposing entity|moving entity")
-# Lines about recovery, quoted when they come within KILL_WINDOW_S s of a kill during the run.
+# Lines about recovery, quoted when they come during a fault during the run or within
+# KILL_WINDOW_S s after it.
 RECOVERY = re.compile(r"WARNING|ERROR|is dead|newer instance|suspecting|taking over|, master ")
 KILL_WINDOW_S = 20.0
 
 
-def log_lines(workdir: Path, run_id: str, windows: Sequence[tuple[float, float]]) -> list[str]:
+def log_lines(
+    logs: Sequence[tuple[str, Path]], run_id: str, windows: Sequence[tuple[float, float]]
+) -> list[str]:
     """The daemon log lines (all files, in time order) that name ``run_id``, and those about
     recovery in ``windows`` (time.time() intervals)."""
     found: list[tuple[str, str]] = []
-    for log in workdir.glob("keys/*.log*"):
+    for name, log in logs:
         for line in log.read_text(errors="replace").splitlines():
             if NOISE.search(line):
                 continue
             if run_id and run_id in line:
-                found.append((line, log.name))
+                found.append((line, name))
             elif windows and RECOVERY.search(line):
                 try:
                     stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
                 except ValueError:
                     continue
                 if any(low <= stamp <= high for low, high in windows):
-                    found.append((line, log.name))
+                    found.append((line, name))
     found.sort()
     lines = [f"{name}: {line}" for line, name in found]
     return lines[:LOG_LINES] + (
@@ -679,12 +748,12 @@ def log_lines(workdir: Path, run_id: str, windows: Sequence[tuple[float, float]]
     )
 
 
-def tracebacks(workdir: Path) -> list[dict[str, str]]:
+def tracebacks(logs: Sequence[tuple[str, Path]]) -> list[dict[str, str]]:
     """Python tracebacks in the daemon logs: a peer's thread (its compute thread) that died of
     an exception prints one, unprefixed, to the daemon's stderr. Each with the time of the log
     line before it, its first line (which thread) and its last (the exception)."""
     found = []
-    for log in sorted(workdir.glob("keys/*.log*")):
+    for name, log in logs:
         lines = log.read_text(errors="replace").splitlines()
         for i, line in enumerate(lines):
             if not line.startswith("Traceback (most recent call last)"):
@@ -694,14 +763,50 @@ def tracebacks(workdir: Path) -> list[dict[str, str]]:
             end = next(
                 (x for x in lines[i + 1 :] if x and not x.startswith((" ", "\t"))), "(no end)"
             )
-            found.append({"log": log.name, "after": before, "thread": head, "exception": end})
+            found.append({"log": name, "after": before, "thread": head, "exception": end})
     return found
+
+
+def fault_table(s: dict[str, Any]) -> list[str]:
+    """Per fault: how long it lasted, and how long until the runs in flight answered (from its
+    start, from its end) and, on a testbed, until one system again."""
+
+    def cell(v: dict[str, Any] | None, runs: bool = False) -> str:
+        if not v or not v["n"]:
+            return "-"
+        return f"{v['median']}, {v['max']}" + (f" ({v['n']})" if runs else "")
+
+    testbed = s["at_end"] is not None
+    out = [
+        "",
+        "| fault | n | undone after s | runs in flight answered, s after its start (runs) "
+        "| after its end |" + (" one system, s after its end |" if testbed else ""),
+        "|---|---|---|---|---|" + ("---|" if testbed else ""),
+    ]
+    for what in [*sorted(s["kills"]), "all"]:
+        row = (
+            f"| {what} | {s['kills'].get(what, sum(s['kills'].values()))} "
+            f"| {cell(s['undone_after_s'].get(what))} "
+            f"| {cell(s['answer_after_kill_s'].get(what), True)} "
+            f"| {cell(s['answer_after_undone_s'].get(what))} |"
+        )
+        if testbed:
+            one = s["one_system_after_fault_s"].get(what)
+            late = (
+                f" ({one['not_within_limit']} not within the limit)"
+                if one and one["not_within_limit"]
+                else ""
+            )
+            row += f" {cell(one)}{late} |"
+        out.append(row)
+    return out
 
 
 def summary_text(result: dict[str, Any]) -> str:
     s, c = result["summary"], result["config"]
     out = [
-        f"satind chaos soak: {c['daemons']} daemons x 2 peers, {c['clients']} clients, "
+        f"satind chaos soak ({c['mode']}): {c['daemons']} machines x "
+        f"{c['peers_per_machine']} peers, {c['clients']} clients, "
         f"{c['minutes']:g} min, seed {c['seed']}, {result['machine']['cores']} cores, "
         f"commit {result['commit']}",
         f"runs: {s['runs']}: "
@@ -713,17 +818,26 @@ def summary_text(result: dict[str, Any]) -> str:
     kills = ", ".join(f"{n} {what}" for what, n in sorted(s["kills"].items()))
     back = s["back_after_kill_s"]
     out.append(
-        f"kills: {sum(s['kills'].values())} ({kills or 'none'}); a new process or machine "
-        f"up after median {back['median']} s, max {back['max']} s"
+        f"kills: {sum(s['kills'].values())} ({kills or 'none'}); undone (a new process in the "
+        f"slot, the machine up, healed, resumed) after median {back['median']} s, "
+        f"max {back['max']} s"
     )
-    for what, v in s["answer_after_kill_s"].items():
-        out.append(
-            f"  kill ({what}) -> answers of the runs in flight: median {v['median']} s, "
-            f"max {v['max']} s ({v['n']} runs)"
-        )
     for what, v in s["exact_wall_s"].items():
         out.append(f"  exact runs {what}: median {v['median']} s, max {v['max']} s ({v['n']})")
     out.append(f"  jobs restarted in all: {s['jobs_restarted']}")
+    out.extend(fault_table(s))
+    end = s["at_end"]
+    if end is not None:
+        out.append("")
+        out.append(
+            f"one system at the end: {'yes' if end['one_system'] else 'NO'}"
+            + (
+                f", {end['after_last_fault_s']} s after the last fault was undone"
+                if end["after_last_fault_s"] is not None
+                else ""
+            )
+        )
+        out.extend(f"  {line}" for line in end["split"].splitlines())
     out.extend(f"  the killer failed at {why}" for why in s["killer_errors"])
     for tb in result["tracebacks"]:
         out.append(
@@ -790,6 +904,22 @@ def terminated_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def open_machines(args: argparse.Namespace, workdir: Path) -> Iterator[Machines]:
+    """The machines the soak runs on, stopped (and on a testbed removed) at the end."""
+    # Modules beside this file; the testbed's needs pyroute2 and root.
+    if args.testbed:
+        import soak_testbed
+
+        with soak_testbed.testbed(workdir, args.daemons, args.peers) as bed:
+            yield bed
+        return
+    import soak_loopback
+
+    with soak_loopback.loopback(workdir / "keys", args.daemons) as daemons:
+        yield daemons
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -798,11 +928,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--minutes", type=float, default=10.0, help="how long runs are submitted (default 10)"
     )
     parser.add_argument(
+        "--testbed",
+        action="store_true",
+        help="on a testbed's machines (network namespaces; needs root) with their faults",
+    )
+    parser.add_argument(
         "--daemons",
         type=int,
-        choices=(2, 3),
-        default=2,
-        help="machines, two peers each (default 2)",
+        help="machines (default 2 of two peers on loopback, 2 or 3; 4 on a testbed)",
+    )
+    parser.add_argument(
+        "--peers", type=int, default=2, help="peers per machine on a testbed (default 2)"
+    )
+    parser.add_argument(
+        "--dir", type=Path, help="the work directory (default: a new one under the temp dir)"
     )
     parser.add_argument(
         "--clients", type=int, default=3, help="client threads submitting runs (default 3)"
@@ -841,6 +980,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="submit only these plugins' workloads (to chase one failure)",
     )
     args = parser.parse_args(argv)
+    if args.daemons is None:
+        args.daemons = 4 if args.testbed else 2
+    if not args.testbed and (args.daemons not in (2, 3) or args.peers != 2):
+        parser.error("on loopback: --daemons 2 or 3, two peers each")
+    if args.daemons < 2 or args.peers < 1:
+        parser.error("--daemons at least 2, --peers at least 1")
     if args.minutes <= 0 or args.clients < 1 or args.deadline <= 0:
         parser.error("--minutes and --deadline must be positive, --clients at least 1")
     if not 0 < args.kill_every[0] <= args.kill_every[1]:
@@ -851,16 +996,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python benchmarks/soak.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    workdir = Path(tempfile.mkdtemp(prefix="satind-soak-"))
-    keys = workdir / "keys"
-    keys.mkdir()
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="satind-soak-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     print(f"satind soak: work directory {workdir}", file=sys.stderr, flush=True)
     soak: Soak | None = None
     interrupted = False
     with terminated_as_interrupt():
         try:
-            with machines(keys, args.daemons) as daemons:
-                soak = Soak(args, keys, daemons)
+            with open_machines(args, workdir) as machines:
+                soak = Soak(args, machines)
                 try:
                     soak.run()
                 finally:
