@@ -23,7 +23,6 @@ def _history_in_tmp(
 # project's 2-core machine with --durations; the rest keep their order.
 LONGEST_FIRST = (
     "tests/testbed/test_partitions.py",
-    "tests/testbed/test_soak.py",
     "tests/integration/test_crash_kinds_procs.py",
     "tests/integration/test_crash_procs.py",
     "tests/testbed/test_matrix.py",

@@ -43,6 +43,12 @@ class PluginsConfig:
     # count. Versions kept when no run uses them (the least recently used go first): a run
     # submitted again with the same code does not send or vet it again.
     shipped_keep: int = 8
+    # count. A member fetching a run's shipped code asks the members that have it in turn,
+    # this many rounds (fetch_pause_s apart) before it gives up and takes no part in the
+    # run: one answer slow on a loaded machine must not cost the run a member.
+    fetch_rounds: int = 3
+    # seconds. Between two rounds of fetching shipped code.
+    fetch_pause_s: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -62,13 +62,13 @@ from satind.net.names import answers_to
 log = logging.getLogger(__name__)
 
 
-def tune(stream: trio.SocketStream, cfg: NetConfig) -> None:
+def tune(stream: trio.abc.Stream, cfg: NetConfig) -> None:
     """Give up a connection whose sent data the other side does not acknowledge within
     ``net.tcp_user_timeout_s`` (a cut link), where the kernel can."""
     option = getattr(socket, "TCP_USER_TIMEOUT", None)
-    if option is None or cfg.tcp_user_timeout_s <= 0:
-        return
-    with contextlib.suppress(OSError):  # not TCP (a test's stream), or refused: the default
+    if option is None or cfg.tcp_user_timeout_s <= 0 or not isinstance(stream, trio.SocketStream):
+        return  # a test's in-memory stream has no socket to tune
+    with contextlib.suppress(OSError):  # not TCP (a Unix socket), or refused: the default
         stream.setsockopt(socket.IPPROTO_TCP, option, int(cfg.tcp_user_timeout_s * 1000))
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import trio
+
 from satind.core.effects import FetchCode, Link
 from satind.core.handle import handle
 from satind.core.shipping import CodeArrived
@@ -69,23 +71,36 @@ async def fetch(peer: Host, fx: FetchCode) -> None:
         why = f"peer {peer.name} does not accept shipped code"
         peer.apply(handle(peer.state, CodeArrived(fx.code_hash, error=why), peer.now()))
         return
-    for source in fx.sources:
-        reply = await ask(
-            peer,
-            source,
-            lambda req: m.CodeRequest(req, fx.code_hash),
-            m.CodeReply,
-            peer.cfg.client.timeout_s,
-        )
-        if reply is None:
-            why = f"{source} did not answer"
-            continue
-        if reply.error:
-            why = f"{source}: {reply.error}"
-            continue
-        why = await _take(peer, fx.code_hash, reply.files, f"from {source}")
-        if not why:
-            return
+    limits = peer.cfg.plugins
+    for round_ in range(max(1, limits.fetch_rounds)):
+        if round_:
+            await trio.sleep(limits.fetch_pause_s)
+        unanswered = False
+        for source in fx.sources:
+            reply = await ask(
+                peer,
+                source,
+                lambda req: m.CodeRequest(req, fx.code_hash),
+                m.CodeReply,
+                peer.cfg.client.timeout_s,
+            )
+            if reply is None:
+                why, unanswered = f"{source} did not answer", True
+                continue
+            if reply.error:
+                why = f"{source}: {reply.error}"
+                continue
+            why = await _take(peer, fx.code_hash, reply.files, f"from {source}")
+            if not why:
+                return
+        if not unanswered:
+            break  # every member answered: no such code, or code that is bad
+        log.info("shipped code %s: no member answered, asking again", fx.code_hash[:12])
+    _failed(peer, fx, why)
+
+
+def _failed(peer: Host, fx: FetchCode, why: str) -> None:
+    """The runs of this version are refused here, saying why (core/shipping.py)."""
     log.error("could not get shipped code %s: %s", fx.code_hash[:12], why)
     peer.apply(handle(peer.state, CodeArrived(fx.code_hash, error=why), peer.now()))
 

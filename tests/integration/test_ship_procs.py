@@ -102,8 +102,7 @@ def test_a_shipped_plugin_with_a_helper_runs_exactly(
         run = cluster.submit("shipsum", "0", "200000", "2", ship=directory)
         assert run.result(timeout=180) == expected(0, 200000, 3)
     # The other machine had no such plugin: its peers fetched the code and took part.
-    wait_for(lambda: "shipped code" in m2.log.read_text())
-    assert "plugins shipsum" in m2.log.read_text()
+    wait_for(lambda: "plugins shipsum" in m2.log.read_text())
     # The command line ships the same way; the version is cached: nothing is vetted again.
     proc = client(
         keys,
