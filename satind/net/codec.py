@@ -262,12 +262,29 @@ def _record(cls: type, top: bool = False) -> Check:
     return check_record
 
 
-# type code -> (validating constructor, message name)
-_DECODERS: dict[int, tuple[Check, str]] = {}
+# type code -> message class
+_BY_CODE: dict[int, type[m.Message]] = {}
 for _cls in m.MESSAGE_TYPES:
-    if _cls.TYPE in _DECODERS:
+    if _cls.TYPE in _BY_CODE:
         raise RuntimeError(f"type code {_cls.TYPE} used twice")
-    _DECODERS[_cls.TYPE] = (_record(_cls, top=True), _cls.__name__)
+    _BY_CODE[_cls.TYPE] = _cls
+
+# type code -> (validating constructor, message name). Each is built on the first message of
+# its type, not at import: reading the type hints of every message and record cost each
+# process (a peer, a daemon, every CLI command) about 0.3 CPU s at start.
+# tests/net/test_codec.py builds them all.
+_DECODERS: dict[int, tuple[Check, str]] = {}
+
+
+def _decoder(code: int) -> tuple[Check, str] | None:
+    entry = _DECODERS.get(code)
+    if entry is None:
+        cls = _BY_CODE.get(code)
+        if cls is None:
+            return None
+        # Two threads may build one at once: the same checker, either kept.
+        entry = _DECODERS[code] = (_record(cls, top=True), cls.__name__)
+    return entry
 
 
 # -- encoding, also built once from the type hints -------------------------------------------
@@ -320,12 +337,23 @@ def _record_plainer(cls: type) -> Plain:
     return plain
 
 
-_ENCODERS: dict[type, Plain] = {cls: _record_plainer(cls) for cls in m.MESSAGE_TYPES}
+# message class -> its plainer, built on the first message of its type (as _DECODERS).
+_ENCODERS: dict[type, Plain] = {}
+
+
+def _encoder(cls: type) -> Plain:
+    plain = _ENCODERS.get(cls)
+    if plain is None:
+        code = getattr(cls, "TYPE", None)
+        if not isinstance(code, int) or _BY_CODE.get(code) is not cls:
+            raise KeyError(cls)  # not a message type
+        plain = _ENCODERS[cls] = _record_plainer(cls)
+    return plain
 
 
 def encode_message(msg: m.Message) -> bytes:
     """The CBOR body of one message (no frame header)."""
-    body = _ENCODERS[type(msg)](msg)
+    body = _encoder(type(msg))(msg)
     body["t"] = msg.TYPE
     return bytes(cbor2.dumps(body))
 
@@ -361,7 +389,7 @@ def decode_message(
     code = body.get("t")
     if type(code) is not int:
         raise DecodeError(f"message has no integer type code: {describe(code)}")
-    entry = _DECODERS.get(code)
+    entry = _decoder(code)
     if entry is None:
         raise DecodeError(f"unknown message type {describe(code)}")
     decoder, name = entry

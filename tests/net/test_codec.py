@@ -276,3 +276,15 @@ def test_float_fields_accept_integers() -> None:
     )
     msg = codec.decode_message(body)
     assert isinstance(msg, m.RunResult) and msg.elapsed_s == 3.0 and not math.isnan(msg.elapsed_s)
+
+
+def test_every_message_type_has_a_decoder_and_an_encoder_built_from_its_hints() -> None:
+    """They are built on first use, not at import: a field type the codec cannot check must
+    still fail here, not on a peer at the first message of its kind."""
+    for cls in m.MESSAGE_TYPES:
+        entry = codec._decoder(cls.TYPE)
+        assert entry is not None and entry[1] == cls.__name__
+        assert callable(codec._encoder(cls))
+    assert codec._decoder(max(c.TYPE for c in m.MESSAGE_TYPES) + 1) is None
+    with pytest.raises(KeyError):
+        codec._encoder(dict)
