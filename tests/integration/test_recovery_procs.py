@@ -57,13 +57,14 @@ CASES: list[tuple[list[str], int, list[str], bool, Callable[[], Any]]] = [
     # OEIS A000170: 14 queens have 365,596 solutions. Three peers: with six, a peer computes
     # only ~1.5 CPU s in all (the engine compiled), so the kill came at the end of the run.
     (["nqueens", "14"], 3, ["local/2"], True, lambda: 365_596),
-    # 1400 x 1050: a peer computes ~3 CPU s of it, so the kill at 1.5 s comes mid-run.
+    # 1100 x 825: a peer computes ~2.5 CPU s of it, so the kill at 1.5 s comes mid-run (and
+    # the reference, a sequential render, costs 8 CPU s, not 1400 x 1050's 14).
     (
-        ["raytracer", "1400", "1050"],
+        ["raytracer", "1100", "825"],
         5,
         ["local/0", "local/2"],
         True,
-        lambda: _raytracer_sha(1400, 1050),
+        lambda: _raytracer_sha(1100, 825),
     ),
 ]
 
@@ -112,9 +113,9 @@ def test_sigkill_mid_run_still_gives_the_exact_answer(
         report = json.loads(out)
         assert report["result"] == answer()
         if argv[0] == "raytracer":
-            # 1400 x 1050 is more than its check renders again: it says so, never "ok" (the
+            # 1100 x 825 is more than its check renders again: it says so, never "ok" (the
             # answer is compared with a sequential render above).
-            assert report["check"].startswith("not checked: 1400 x 1050"), report["check"]
+            assert report["check"].startswith("not checked: 1100 x 825"), report["check"]
             assert "the result was not checked" in err
         else:
             assert report["check"] == "ok"
