@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scheduling import WaitingApart
+
 
 @pytest.fixture(autouse=True)
 def _history_in_tmp(
@@ -44,3 +46,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], last)
 
     items.sort(key=key)  # stable: the order within a file, and of the rest, stays
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> WaitingApart | None:
+    """`--dist loadfile` (pyproject.toml's default) with the waiting files apart:
+    tests/scheduling.py."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return WaitingApart(config, log)
