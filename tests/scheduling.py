@@ -22,9 +22,9 @@ from typing import Any
 
 from xdist.scheduler import LoadFileScheduling
 
-# The files that mostly wait, longest first (tests/conftest.py's LONGEST_FIRST orders the
-# queue). Wall seconds / CPU seconds in that run: 319/75, 160/22, 130/35, 118/27, 102/29,
-# 72/25, 61/14, 51/16, 30/6, 27/3, 27/14, 25/10, 24/5, 15/3.
+# The files that mostly wait. Wall seconds / CPU seconds in that run (two workers, 2026-11-28):
+# 319/75, 160/22, 130/35, 118/27, 102/29, 72/25, 61/14, 51/16, 30/6, 27/3, 27/14, 25/10, 24/5,
+# 15/3.
 WAITING = frozenset(
     {
         "tests/testbed/test_partitions.py",
@@ -46,16 +46,52 @@ WAITING = frozenset(
 # Workers gw0 .. gw{COMPUTING - 1} take every file; the others only WAITING's.
 COMPUTING = 2
 
+# The files that take longest, longest first: each worker takes the first it may of these,
+# then the rest in xdist's order (most tests first). A long file taken last keeps one worker
+# busy alone at the end (the five-minute partition once made the suite 31 minutes). Measured
+# with three workers on this project's 2-core machine (`--durations`, per file, 2026-11-29:
+# 327 s down to 35 s).
+LONGEST_FIRST = (
+    "tests/testbed/test_partitions.py",
+    "tests/integration/test_checkpoint_procs.py",
+    "tests/integration/test_crash_kinds_procs.py",
+    "tests/integration/test_run.py",
+    "tests/integration/test_spmd_procs.py",
+    "tests/integration/test_crash_procs.py",
+    "tests/integration/test_shared_procs.py",
+    "tests/integration/test_recovery_procs.py",
+    "tests/testbed/test_restarts.py",
+    "tests/testbed/test_matrix.py",
+    "tests/sim/test_recovery.py",
+    "tests/integration/test_speculation_procs.py",
+    "tests/sim/test_simulator.py",
+    "tests/integration/test_daemon.py",
+    "tests/integration/test_iterative_procs.py",
+    "tests/integration/test_hardening.py",
+    "tests/sim/test_shared_sim.py",
+    "tests/integration/test_ship_procs.py",
+    "tests/configs/test_slurm.py",
+    "tests/integration/test_leave_procs.py",
+    "tests/integration/test_roles_procs.py",
+    "tests/integration/test_spmd_masters_procs.py",
+    "tests/security/test_http_fuzz.py",
+    "tests/sim/test_logged_sim.py",
+    "tests/integration/test_history_procs.py",
+    "tests/integration/test_run_control.py",
+)
+_RANK = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
 
 class WaitingApart(LoadFileScheduling):  # type: ignore[misc]  # xdist has no type marker
-    """LoadFileScheduling, but a worker past the first COMPUTING takes only WAITING files
-    and the first COMPUTING take the others before those."""
+    """LoadFileScheduling, but the longest files first, a worker past the first COMPUTING
+    takes only WAITING files, and the first COMPUTING take the others before those."""
 
     def _assign_work_unit(self, node: Any) -> None:
-        if len(self.nodes) <= COMPUTING:  # no worker to wait apart: the queue's order
+        files = sorted(self.workqueue, key=lambda f: _RANK.get(f, len(_RANK)))  # stable
+        if len(self.nodes) <= COMPUTING:  # no worker to wait apart: the longest first
+            self.workqueue.move_to_end(files[0], last=False)
             super()._assign_work_unit(node)
             return
-        files = list(self.workqueue)
         if _index(node) >= COMPUTING:
             chosen = next((f for f in files if f in WAITING), None)
         else:
