@@ -90,5 +90,6 @@ def start_config(args: argparse.Namespace) -> Config:
         "checkpoint": checkpoint,
         "metrics": metrics,
         "iterative": {"heuristic": heuristic_flag(args)},
+        "plugins": {"accept_shipped": True if args.accept_shipped else None},
     }
     return flags_of(cfg, flags)

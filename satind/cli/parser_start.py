@@ -70,6 +70,13 @@ def add_start(sub: Any, commands: dict[str, argparse.ArgumentParser]) -> None:
         "top level (repeatable; docs/plugins.md)",
     )
     start.add_argument(
+        "--accept-shipped",
+        action="store_true",
+        help="let clients whose certificate may ship (`satind keys issue ... --client "
+        "--may-ship`) send a plugin's code with their run ([plugins] accept_shipped; off by "
+        "default: it runs their code on these peers; docs/operations.md, shipped code)",
+    )
+    start.add_argument(
         "--on-sigterm",
         choices=["leave", "drain"],
         help="what SIGTERM (a service manager's stop) does: the peers leave at once, or drain "

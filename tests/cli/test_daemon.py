@@ -3,6 +3,8 @@ parser (cli/parser.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from satind import config as config_mod
@@ -24,6 +26,16 @@ def test_without_the_flags_the_configuration_decides() -> None:
         default.on_sigterm,
         default.drain_deadline_s,
     )
+
+
+def test_accept_shipped_comes_from_the_command_line_or_the_file(tmp_path: Path) -> None:
+    assert not config_mod.DEFAULT.plugins.accept_shipped  # off unless the operator says so
+    assert start_config(parse(["start", "--keys", "k", "--accept-shipped"])).plugins.accept_shipped
+    assert not start_config(parse(["start", "--keys", "k"])).plugins.accept_shipped
+    file = tmp_path / "on.toml"
+    file.write_text("[plugins]\naccept_shipped = true\n")
+    on = start_config(parse(["start", "--keys", "k", "--config", str(file)]))
+    assert on.plugins.accept_shipped  # the flag's absence does not turn the file's yes off
 
 
 @pytest.mark.parametrize(
