@@ -18,6 +18,7 @@ process of its own (satind/vetting.py), as any plugin file is.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -120,12 +121,25 @@ def check(bundle: Mapping[str, bytes], code_hash: str, max_bytes: int, max_files
 class Cache:
     """This peer's shipped code: a directory per version under ``root`` (made private to the
     peer when ``root`` is empty, and removed with it), at most ``keep`` versions that no run
-    uses; older unused ones are evicted."""
+    uses; older unused ones are evicted.
+
+    A private directory is removed by ``close``, which a SIGKILLed peer never calls: each
+    holds a lock (``flock`` on its LOCK file) while its peer lives, which the kernel releases
+    when the process dies however it dies, and a peer making its own removes those whose
+    lock it can take (their peers are gone). Not by process id: a peer in another PID
+    namespace sharing the temporary directory would look dead.
+    """
 
     def __init__(self, root: str, keep: int) -> None:
         self.keep = keep
         self._own = not root
-        self.root = Path(root or tempfile.mkdtemp(prefix="satind-shipped-"))
+        self._lock: int | None = None
+        if self._own:
+            self.root = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))
+            self._lock = _hold_lock(self.root)
+            sweep_private(self.root.parent, keep=self.root)
+        else:
+            self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Versions in the order they were last used (oldest first).
         self._used: dict[str, None] = {}
@@ -192,6 +206,51 @@ class Cache:
     def close(self) -> None:
         if self._own:
             shutil.rmtree(self.root, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+# A peer's private cache directory (under the temporary directory), and the file whose lock
+# says its peer lives.
+PRIVATE_PREFIX = "satind-shipped-"
+LOCK = ".lock"
+
+
+def _hold_lock(directory: Path) -> int:
+    """Lock ``directory``'s LOCK file for as long as this process lives; the descriptor.
+    Locked under another name, then renamed: a sweep never finds the LOCK file unlocked
+    while its peer lives."""
+    staging = directory / ".lock-staging"
+    fd = os.open(staging, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: no one else holds it
+    os.rename(staging, directory / LOCK)
+    return fd
+
+
+def sweep_private(parent: Path, keep: Path) -> list[Path]:
+    """Remove the private cache directories under ``parent`` whose peers are gone (their
+    LOCK file can be locked), but ``keep``. Directories without a LOCK file are left alone
+    (one being made, or not this kind). Returns those removed."""
+    removed = []
+    for directory in parent.glob(PRIVATE_PREFIX + "*"):
+        if directory == keep or not directory.is_dir() or directory.is_symlink():
+            continue
+        try:
+            fd = os.open(directory / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # its peer lives
+        try:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def load(

@@ -3,13 +3,26 @@ and two versions of one plugin never share a module."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from satind.api import lookup_spawnable
 from satind.plugin.discovery import directory_hash
-from satind.plugin.shipped import BadBundle, Cache, bundle_hash, check, load, pack, unload
+from satind.plugin.shipped import (
+    LOCK,
+    BadBundle,
+    Cache,
+    bundle_hash,
+    check,
+    load,
+    pack,
+    unload,
+)
 
 PLUGIN = """
 import satind
@@ -115,3 +128,37 @@ def test_only_a_code_hash_names_a_version_in_the_cache(tmp_path: Path) -> None:
 def test_a_plugin_directory_under_a_dotted_directory_is_not_hidden(tmp_path: Path) -> None:
     directory = version(tmp_path / ".cache", 2)
     assert sorted(pack(directory, MAX, 10)) == ["helper.py", "sub/__init__.py", "weighted.py"]
+
+
+def test_a_killed_peers_private_cache_is_removed_by_the_next_and_a_living_ones_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILLed peer never removes its private cache (25 were seen left in /tmp): the next
+    peer that makes one removes those whose peer is gone, by their lock, not their pid."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    make = (
+        "import sys, tempfile, time; tempfile.tempdir = sys.argv[1]\n"
+        "from satind.plugin.shipped import Cache\n"
+        "print(Cache('', keep=1).root, flush=True); time.sleep(60)\n"
+    )
+    peers = [
+        subprocess.Popen(
+            [sys.executable, "-c", make, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    try:
+        assert all(p.stdout is not None for p in peers)
+        dead, living = (Path(p.stdout.readline().strip()) for p in peers if p.stdout)
+        peers[0].send_signal(signal.SIGKILL)
+        peers[0].wait(timeout=30)
+        assert dead.is_dir() and (dead / LOCK).exists()  # left behind
+        mine = Cache("", keep=1)
+        assert not dead.exists()
+        assert living.is_dir() and mine.root.is_dir()
+        mine.close()
+        assert not mine.root.exists() and living.is_dir()
+    finally:
+        for peer in peers:
+            peer.kill()
+            peer.wait(timeout=30)
