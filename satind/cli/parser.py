@@ -211,9 +211,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     client_options(submit)
 
     result = commands["result"] = sub.add_parser("result", help="fetch a run's result")
-    result.add_argument(
-        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
-    )
+    run_id_argument(result)
     result.add_argument("--wait", action="store_true", help="wait until the run ends")
     result.add_argument("--json", action="store_true", help="one JSON object on stdout")
     result.add_argument(
@@ -232,9 +230,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "run's master under a new epoch and respawns the root; checkpointed results are "
         "reused (stats.results_reused) instead of computed.",
     )
-    resume.add_argument(
-        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
-    )
+    run_id_argument(resume)
     resume.add_argument("--wait", action="store_true", help="wait for the result")
     resume.add_argument("--json", action="store_true", help="JSON output, as `satind run --json`")
     client_options(resume)
@@ -245,9 +241,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         description="The run's master stops it; every peer writes what it finished for it to "
         "its checkpoint log. Needs peers started with --checkpoint-dir.",
     )
-    suspend.add_argument(
-        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
-    )
+    run_id_argument(suspend)
     client_options(suspend)
 
     cancel = commands["cancel"] = sub.add_parser(
@@ -258,9 +252,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "restarted, kept or checkpointed; the submitter is told; `satind result` answers "
         "that it was cancelled. Works on queued runs too, with or without checkpoints.",
     )
-    cancel.add_argument(
-        "run_id", metavar="RUN_ID", help="the run's id (printed by submit; see `satind status`)"
-    )
+    run_id_argument(cancel)
     client_options(cancel)
 
     logs = commands["logs"] = sub.add_parser(
@@ -272,7 +264,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "Each line reads 'TIME PEER: text', TIME in UTC to the millisecond "
         "(2026-11-26T10:01:02.345Z) by the clock of the peer that ran the job.",
     )
-    logs.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+    run_id_argument(logs)
     logs.add_argument("--follow", action="store_true", help="print new lines until the run ends")
     logs.add_argument(
         "--timestamps",
@@ -487,3 +479,22 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     args.command = command
     args.log_level = top.log_level or ("INFO" if command == "start" else "WARNING")
     return args
+
+
+def run_id_argument(command: argparse.ArgumentParser) -> None:
+    """The RUN_ID of a command about one run."""
+    command.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        type=_run_id,
+        help="the run's id (printed by submit; see `satind status` or `satind runs`)",
+    )
+
+
+def _run_id(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "a run id cannot be empty: give the id `satind submit` printed (`satind runs` "
+            "lists them)"
+        )
+    return text

@@ -18,7 +18,7 @@ from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Cli
 from satind.cli.report import show_result
 from satind.client import api
 from satind.client import client as remote
-from satind.client.errors import NotAllowed, Refused, RunLost
+from satind.client.errors import NotAllowed, Refused, RunLost, VersionMismatch
 from satind.client.files import ClientFiles, save_into
 from satind.config import Config
 from satind.net import messages as m
@@ -40,6 +40,8 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
             raise CliError(str(exc), EXIT_USAGE) from None
         except NotAllowed:
             raise  # said as such by the command line (cli/__init__.py)
+        except VersionMismatch as exc:  # the plugin directories' to fix, not a retry's
+            raise CliError(f"run refused: {exc}", EXIT_USAGE) from None
         except Refused as exc:
             raise CliError(f"run refused: {exc}", EXIT_RUNTIME) from None
         except ValueError as exc:  # nothing to ship there (client/api.py ``shipment``)
@@ -126,6 +128,8 @@ async def resume(args: argparse.Namespace, cfg: Config) -> int:
             run = await cluster.resume(args.run_id)
         except NotAllowed:
             raise  # said as such by the command line (cli/__init__.py)
+        except VersionMismatch as exc:
+            raise CliError(f"resume refused: {exc}", EXIT_USAGE) from None
         except Refused as exc:
             raise CliError(f"resume refused: {exc}", EXIT_RUNTIME) from None
         if not args.wait:
@@ -148,12 +152,16 @@ async def suspend(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def logs(args: argparse.Namespace, cfg: Config) -> int:
+    printed = False
     async with cluster_of(args, cfg) as cluster:
         try:
             async for line in cluster.get_run(args.run_id).logs(args.follow, args.timestamps):
                 print(line, flush=True)
+                printed = True
         except (remote.RequestFailed, LookupError) as exc:
             raise CliError(str(exc), EXIT_FAILED) from None
+    if not printed:  # on stderr: `satind logs RUN > file` gets the lines only
+        print("(no output)", file=sys.stderr)
     return EXIT_OK
 
 

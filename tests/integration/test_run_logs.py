@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import time
 from pathlib import Path
@@ -69,5 +70,14 @@ def test_logs_from_any_peer_and_follow_until_the_run_ends(keys: Path) -> None:
         unknown = client(keys, second, "logs", "no-such-run")
         assert unknown.returncode != 0
         assert "no run no-such-run" in unknown.stderr
+        empty = client(keys, second, "logs", "")
+        assert empty.returncode == 2 and "a run id cannot be empty" in empty.stderr
+
+        # A run that printed nothing says so, on stderr.
+        quiet = client(keys, first, "submit", "fib", "10", "--wait", "--json")
+        assert quiet.returncode == 0, quiet.stderr
+        nothing = client(keys, second, "logs", json.loads(quiet.stdout)["run_id"])
+        assert (nothing.returncode, nothing.stdout) == (0, ""), nothing.stderr
+        assert "(no output)" in nothing.stderr
     finally:
         daemon.kill()
