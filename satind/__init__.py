@@ -57,6 +57,7 @@ _CLIENT = {
     "BadArguments": "satind.client.errors",
     "NoSuchPlugin": "satind.client.errors",
     "NotAllowed": "satind.client.errors",
+    "VersionMismatch": "satind.client.errors",
     "PeerUnavailable": "satind.client.errors",
     "Timeout": "satind.client.errors",
     "RunCancelled": "satind.client.errors",

@@ -304,7 +304,8 @@ class Cluster:
 
         Raises:
             BadArguments (a ``satind.UsageError``): the plugin refused the arguments.
-            NoSuchPlugin: no peer has the plugin; Refused: any other refusal.
+            NoSuchPlugin: no peer has the plugin; VersionMismatch: members lack it or have
+                another version; Refused: any other refusal.
             TypeError, ValueError: ``what`` cannot be submitted (see ``submission``).
             PeerUnavailable: no answer.
         """

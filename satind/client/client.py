@@ -19,7 +19,7 @@ import trio
 
 from satind import trace
 from satind._trio import single_errors
-from satind.client.errors import BadArguments, NoSuchPlugin, NotAllowed, Refused
+from satind.client.errors import BadArguments, NoSuchPlugin, NotAllowed, Refused, VersionMismatch
 from satind.client.errors import PeerUnavailable as PeerUnavailable
 from satind.client.errors import RunLost as RunLost
 from satind.client.files import ClientFiles, NotAnArgument
@@ -152,6 +152,8 @@ class Client:
                 raise NoSuchPlugin(plugin, reply.error.message)
             if reply.error.type == "NotAllowed":
                 raise NotAllowed(reply.error.message)
+            if reply.error.type.endswith("VersionMismatch"):
+                raise VersionMismatch(reply.error.message)
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
             raise SubmitRefused(reply.error)
@@ -179,6 +181,8 @@ class Client:
         assert isinstance(reply, m.Submitted)
         if reply.error is not None and reply.error.type == "NotAllowed":
             raise NotAllowed(reply.error.message)
+        if reply.error is not None and reply.error.type.endswith("VersionMismatch"):
+            raise VersionMismatch(reply.error.message)
         if reply.error is not None:
             raise SubmitRefused(reply.error)
         self._accepted(reply)

@@ -43,6 +43,12 @@ class NoSuchPlugin(Refused, UnknownPlugin):
         UnknownPlugin.__init__(self, name, [], message)
 
 
+class VersionMismatch(Refused):
+    """Members lack the plugin or have another version of it (the message names them and
+    says how to fix it: the same plugin directory everywhere, or ship the code). Not cured
+    by a retry, unlike a peer that is draining."""
+
+
 class NotAllowed(Refused):
     """The client certificate's role does not allow the request (the message names the role
     it needs)."""

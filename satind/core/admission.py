@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import satind.files as files
 import satind.plugin as plugins
 from satind.config import DEFAULT, FilesConfig
-from satind.core.runs import RunRefused
+from satind.core.runs import RunRefused, VersionMismatch
 from satind.membership.view import Member
 from satind.net import codec
 from satind.net import messages as m
@@ -141,7 +141,7 @@ def check_submission(state: PeerState, msg: m.Submit) -> plugins.Plugin:
         )
     problems = plugin_mismatches(plugin, state.members())
     if problems:
-        raise RunRefused("; ".join(problems))
+        raise VersionMismatch("; ".join(problems))
     return plugin
 
 

@@ -50,6 +50,7 @@ from satind.core.runs import (
     Finished,
     PeerRun,
     RunRefused,
+    VersionMismatch,
 )
 from satind.core.start import announce, queue_or_start, start, start_next
 from satind.net import codec
@@ -198,7 +199,7 @@ def resume(
             )
         problems = [] if info.shipped else plugin_mismatches(plugin, state.members())
         if problems:
-            raise RunRefused("; ".join(problems))
+            raise VersionMismatch("; ".join(problems))
         if info.run_id in runs.active:
             raise RunRefused(f"run {info.run_id} is running already")
         if info.run_id not in runs.suspended and (

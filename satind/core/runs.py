@@ -242,3 +242,9 @@ class RunTable:
 
 class RunRefused(Exception):
     """The run cannot run on this system as it is (a member lacks the plugin's version)."""
+
+
+class VersionMismatch(RunRefused):
+    """Members lack the plugin or have another version of it: the operator's plugin
+    directories, or the client's, need the same code (the message says which and how). Its
+    own type on the wire, so that a client tells it from a refusal a retry may cure."""

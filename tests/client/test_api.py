@@ -3,8 +3,11 @@ plugin a function belongs to, which exception a failed run raises."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from satind_plugins.fib import PLUGIN as FIB
@@ -108,3 +111,13 @@ def test_the_client_names_are_on_the_package_without_importing_it_for_peers() ->
     assert issubclass(satind.PeerUnavailable, ConnectionError)
     with pytest.raises(AttributeError):
         satind.no_such_name  # noqa: B018
+
+
+def test_the_run_records_fields_docs_client_md_names_are_its_fields() -> None:
+    """docs/client.md once named `RunRecord.id`; the field is `run_id`."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text()
+    start = text.index("`satind.client.api.RunRecord`s:")
+    named = re.findall(r"`(\w+)`", text[start : text.index(";", start)])
+    assert len(named) >= 10, named
+    fields = {f.name for f in dataclasses.fields(m.RunRecord)}  # satind.client.api.RunRecord
+    assert set(named) - {"history"} <= fields, set(named) - fields

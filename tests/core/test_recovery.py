@@ -31,7 +31,7 @@ from satind.core.effects import (
 )
 from satind.core.handle import RunsHeard, handle
 from satind.core.model.timers import ElectAgain
-from satind.core.runs import supersedes
+from satind.core.runs import VersionMismatch, supersedes
 from satind.core.state import PeerState
 from satind.engine.frames import JobArrived, Orphaned
 from satind.membership.view import Member, MemberTable, State
@@ -39,6 +39,7 @@ from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.net.transport import Address
+from satind.work.errors import error_info
 from tests.core.support import (
     FIB,
     PLUGINS,
@@ -473,6 +474,16 @@ def test_the_election_passes_over_a_member_that_cannot_run_the_run() -> None:
     run_b = known_run(b, info(master="c/0"))
     declare(b, "c/0", State.DEAD)
     assert election.elect(b, 3.0) and run_b.info.master == "b/0" and run_b.info.epoch == 1
+
+
+def test_a_member_with_another_version_refuses_a_submission_as_a_version_mismatch() -> None:
+    # Its own type on the wire: the client says "fix the plugin directories" (exit 2), not
+    # "try again" as for a draining peer.
+    gossip = {"a/0": {"fib": FIB.code_hash}, "b/0": {"fib": "0" * 64}, "c/0": {}}
+    a = _gossiping("a/0", gossip)
+    with pytest.raises(VersionMismatch, match="peer b/0 has fib with code hash 000000000000"):
+        admission.check_submission(a, m.Submit(1, "fib", ["10"], FIB.code_hash))
+    assert error_info(VersionMismatch("x")).type.endswith("VersionMismatch")
 
 
 # -- a run's elapsed time across masters ------------------------------------------------------
