@@ -148,6 +148,17 @@ def test_the_init_container_copies_the_pods_own_keys() -> None:
     assert container["securityContext"]["runAsUser"] == 10001
 
 
+def test_the_state_volume_is_writable_by_the_daemons_user() -> None:
+    """A new PersistentVolumeClaim's root belongs to root: without the pod's fsGroup the
+    daemon (uid 10001) could not keep its run history there."""
+    docs = manifests()
+    (container,) = pod(docs)["containers"]
+    user = container["securityContext"]["runAsUser"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["state"].startswith("/var/lib/satind")
+    assert pod(docs)["securityContext"]["fsGroup"] == user
+
+
 def test_make_keys_is_valid_shell_and_its_commands_are_accepted() -> None:
     script = KUBE / "make-keys.sh"
     proc = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
