@@ -56,16 +56,18 @@ class Unit:
     target: str
 
 
-def vet(units: Sequence[Unit], timeout_s: float, start_timeout_s: float) -> dict[Unit, str]:
+def vet(
+    units: Sequence[Unit], timeout_s: float, start_timeout_s: float, memory_mb: int = 0
+) -> dict[Unit, str]:
     """Import each unit in a vetting process; what went wrong with each ("" for none).
 
     Each unit's import gets ``timeout_s``; a vetting process gets ``start_timeout_s`` to be
-    ready for its first.
+    ready for its first, and ``memory_mb`` MiB of address space (0: no bound).
     """
     verdicts: dict[Unit, str] = {}
     pending = list(units)
     while pending:
-        done, blamed, why = _one_process(pending, timeout_s, start_timeout_s)
+        done, blamed, why = _one_process(pending, timeout_s, start_timeout_s, memory_mb)
         verdicts.update(done)
         if blamed is None:  # the process failed before it imported anything
             for unit in pending:
@@ -77,7 +79,7 @@ def vet(units: Sequence[Unit], timeout_s: float, start_timeout_s: float) -> dict
 
 
 def _one_process(
-    units: Sequence[Unit], timeout_s: float, start_timeout_s: float
+    units: Sequence[Unit], timeout_s: float, start_timeout_s: float, memory_mb: int
 ) -> tuple[dict[Unit, str], Unit | None, str]:
     """Vet ``units`` in one process until it ends or fails: the verdicts it gave, and the unit
     it failed on with why (None: the process failed before it imported anything); (verdicts,
@@ -95,6 +97,8 @@ def _one_process(
         str(write_end),
         "--lifeline-fd",
         str(lifeline),
+        "--memory-mb",
+        str(memory_mb),
         json.dumps([[u.kind, u.target] for u in units]),
     ]
     try:

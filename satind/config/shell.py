@@ -30,6 +30,12 @@ class PluginsConfig:
     # import_timeout_s: a loaded machine is slow to start processes, and a plugin must not
     # be refused for that.
     vetter_start_timeout_s: float = 30.0
+    # MiB. The address space a vetting process may take (RLIMIT_AS): a module whose import
+    # allocates past it fails with MemoryError and is not loaded, instead of the vetting
+    # holding gigabytes of the machine's memory (one shipped module's import held 5 GiB).
+    # Address space, not resident memory: an interpreter with satind and NumPy maps about
+    # 0.5 GiB. 0: no bound.
+    vet_memory_mb: int = 2048
     # Shipped code (plugin/shipped.py): plugin directories clients send with a submission.
     # Off by default: shipping runs the client's code on every peer that takes part. On, it
     # is still taken only from client certificates with the "ship" grant (docs/operations.md).

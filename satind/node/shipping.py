@@ -125,7 +125,11 @@ async def _take(peer: Host, code_hash: str, files: dict[str, bytes], whence: str
         code.check(files, code_hash, limits.max_shipped_bytes, limits.max_shipped_files)
         directory = cache.store(code_hash, files)
         return code.load(
-            directory, code_hash, limits.import_timeout_s, limits.vetter_start_timeout_s
+            directory,
+            code_hash,
+            limits.import_timeout_s,
+            limits.vetter_start_timeout_s,
+            limits.vet_memory_mb,
         )
 
     try:

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import sys
 import threading
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from satind.plugin import describe_failure, load_entry_point, load_path_module
 from satind.plugin.importing import shipped_package
 
 
-def vet_units(units: Sequence[tuple[str, str]], report: IO[str]) -> None:
+def vet_units(units: Sequence[tuple[str, str]], report: IO[str], memory_mb: int = 0) -> None:
     for index, (kind, target) in enumerate(units):
         _flush()  # what the last module wrote goes before this line (vetting.py reads so)
         _say(report, {"unit": index})
@@ -38,6 +39,11 @@ def vet_units(units: Sequence[tuple[str, str]], report: IO[str]) -> None:
             error = ""
         except BaseException as exc:  # sys.exit, KeyboardInterrupt too: the module's doing
             error = describe_failure(exc)
+            if isinstance(exc, MemoryError) and memory_mb:
+                error += (
+                    f" (its import took more than the {memory_mb} MiB of address space a "
+                    "vetting process may take: [plugins] vet_memory_mb)"
+                )
         _flush()
         _say(report, {"unit": index, "error": error})
 
@@ -57,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m satind.ops.vetter")
     parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--lifeline-fd", type=int, required=True)
+    parser.add_argument("--memory-mb", type=int, default=0)
     parser.add_argument("units")
     args = parser.parse_args(argv)
     # Not handed on to processes the plugins start: the parent sees the pipe's end of file
@@ -66,8 +73,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # A thread gets its turn even while a plugin loops in Python (the GIL is handed over
     # every few milliseconds).
     threading.Thread(target=_exit_with_parent, args=(args.lifeline_fd,), daemon=True).start()
+    if args.memory_mb > 0:  # after the thread, whose stack is mapped already
+        limit = args.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     with os.fdopen(args.report_fd, "w") as report:
-        vet_units([(str(k), str(t)) for k, t in json.loads(args.units)], report)
+        units = [(str(k), str(t)) for k, t in json.loads(args.units)]
+        vet_units(units, report, args.memory_mb)
     # Not a normal exit: threads a plugin started and its atexit handlers are not waited for.
     _flush()
     os._exit(0)

@@ -93,7 +93,12 @@ def _vetted(
         c for c in candidates if c.key not in given or given[c.key].fingerprint != c.fingerprint
     ]
     verdicts = (
-        vet([c.unit for c in fresh], limits.import_timeout_s, limits.vetter_start_timeout_s)
+        vet(
+            [c.unit for c in fresh],
+            limits.import_timeout_s,
+            limits.vetter_start_timeout_s,
+            limits.vet_memory_mb,
+        )
         if fresh
         else {}
     )

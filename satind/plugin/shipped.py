@@ -254,7 +254,11 @@ def sweep_private(parent: Path, keep: Path) -> list[Path]:
 
 
 def load(
-    directory: Path, code_hash: str, import_timeout_s: float, start_timeout_s: float
+    directory: Path,
+    code_hash: str,
+    import_timeout_s: float,
+    start_timeout_s: float,
+    memory_mb: int = 0,
 ) -> list[Plugin]:
     """The plugins of a stored version: each plugin file vetted in a process of its own, then
     imported here under ``satind_shipped_<hash>`` and stamped with the version's hash.
@@ -264,7 +268,7 @@ def load(
     """
     files, problems = plugin_files(directory)
     units = {file: Unit("shipped", str(file.resolve())) for file in files}
-    verdicts = vet(list(units.values()), import_timeout_s, start_timeout_s)
+    verdicts = vet(list(units.values()), import_timeout_s, start_timeout_s, memory_mb)
     found: list[Plugin] = []
     for file, unit in units.items():
         error = verdicts.get(unit, "")

@@ -97,6 +97,21 @@ def test_whatever_a_module_does_at_import_costs_that_module_only(tmp_path: Path)
     assert took < 20  # one loop costs its time limit once, and nothing else waits for it
 
 
+def test_a_module_that_allocates_past_the_bound_is_refused_and_the_others_load(
+    tmp_path: Path,
+) -> None:
+    """An import that takes gigabytes (5 GiB were seen held by one shipped module's vetting)
+    fails with MemoryError in the vetting process, whose address space is bounded."""
+    (tmp_path / "a_hog.py").write_text(plugin_source("a_hog", "HELD = bytearray(3 * 2**30)\n"))
+    (tmp_path / "b_good.py").write_text(plugin_source("b_good"))
+    units = [vetting.Unit("file", str(tmp_path / f"{n}.py")) for n in ("a_hog", "b_good")]
+    assert DEFAULT.plugins.vet_memory_mb == 2048
+    verdicts = vetting.vet(units, 10.0, 30.0, DEFAULT.plugins.vet_memory_mb)
+    hog, good = (verdicts[u] for u in units)
+    assert hog.startswith("raised MemoryError") and "[plugins] vet_memory_mb" in hog, hog
+    assert good == ""
+
+
 def test_load_imports_only_what_came_through_and_reuses_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
