@@ -285,6 +285,41 @@ def _check_role(path: Path, cert_pem: bytes, name: str, role: str, directory: Pa
     )
 
 
+def _check_validity(
+    path: Path, cert_pem: bytes, ca_pem: bytes, name: str, role: str, directory: Path
+) -> None:
+    """A certificate that is in its validity period and issued by the directory's CA: the
+    other side refuses any other during the handshake, and all its user would see is a
+    connection reset."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    again = f"`satind keys issue {directory} {name}{' --client' if role == ROLE_CLIENT else ''}`"
+    now = datetime.datetime.now(datetime.UTC)
+    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+    if now < start:
+        raise KeysError(
+            f"the certificate {path} is not valid before {start:%Y-%m-%d %H:%M:%S} UTC, and "
+            f"this machine's clock says {now:%Y-%m-%d %H:%M:%S} UTC: set the clock right, or "
+            f"issue it again ({again})"
+        )
+    if now > end:
+        raise KeysError(
+            f"the certificate {path} expired on {end:%Y-%m-%d %H:%M:%S} UTC: issue it again "
+            f"({again})"
+        )
+    try:
+        ca = x509.load_pem_x509_certificate(ca_pem)
+    except ValueError:
+        raise KeysError(f"{directory / CA_CERT} is not a PEM certificate") from None
+    try:
+        cert.verify_directly_issued_by(ca)
+    except Exception:  # ValueError (another issuer's name), InvalidSignature, TypeError
+        raise KeysError(
+            f"the certificate {path} was not issued by the CA of {directory} ({CA_CERT} there): "
+            "the peers refuse it. Use the keys directory it came with, or issue it again from "
+            f"this CA ({again})"
+        ) from None
+
+
 @dataclass(frozen=True)
 class Credentials:
     """What one party needs for TLS: the CA certificate, and its own certificate and key.
@@ -324,6 +359,7 @@ class Credentials:
         except OSError as exc:
             raise KeysError(f"cannot read {exc.filename}: {exc.strerror}") from None
         _check_role(cert, cert_pem, name, role, directory)
+        _check_validity(cert, cert_pem, loaded.ca_pem, name, role, directory)
         return loaded
 
     def as_json(self) -> dict[str, str]:

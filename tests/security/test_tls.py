@@ -62,6 +62,28 @@ def test_missing_files_say_how_to_make_them(tmp_path: Path, keys: Path) -> None:
         tls.issue(keys, "a/b")
 
 
+def test_a_certificate_out_of_its_dates_or_of_another_ca_is_refused_saying_which(
+    keys: Path, other_ca: Path, tmp_path: Path
+) -> None:
+    """The other side refuses such a certificate during the handshake, and its user saw only
+    "connection reset by peer": the loader says what is wrong first."""
+    with pytest.raises(tls.KeysError, match=r"old.pem expired on .* issue it again"):
+        tls.Credentials.load(keys, "old", "peer")
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2)
+    tls.issue(keys, "later", client=True, not_before=later)
+    with pytest.raises(tls.KeysError, match=r"not valid before .* set the clock right"):
+        tls.Credentials.load(keys, "later", "client")
+    # alpha of another CA, next to this CA's ca.pem (a keys directory put together wrongly).
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "ca.pem").write_bytes((keys / "ca.pem").read_bytes())
+    for suffix in (".pem", ".key"):
+        (mixed / f"alpha{suffix}").write_bytes((other_ca / f"alpha{suffix}").read_bytes())
+        os.chmod(mixed / f"alpha{suffix}", 0o600)
+    with pytest.raises(tls.KeysError, match=r"was not issued by the CA of .*mixed"):
+        tls.Credentials.load(mixed, "alpha", "peer")
+
+
 def test_identity_rules() -> None:
     assert tls.name_allowed("alpha/3", "peer", "alpha", "peer")
     assert tls.name_allowed("alpha", "peer", "alpha", "peer")
@@ -175,7 +197,14 @@ async def test_bad_certificates_are_rejected_before_any_message(
 ) -> None:
     credentials = {
         "other-ca": tls.Credentials.load(other_ca, "alpha", "peer"),
-        "expired": tls.Credentials.load(keys, "old", "peer"),
+        # By hand too: Credentials.load refuses an expired certificate.
+        "expired": tls.Credentials(
+            (keys / "ca.pem").read_bytes(),
+            (keys / "old.pem").read_bytes(),
+            (keys / "old.key").read_bytes(),
+            "old",
+            "peer",
+        ),
         # Built by hand: Credentials.load refuses a certificate in the wrong role, but an
         # intruder need not use satind's loader.
         "alice-as-peer": tls.Credentials(
