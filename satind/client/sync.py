@@ -132,6 +132,9 @@ class SyncRun:
         self._loop = loop
         self._run = run
         self.id = run.id
+        # The outcome once it came: asked again (``outcome()`` after ``result()``), it is
+        # answered at once, without a second progress bar.
+        self._outcome: Outcome | None = None
 
     def __repr__(self) -> str:
         return f"<satind.Run {self.id}>"
@@ -160,6 +163,11 @@ class SyncRun:
 
     def outcome(self, timeout: float | None = None, progress: bool | None = None) -> Outcome:
         """See ``api.Run.outcome``; ``Timeout`` and ``progress`` as ``result``."""
+        if self._outcome is None:
+            self._outcome = self._wait(timeout, progress)
+        return self._outcome
+
+    def _wait(self, timeout: float | None, progress: bool | None) -> Outcome:
         if not (progress if progress is not None else _interactive()):
             got: Outcome = self._loop.call(within, timeout, self._run.outcome, f"run {self.id}")
             return got
