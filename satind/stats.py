@@ -39,6 +39,9 @@ STATS: tuple[Stat, ...] = (
     Stat("jobs_run", "jobs", "run", "jobs run to completion"),
     Stat("leaves_run", "jobs", "run", "jobs that spawned nothing"),
     Stat("progress", "fraction", "run", "share of the run's tree finished (from job ids)"),
+    # 1 in each peer's share that ran a job of the run: summed, the peers that computed for
+    # it (a run's "peers" are those present at its end, which a crash or a join changes).
+    Stat("peers_computed", "peers", "run", "peers that ran at least one of the run's jobs"),
     Stat(
         "busy_s",
         "seconds",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(outcome, Failure):
         raise CliError(outcome.message, FOR_FAILURE[outcome.kind])
     report = run_report(plugin.name, args.args, outcome)
-    report.update(clusters=args.clusters, steal=cfg.steal.algorithm)
+    # The peers ran here: on this many CPUs (four peers on two CPUs can look efficient, each
+    # busy on its half of a CPU).
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    report.update(clusters=args.clusters, steal=cfg.steal.algorithm, cpus=cpus or 1)
     return print_report(report, args.json)
 
 

@@ -42,6 +42,10 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         counters = report["stats"]
         print(f"result: {report['result']}")
         where = f"{report['peers']} peers"
+        computed = counters.get("peers_computed")
+        if computed is not None and computed != report["peers"]:
+            # Those present at the end are not those that worked: a crash, a join, a leave.
+            where = f"{computed} peers ({report['peers']} at the end)"
         if "clusters" in report:
             where += f" ({report['clusters']} cluster(s), {report['steal']})"
         print(
@@ -51,10 +55,16 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         )
         print("  " + _line(counters, stats.SUMMARY))
         if report.get("efficiency") is not None:
+            cpus = report.get("cpus")
+            shared = (
+                f" ({report['peers']} peers shared {cpus} CPUs)"
+                if cpus is not None and cpus < report["peers"]
+                else ""
+            )
             print(
                 f"  efficiency {report['efficiency']:.3f}: compute sides busy "
                 f"{counters['busy_s']:.3f} s of {report['peers']} peers x "
-                f"{report['elapsed_s']:.3f} s"
+                f"{report['elapsed_s']:.3f} s{shared}"
             )
         for name, what in report.get("outputs", {}).items():
             print(f"  output {name}: {what}")

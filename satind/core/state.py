@@ -215,6 +215,7 @@ class PeerState:
         if run is None:
             return {}
         out: dict[str, float] = dict(run.state.counters())
+        out["peers_computed"] = 1 if out.get("jobs_run") else 0
         out.update(stats.delta(self.peer_counters(), run.baseline))
         out.update({name: run.steals.get(name, 0) for name in stats.STEALS})
         return out
