@@ -112,7 +112,15 @@ def _checkpoint_cell(p: m.PeerStatus) -> str:
     return f"{p.checkpoint_policy} {p.checkpoint_bytes / 1e6:.1f} MB, {age}"
 
 
-def runs_table(reply: m.StatusReply) -> Table:
+# Terminals narrower than this get the tables' narrow forms (NARROW, NARROW_RUNS): fourteen
+# columns on 80 made every header and cell "a…".
+TABLES_WIDE = 140
+# The columns of the runs table that fit 80 columns (the others are `satind status --json`'s
+# and a wider terminal's).
+NARROW_RUNS = ("run", "plugin", "state", "done", "elapsed s")
+
+
+def runs_table(reply: m.StatusReply, narrow: bool = False) -> Table:
     table = Table(title="runs", title_justify="left")
     columns = (
         "run",
@@ -129,7 +137,9 @@ def runs_table(reply: m.StatusReply) -> Table:
     # A run id is what the operator copies into the next command: never cut; a long argument
     # list folds instead.
     widest = max((len(r.run_id) for r in reply.runs), default=3)
-    for column in (*columns, "restarted", "reused", "redone", "orphans"):
+    every = (*columns, "restarted", "reused", "redone", "orphans")
+    shown = [c for c in every if not narrow or c in NARROW_RUNS]
+    for column in shown:
         if column == "run":
             table.add_column(column, min_width=widest, no_wrap=True)
         elif column == "plugin":
@@ -137,7 +147,7 @@ def runs_table(reply: m.StatusReply) -> Table:
         else:
             table.add_column(column)
     for r in reply.runs:
-        table.add_row(
+        cells = (
             r.run_id,
             f"{r.plugin} {' '.join(r.argv)}",
             slot_of(r.master),
@@ -149,6 +159,7 @@ def runs_table(reply: m.StatusReply) -> Table:
             f"{int(r.counters['entity_moves']):,}" if "entity_moves" in r.counters else "-",
             *(f"{int(r.counters.get(name, 0)):,}" for name in recovery),
         )
+        table.add_row(*(cell for column, cell in zip(every, cells, strict=True) if column in shown))
     return table
 
 
@@ -259,9 +270,10 @@ def _console() -> Console:
 
 def print_status(reply: m.StatusReply) -> None:
     console = _console()
-    console.print(peers_table(reply))
+    narrow = console.width < TABLES_WIDE
+    console.print(peers_table(reply, narrow))
     if reply.runs:
-        console.print(runs_table(reply))
+        console.print(runs_table(reply, narrow))
     else:
         console.print("no runs")
     decisions = decisions_table(reply)
@@ -273,10 +285,11 @@ def print_status(reply: m.StatusReply) -> None:
 
 
 def run_bars(console: Console) -> Progress:
-    """The bars of `status --watch`: one per live run, with its rates."""
+    """The bars of `status --watch`: one per live run, with its rates (on a terminal narrower
+    than WIDE, a shorter bar: with the run's id, share, time and rate it fits 80 columns)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=40 if console.width >= WIDE else 20),
         TextColumn("{task.fields[done]}"),
         ElapsedColumn(),
         TextColumn("{task.fields[rate]}"),
@@ -330,7 +343,9 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         continue
                     if run.run_id not in tasks:
                         tasks[run.run_id] = progress.add_task(
-                            f"{run.run_id} {run.plugin} {' '.join(run.argv)}",
+                            f"{run.run_id} {run.plugin} {' '.join(run.argv)}"
+                            if console.width >= WIDE
+                            else run.run_id,  # 80 columns: the id, and the bar keeps room
                             total=1.0,
                             rate="",
                             done="",
@@ -343,10 +358,11 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         float(counters.get("jobs_run", 0)),
                         float(counters.get("stolen_local", 0))
                         + float(counters.get("stolen_wide", 0)),
+                        wide=console.width >= WIDE,
                     )
                     view = status_bar_view(run, console.width >= WIDE)
                     show_bar(progress, tasks[run.run_id], view, rate)
-                narrow = console.width < 120
+                narrow = console.width < TABLES_WIDE
                 views: list[Table | Progress | Text] = [peers_table(reply, narrow), progress]
                 decisions = decisions_table(reply)
                 if decisions is not None:
@@ -356,15 +372,23 @@ async def watch_status(client: Client, cfg: Config) -> None:
 
 
 def _rates(
-    seen: dict[str, tuple[float, float, float]], key: str, now: float, jobs: float, steals: float
+    seen: dict[str, tuple[float, float, float]],
+    key: str,
+    now: float,
+    jobs: float,
+    steals: float,
+    wide: bool = True,
 ) -> str:
-    """jobs/s and steals/s since the last refresh (not lifetime totals)."""
+    """jobs/s and steals/s since the last refresh (not lifetime totals); not ``wide``: jobs/s
+    only."""
     last = seen.get(key)
     seen[key] = (now, jobs, steals)
     if last is None or now <= last[0]:
         return ""
     dt = now - last[0]
     jobs_s, steals_s = max(0.0, (jobs - last[1]) / dt), max(0.0, (steals - last[2]) / dt)
+    if not wide:
+        return f"{jobs_s:,.0f} jobs/s"
     return f"{jobs_s:,.0f} jobs/s · {steals_s:,.1f} steals/s"
 
 

@@ -6,6 +6,12 @@ ends."""
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -156,3 +162,51 @@ def test_on_80_columns_the_iterations_are_short_and_the_times_keep_their_room() 
     console.print(progress.get_renderable())
     shown = console.export_text()
     assert "206/300" in shown and "0:00:30" in shown and rate in shown
+
+
+TMUX_SCRIPT = """
+import sys
+from satind.cli.console import print_status
+from satind.net import messages as m
+
+run = m.RunStatus(
+    "20261129-045215-8d3577", "nqueens", ["15"], "node-a/0#k2j9x1", "running", 0.42, 12.3,
+    {"jobs_run": 12345},
+)
+peers = [
+    m.PeerStatus(f"node-{c}/{i}#k2j9x1", "site-1", "alive", queue=3, jobs_run=1234,
+                 stolen_local=12, cpu_percent=97.0, rss_mb=48.0)
+    for c in "ab" for i in range(2)
+]
+print_status(m.StatusReply(0, peers, [run]))
+print("END", flush=True)
+"""
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="no tmux here (.ci/run installs it)")
+def test_plain_status_is_readable_in_an_80_column_terminal(tmp_path: Path) -> None:
+    """`satind status` in a real 80-column terminal (tmux): fourteen columns made every header
+    and cell "a…"; the narrow tables keep every value whole."""
+    script = tmp_path / "show.py"
+    script.write_text(TMUX_SCRIPT)
+    session = f"satind-test-{os.getpid()}"
+    command = f"{sys.executable} {script}; sleep 30"
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "40", command], check=True
+    )
+    try:
+        shown = ""
+        deadline = time.monotonic() + 20
+        while "END" not in shown and time.monotonic() < deadline:
+            time.sleep(0.2)
+            shown = subprocess.run(
+                ["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True
+            ).stdout
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    assert "END" in shown, shown
+    assert "…" not in shown, shown
+    run_id = "20261129-045215-8d3577"
+    for whole in ("node-a/0", "node-b/1", "alive", "1,234", "97", "stolen", run_id, "nqueens 15"):
+        assert whole in shown, (whole, shown)
+    assert max(len(line) for line in shown.splitlines()) <= 80
