@@ -307,17 +307,24 @@ def _check_validity(
             f"({again})"
         )
     try:
-        ca = x509.load_pem_x509_certificate(ca_pem)
+        # Several while a cluster moves to a new CA, one machine at a time (both in ca.pem).
+        cas = x509.load_pem_x509_certificates(ca_pem)
     except ValueError:
         raise KeysError(f"{directory / CA_CERT} is not a PEM certificate") from None
-    try:
-        cert.verify_directly_issued_by(ca)
-    except Exception:  # ValueError (another issuer's name), InvalidSignature, TypeError
+    if not any(_issued_by(cert, ca) for ca in cas):
         raise KeysError(
             f"the certificate {path} was not issued by the CA of {directory} ({CA_CERT} there): "
             "the peers refuse it. Use the keys directory it came with, or issue it again from "
             f"this CA ({again})"
-        ) from None
+        )
+
+
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except Exception:  # ValueError (another issuer's name), InvalidSignature, TypeError
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,9 @@ log = logging.getLogger(__name__)
 
 PREFIX = "satind_"
 # Counters of stats.STATS that a peer does not expose: a run's progress is a fraction of one
-# run's tree, meaningless summed over a peer's runs.
-NOT_PER_PEER: frozenset[str] = frozenset({"progress"})
+# run's tree, meaningless summed over a peer's runs; peers_computed counts peers in a run's
+# total, and is 1 or 0 in a peer's share.
+NOT_PER_PEER: frozenset[str] = frozenset({"progress", "peers_computed"})
 # The peer's gauges besides stats.LEVELS: name (without the prefix), help.
 GAUGES: tuple[tuple[str, str], ...] = (
     ("members_alive", "members this peer sees alive (itself included)"),

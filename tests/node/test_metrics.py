@@ -74,11 +74,12 @@ def test_every_exposed_family_is_documented_and_the_doc_table_matches() -> None:
     exposed -= {"satind_steal_rtt_seconds_count", "satind_steal_rtt_seconds_sum"}
     assert exposed <= names
     assert {s for s in names if s != "satind_steal_rtt_seconds"} <= exposed
-    # Every counter of stats.STATS is there but the per-run progress.
+    # Every counter of stats.STATS is there but the per-run ones (progress, peers_computed).
+    assert {"progress", "peers_computed"} == metrics.NOT_PER_PEER
     expected = {
         metrics.metric_name(s.name) + ("" if s.name in stats.LEVELS else "_total")
         for s in stats.STATS
-        if s.name != "progress"
+        if s.name not in metrics.NOT_PER_PEER
     }
     assert expected <= names
     # Units spelt out, as Prometheus names them: seconds, never _s.
