@@ -101,14 +101,16 @@ def judge(
 def _judged(
     plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
 ) -> Verdict:
-    result = codec.decode_value(value, max_depth)
     check = "skipped"  # the submitter said not to
     if info.entry:
         # Another function of the plugin's module: its check and report are the entry's.
         return Verdict(None, check if not info.check else "not checked: not the plugin's entry")
     if info.check and plugin.check is None:
         check = f"not checked: plugin {plugin.name} has no check"
-    elif info.check and plugin.check is not None:
+    if (not info.check or plugin.check is None) and plugin.report is None:
+        return Verdict(None, check)  # nothing reads the value here: not decoded (a copy)
+    result = codec.decode_value(value, max_depth)
+    if info.check and plugin.check is not None:
         try:
             plugin.check(tuple(codec.decode_value(info.args, max_depth)), result)
             check = "ok"

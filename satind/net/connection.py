@@ -28,6 +28,11 @@ from satind.net.outbox import Outbox
 # The transport's logger: a connection's failures are the transport's to report.
 log = logging.getLogger("satind.net.transport")
 
+# bytes. A frame larger than this is written in slices of it (views, not copies): a TLS stream
+# encrypts all it is given into its outgoing buffer before it sends any, so a 40 MiB result
+# cost the sender another 40 MiB at once.
+SEND_CHUNK = 1024 * 1024
+
 
 # bytes. What a connection costs the peer besides its frames and queue (its TLS state and
 # buffers, its tasks): about 22 KB measured (benchmarks/hostile.py, churn). Counted as let go
@@ -165,7 +170,13 @@ class Connection:
                     else:
                         counters.messages_local += item.frames
                         counters.bytes_local += len(item.data)
-                    await stream.send_all(item.data)
+                    data = item.data
+                    if len(data) <= SEND_CHUNK:
+                        await stream.send_all(data)
+                    else:
+                        view = memoryview(data)
+                        for start in range(0, len(data), SEND_CHUNK):
+                            await stream.send_all(view[start : start + SEND_CHUNK])
                     self.outbox.written(item)
                     if emulate and rate > 0:
                         await trio.sleep(len(item.data) / rate)

@@ -14,6 +14,7 @@ import trio
 from satind.config import NetConfig
 from satind.net import codec, tls
 from satind.net import messages as m
+from satind.net.connection import SEND_CHUNK
 from satind.net.transport import Address, Connection, Identity, TcpTransport
 
 CFG = NetConfig(connect_timeout_s=5.0)
@@ -130,6 +131,40 @@ async def test_peers_with_cluster_certificates_talk(keys: Path) -> None:
             await inbox.event.wait()
             assert inbox.got == [("beta/1", m.StealRequest(1, True))]
             nursery.cancel_scope.cancel()
+
+
+async def test_a_frame_of_megabytes_is_written_in_slices_and_arrives_whole(
+    keys: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame past SEND_CHUNK is written a slice at a time: a TLS stream encrypts all it is
+    given before it sends any (a 40 MiB result cost its sender another 40 MiB at once)."""
+    sizes: list[int] = []
+    real = trio.SSLStream.send_all
+
+    async def counted(self: trio.SSLStream[trio.SocketStream], data: bytes) -> None:
+        sizes.append(len(data))
+        await real(self, data)
+
+    monkeypatch.setattr(trio.SSLStream, "send_all", counted)
+    value = bytes(range(256)) * (5 * 4096 + 7)  # 5 MiB and a bit
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            _, inbox, address = await _server(nursery, keys)
+            client = TcpTransport(
+                Identity("beta/1", "c1", "peer"),
+                CFG,
+                Inbox(),
+                credentials=tls.Credentials.load(keys, "beta", "peer"),
+                resolve=lambda name: address,
+            )
+            await nursery.start(client.run, None)
+            client.post("alpha/0", m.RunResult("r-1", value, None, 1.0, 2))
+            await inbox.event.wait()
+            (_, got), *_ = inbox.got
+            assert isinstance(got, m.RunResult) and got.value == value
+            nursery.cancel_scope.cancel()
+    assert max(sizes) <= SEND_CHUNK
+    assert sum(s for s in sizes if s == SEND_CHUNK) >= len(value) - SEND_CHUNK
 
 
 async def test_a_dial_answered_under_another_name_is_closed_at_once(keys: Path) -> None:
