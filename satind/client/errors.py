@@ -20,7 +20,7 @@ from satind.net import messages as m
 from satind.plugin import UnknownPlugin, UsageError
 from satind.plugin.importing import PATH_PACKAGE as PATH_PLUGIN_PACKAGE
 from satind.plugin.importing import SHIPPED_PREFIX
-from satind.work.errors import exception_from
+from satind.work.errors import arguments, exception_from
 
 
 class SatindError(Exception):
@@ -107,7 +107,7 @@ def run_error(run_id: str, info: m.ErrorInfo) -> Exception:
     cls = _imported_class(info.type)
     if cls is not None:
         try:
-            exc: Exception = cls(info.message)
+            exc: Exception = cls(*arguments(info))
         except Exception:
             return RunFailed(run_id, info.type, info.message, info.traceback)
         if info.traceback:

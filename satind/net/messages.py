@@ -130,7 +130,8 @@ from satind.net.records import TraceEvent as TraceEvent
 # 13: client API (Submit.entry/values, RunInfo.entry/owner), shipped code (Submit.files,
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
 # 19: whether an iterative task's worker had the run's shipped code (TaskAck.has_code).
-PROTOCOL_VERSION = 19
+# 20: an exception's args (ErrorInfo.args).
+PROTOCOL_VERSION = 20
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.

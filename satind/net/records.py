@@ -17,6 +17,10 @@ class ErrorInfo:
     message: str
     traceback: str = ""
     value: bytes | None = None
+    # Its ``args`` as an application value, when they travel (plain data): a class with a
+    # constructor of its own is rebuilt as ``cls(*args)`` where it is known, not
+    # ``cls(message)`` (which failed, or made another exception).
+    args: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import traceback
+from typing import Any
 
 from satind.net.errors import DecodeError, EncodeError
 from satind.net.messages import ErrorInfo
@@ -69,6 +70,9 @@ MESSAGE_CHARS = 4 * 1024
 # The most an exception of a registered type may weigh, encoded, to travel as itself (beside
 # its traceback, in one result message). A larger one arrives as a RemoteJobError.
 VALUE_BYTES = 1024 * 1024 + 64 * 1024
+# bytes. An exception's args travel (ErrorInfo.args) up to this size encoded; past it, it is
+# rebuilt from its bounded message.
+ARGS_BYTES = 8 * 1024
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -96,11 +100,20 @@ def error_info(exc: BaseException) -> ErrorInfo:
             value = encode_value(exc, VALUE_BYTES)
         except EncodeError:
             value = None  # too large or not encodable: it arrives as a RemoteJobError
+    args = None
+    if value is None and exc.args:
+        try:
+            args = encode_value(tuple(exc.args), VALUE_BYTES)
+        except EncodeError:
+            args = None  # not plain data: rebuilt from its message, where it can be
+        if args is not None and len(args) > ARGS_BYTES:
+            args = None  # as for a message: a failure stays a small frame
     return ErrorInfo(
         info.type[:MESSAGE_CHARS],
         _bounded(info.message, MESSAGE_CHARS),
         _bounded(info.traceback, TRACEBACK_CHARS),
         value,
+        args,
     )
 
 
@@ -127,7 +140,7 @@ def exception_from(info: ErrorInfo) -> Exception:
         exc = rebuilt
     elif isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
         try:
-            exc = cls(info.message)
+            exc = cls(*arguments(info))  # OSError(2, "..."), KeyError("k"): as raised
         except Exception:
             exc = RemoteJobError(info.type, info.message, info.traceback)
     else:
@@ -136,6 +149,19 @@ def exception_from(info: ErrorInfo) -> Exception:
         exc._satind_remote_traceback = info.traceback  # type: ignore[attr-defined]
         exc.add_note("remote traceback:\n" + info.traceback.rstrip())
     return exc
+
+
+def arguments(info: ErrorInfo) -> tuple[Any, ...]:
+    """What to call an exception's class with to rebuild it: its args as raised, when they
+    travelled (plain data), else its message."""
+    if info.args is not None:
+        try:
+            args = decode_value(info.args)
+        except DecodeError:
+            args = None
+        if isinstance(args, tuple):
+            return args
+    return (info.message,)
 
 
 def _registered(info: ErrorInfo) -> Exception | None:

@@ -26,6 +26,7 @@ from satind.client.submission import plugin_of, submission
 from satind.net import codec
 from satind.net import messages as m
 from satind.plugin import UsageError
+from satind.work.errors import error_info, exception_from
 
 MAX_FRAME = 64 * 1024 * 1024
 
@@ -103,6 +104,40 @@ def test_a_run_error_is_raised_as_itself_when_it_can_be_rebuilt_here() -> None:
     assert unknown.remote_traceback == "remote tb"
     assert isinstance(run_error("r", m.ErrorInfo("RunCancelled", "c", "")), RunCancelled)
     assert isinstance(run_error("r", m.ErrorInfo("RunSuspended", "s", "")), RunSuspended)
+
+
+class OutOfRange(Exception):
+    """An exception with a constructor of its own (rebuilt as ``cls(message)`` it failed)."""
+
+    def __init__(self, index: int, size: int) -> None:
+        super().__init__(index, size)
+        self.index, self.size = index, size
+
+    def __str__(self) -> str:
+        return f"{self.index} is past {self.size}"
+
+
+def test_an_exception_with_its_own_constructor_comes_back_from_its_args() -> None:
+    try:
+        raise OutOfRange(7, 5)
+    except OutOfRange as exc:
+        info = error_info(exc)  # as a peer sends it
+    assert info.value is None and info.args is not None  # not registered: its args travel
+    back = run_error("r", info)
+    assert type(back) is OutOfRange and (back.index, back.size) == (7, 5)
+    assert str(back) == "7 is past 5"
+    # A built-in one with several args, as raised.
+    try:
+        raise OSError(2, "No such file or directory")
+    except OSError as exc:
+        again = exception_from(error_info(exc))
+    assert type(again) is FileNotFoundError and again.errno == 2
+    # Args that cannot travel: from its message, as before.
+    try:
+        raise Mistake(object())
+    except Mistake as exc:
+        info = error_info(exc)
+    assert info.args is None and type(run_error("r", info)) is Mistake
 
 
 def test_the_client_names_are_on_the_package_without_importing_it_for_peers() -> None:
