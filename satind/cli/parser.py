@@ -203,8 +203,8 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "--ship",
         type=Path,
         metavar="DIR",
-        help="send the plugin's code with the run: DIR's *.py files (a package root: a plugin "
-        "imports its helpers relatively, `from . import helper`), instead of what the peers "
+        help="send the plugin's code with the run: DIR's *.py files (the plugin imports its "
+        "helpers as from --plugin-path: `import helper`), instead of what the peers "
         "have installed. The peers must accept shipped code ([plugins] accept_shipped) and "
         "the client certificate allow it (`keys issue --client --may-ship`)",
     )

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from satind.plugin import siblings
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import Candidate, module_hash
 
@@ -78,7 +79,8 @@ def load_path_module(path: Path, package_name: str = PATH_PACKAGE) -> types.Modu
         sys.modules[package_name] = package
     # The directory is a package root: `from . import helper` finds the sibling file, and
     # for an installed plugin directory `import helper` too (appended to sys.path: it cannot
-    # shadow an installed module). Not for shipped code: two versions would share `helper`.
+    # shadow an installed module). Not for shipped code: two versions would share `helper`;
+    # its plain imports go to the version's own package instead (plugin/siblings.py).
     directory = str(path.parent)
     if directory not in package.__path__:
         package.__path__.append(directory)
@@ -88,6 +90,8 @@ def load_path_module(path: Path, package_name: str = PATH_PACKAGE) -> types.Modu
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    if package_name.startswith(SHIPPED_PREFIX):
+        module.__dict__["__builtins__"] = siblings.builtins_for(package_name, path.parent)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)

@@ -7,8 +7,8 @@ code hash, computed the same way, so a peer verifies what it was sent and a run 
 code by the hash satind already gossips and checks. A peer keeps each version in a directory
 of its own under its cache (``Cache``) and imports it under a package of its own,
 ``satind_shipped_<hash>``: two versions of one plugin name never share a module, a spawnable
-function's registry name or an absolute import. So a shipped plugin imports its helpers
-relatively (``from . import helper``); ``import helper`` finds nothing.
+function's registry name or an absolute import; ``import helper`` in shipped code imports the
+version's own helper (plugin/siblings.py), as ``from . import helper`` does.
 
 Shipping runs code on every peer that takes part: peers accept it only when their operator
 says so (``[plugins] accept_shipped``) and only from client certificates with the "ship" grant
@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from satind.api import forget_module
+from satind.plugin import siblings
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import directory_hash, plugin_files, sources_under
 from satind.plugin.importing import (
@@ -294,3 +295,4 @@ def unload(code_hash: str) -> None:
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
         forget_module(name)
+    siblings.forget(package)

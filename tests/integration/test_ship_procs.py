@@ -24,9 +24,8 @@ PLUGIN = '''"""shipsum LO HI [LEAF_MS]: the sum of WEIGHT * i for LO <= i < HI (
 
 import time
 
+import helper  # the shipped helper.py of this version (plugin/siblings.py)
 import satind
-
-from . import helper
 
 
 @satind.spawnable

@@ -114,6 +114,50 @@ def test_two_versions_load_side_by_side_and_never_mix(tmp_path: Path) -> None:
         cache.close()
 
 
+PLAIN = """
+import json
+import satind
+import pc_sieve
+from pc_sieve import WEIGHT
+
+@satind.spawnable
+def value(n: int) -> int:
+    assert json.dumps([1]) == "[1]"  # the standard library's, not a file of the version
+    return n * WEIGHT + pc_sieve.offset()
+
+PLUGIN = satind.Plugin(name="plain", entry=value, usage="plain N",
+                       parse=lambda argv: (int(argv[0]),))
+"""
+
+
+def test_shipped_code_imports_its_helpers_plainly_each_version_its_own(tmp_path: Path) -> None:
+    """`import helper` works for a --plugin-path directory and a script; shipped, it failed
+    ("No module named 'pc_sieve'"). Each version gets its own helper, and a helper's own plain
+    imports work too."""
+    cache = Cache(str(tmp_path / "cache"), keep=0)
+    loaded = []
+    try:
+        for weight in (2, 3):
+            directory = tmp_path / f"plain{weight}"
+            directory.mkdir()
+            (directory / "plain.py").write_text(PLAIN)
+            (directory / "pc_sieve.py").write_text(
+                f"import deeper\nWEIGHT = {weight}\ndef offset():\n    return deeper.OFFSET\n"
+            )
+            (directory / "deeper.py").write_text(f"OFFSET = {weight * 100}\n")
+            (directory / "json.py").write_text("raise ImportError('not this one')\n")
+            bundle = pack(directory, MAX, 10)
+            code_hash = bundle_hash(bundle)
+            [plugin] = load(cache.store(code_hash, bundle), code_hash, 30.0, 60.0)
+            loaded.append(plugin)
+        assert loaded[0].entry.fn(5) == 10 + 200 and loaded[1].entry.fn(5) == 15 + 300
+        assert "pc_sieve" not in sys.modules and "deeper" not in sys.modules  # never shared
+    finally:
+        for plugin in loaded:
+            unload(plugin.code_hash)
+        cache.close()
+
+
 def test_only_a_code_hash_names_a_version_in_the_cache(tmp_path: Path) -> None:
     cache = Cache(str(tmp_path / "cache"), keep=1)
     try:
