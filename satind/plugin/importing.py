@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from satind.plugin import siblings
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import Candidate, module_hash
+from satind.plugin.siblings import builtins_for
 
 PATH_PACKAGE = "satind_path_plugins"
 # Shipped code (plugin/shipped.py): a package per version, named by its code hash.
@@ -91,7 +91,7 @@ def load_path_module(path: Path, package_name: str = PATH_PACKAGE) -> types.Modu
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     if package_name.startswith(SHIPPED_PREFIX):
-        module.__dict__["__builtins__"] = siblings.builtins_for(package_name, path.parent)
+        module.__dict__["__builtins__"] = builtins_for(package_name, path.parent)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)

@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from satind.api import forget_module
-from satind.plugin import siblings
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import directory_hash, plugin_files, sources_under
 from satind.plugin.importing import (
@@ -38,6 +37,7 @@ from satind.plugin.importing import (
     plugins_in,
     shipped_package,
 )
+from satind.plugin.siblings import forget as forget_builtins
 from satind.vetting import Unit, vet
 
 # A bundle: file contents by relative POSIX path ("helpers/geometry.py").
@@ -295,4 +295,4 @@ def unload(code_hash: str) -> None:
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
         forget_module(name)
-    siblings.forget(package)
+    forget_builtins(package)
