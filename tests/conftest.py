@@ -19,6 +19,7 @@ def _history_in_tmp(
     return state
 
 
+@pytest.hookimpl(optionalhook=True)  # `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> WaitingApart | None:
     """`--dist loadfile` (pyproject.toml's default) with the waiting files apart:
     tests/scheduling.py."""

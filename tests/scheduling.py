@@ -7,9 +7,10 @@ ones fail. But some files spend most of their time waiting, not computing: a fiv
 partition, faults with the shipped defaults' failure detection, daemons restarting peers.
 Measured on this project's 2-core machine (per file, CPU seconds of the test process and the
 processes it reaped, against wall seconds, in a whole-suite run), each of WAITING used under
-a third of a core. Workers gw0 and gw1 take the other files first, then these; any further
-worker (`-n 3`, pyproject.toml's default) takes only these, and stops when none is left, so
-at most two workers compute at once and the waiting overlaps them.
+a third of a core. The first COMPUTING workers (as many as CPUs, two at least) take the other
+files first, then these; any further worker (the third of `-n 3`, pyproject.toml's default,
+on a 2-core machine) takes only these, and stops when none is left, so at most two workers
+compute at once and the waiting overlaps them.
 
 This subclasses pytest-xdist's LoadFileScheduling and relies on its work queue (an ordered
 mapping of files to their tests) and on `_assign_work_unit`, which hands the queue's first
@@ -18,6 +19,7 @@ file to a worker: pyproject.toml pins pytest-xdist below 4.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from xdist.scheduler import LoadFileScheduling
@@ -43,8 +45,9 @@ WAITING = frozenset(
         "tests/integration/test_metrics_procs.py",
     }
 )
-# Workers gw0 .. gw{COMPUTING - 1} take every file; the others only WAITING's.
-COMPUTING = 2
+# The first this many live workers (by number) take every file, the others only WAITING's:
+# as many as there are CPUs, two at least (on a bigger machine every worker computes).
+COMPUTING = max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
 
 # The files that take longest, longest first: each worker takes the first it may of these,
 # then the rest in xdist's order (most tests first). A long file taken last keeps one worker
@@ -92,7 +95,7 @@ class WaitingApart(LoadFileScheduling):  # type: ignore[misc]  # xdist has no ty
             self.workqueue.move_to_end(files[0], last=False)
             super()._assign_work_unit(node)
             return
-        if _index(node) >= COMPUTING:
+        if _waiter(node, self.nodes):
             chosen = next((f for f in files if f in WAITING), None)
         else:
             chosen = next((f for f in files if f not in WAITING), files[0])
@@ -103,6 +106,14 @@ class WaitingApart(LoadFileScheduling):  # type: ignore[misc]  # xdist has no ty
         super()._assign_work_unit(node)
 
 
-def _index(node: Any) -> int:
-    """The worker's number: 0 for gw0."""
-    return int(str(node.gateway.id).removeprefix("gw"))
+def _waiter(node: Any, nodes: list[Any]) -> bool:
+    """Whether ``node`` is past the first COMPUTING live workers, by their numbers (gw0 first;
+    a worker xdist starts in place of one that crashed has the next number)."""
+    numbers = sorted(_number(n) for n in nodes)
+    return _number(node) not in numbers[:COMPUTING]
+
+
+def _number(node: Any) -> int:
+    """The worker's number: 0 for gw0 (-1 for an id of another form: it computes)."""
+    name = str(node.gateway.id)
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else -1

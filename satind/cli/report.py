@@ -44,8 +44,9 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
         where = f"{report['peers']} peers"
         computed = counters.get("peers_computed")
         if computed is not None and computed != report["peers"]:
-            # Those present at the end are not those that worked: a crash, a join, a leave.
-            where = f"{computed} peers ({report['peers']} at the end)"
+            # Those present at the end are not those that computed: a peer that got no job,
+            # a join, a drain. (A crashed peer's share never reaches the master: not counted.)
+            where = f"{report['peers']} peers ({computed} computed for it)"
         if "clusters" in report:
             where += f" ({report['clusters']} cluster(s), {report['steal']})"
         print(

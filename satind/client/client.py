@@ -31,6 +31,9 @@ from satind.net.transport import Address, Connection, Identity, TcpTransport, pa
 from satind.plugin import PluginFailed, UsageError
 
 log = logging.getLogger(__name__)
+# The type a peer names a core.runs.VersionMismatch by (work/errors.py error_info): not any
+# type whose name ends so (a plugin's own SchemaVersionMismatch raised in its parse).
+VERSION_MISMATCH = "satind.core.runs.VersionMismatch"
 
 
 class RequestFailed(Exception):
@@ -152,7 +155,7 @@ class Client:
                 raise NoSuchPlugin(plugin, reply.error.message)
             if reply.error.type == "NotAllowed":
                 raise NotAllowed(reply.error.message)
-            if reply.error.type.endswith("VersionMismatch"):
+            if reply.error.type == VERSION_MISMATCH:
                 raise VersionMismatch(reply.error.message)
             if reply.error.type.endswith("PluginFailed"):
                 raise PluginFailed(reply.error.message)
@@ -181,7 +184,7 @@ class Client:
         assert isinstance(reply, m.Submitted)
         if reply.error is not None and reply.error.type == "NotAllowed":
             raise NotAllowed(reply.error.message)
-        if reply.error is not None and reply.error.type.endswith("VersionMismatch"):
+        if reply.error is not None and reply.error.type == VERSION_MISMATCH:
             raise VersionMismatch(reply.error.message)
         if reply.error is not None:
             raise SubmitRefused(reply.error)

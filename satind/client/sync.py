@@ -30,7 +30,7 @@ from satind._trio import single_errors
 from satind.client import api
 from satind.client import client as remote
 from satind.client.api import Outcome, PeerInfo, RunInfo, RunRecord
-from satind.client.errors import Timeout
+from satind.client.errors import PeerUnavailable, Timeout
 from satind.client.submission import Ship
 
 T = TypeVar("T")
@@ -132,9 +132,10 @@ class SyncRun:
         self._loop = loop
         self._run = run
         self.id = run.id
-        # The outcome once it came: asked again (``outcome()`` after ``result()``), it is
-        # answered at once, without a second progress bar.
+        # The outcome once it came, or how the run failed: asked again (``outcome()`` after
+        # ``result()``), it is answered at once, without a second progress bar.
         self._outcome: Outcome | None = None
+        self._failed: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<satind.Run {self.id}>"
@@ -163,8 +164,16 @@ class SyncRun:
 
     def outcome(self, timeout: float | None = None, progress: bool | None = None) -> Outcome:
         """See ``api.Run.outcome``; ``Timeout`` and ``progress`` as ``result``."""
+        if self._failed is not None:
+            raise self._failed.with_traceback(None)
         if self._outcome is None:
-            self._outcome = self._wait(timeout, progress)
+            try:
+                self._outcome = self._wait(timeout, progress)
+            except (Timeout, PeerUnavailable):
+                raise  # the run goes on, or the answer may come: asked again, waited for again
+            except Exception as exc:  # the run is over (its job's exception, cancelled...)
+                self._failed = exc
+                raise
         return self._outcome
 
     def _wait(self, timeout: float | None, progress: bool | None) -> Outcome:

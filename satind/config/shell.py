@@ -34,8 +34,9 @@ class PluginsConfig:
     # allocates past it fails with MemoryError and is not loaded, instead of the vetting
     # holding gigabytes of the machine's memory (one shipped module's import held 5 GiB).
     # Address space, not resident memory: an interpreter with satind and NumPy maps about
-    # 0.5 GiB. 0: no bound.
-    vet_memory_mb: int = 2048
+    # 0.5 GiB, a CUDA build of a deep-learning library several. Never above the process's
+    # own hard limit (`ulimit -v`). 0: no bound.
+    vet_memory_mb: int = 4096
     # Shipped code (plugin/shipped.py): plugin directories clients send with a submission.
     # Off by default: shipping runs the client's code on every peer that takes part. On, it
     # is still taken only from client certificates with the "ship" grant (docs/operations.md).

@@ -195,7 +195,7 @@ def resume(
             )
         plugin = found or state.plugin_named(info.plugin)
         if plugin.code_hash != info.code_hash:
-            raise RunRefused(
+            raise VersionMismatch(
                 f"the checkpoint of {info.run_id} was written by plugin {info.plugin} with "
                 f"code hash {info.code_hash[:12]}; peer {state.name} has {plugin.code_hash[:12]}"
             )

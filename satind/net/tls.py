@@ -311,11 +311,19 @@ def _check_validity(
         cas = x509.load_pem_x509_certificates(ca_pem)
     except ValueError:
         raise KeysError(f"{directory / CA_CERT} is not a PEM certificate") from None
-    if not any(_issued_by(cert, ca) for ca in cas):
+    issuers = [ca for ca in cas if _issued_by(cert, ca)]
+    if not issuers:
         raise KeysError(
             f"the certificate {path} was not issued by the CA of {directory} ({CA_CERT} there): "
             "the peers refuse it. Use the keys directory it came with, or issue it again from "
             f"this CA ({again})"
+        )
+    if all(now > ca.not_valid_after_utc for ca in issuers):
+        ended = max(ca.not_valid_after_utc for ca in issuers)
+        raise KeysError(
+            f"the CA certificate {directory / CA_CERT} expired on {ended:%Y-%m-%d %H:%M:%S} "
+            "UTC: make a new CA and issue every certificate again (docs/deploy.md, rotating "
+            "the CA)"
         )
 
 

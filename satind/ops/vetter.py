@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import resource
@@ -39,13 +40,26 @@ def vet_units(units: Sequence[tuple[str, str]], report: IO[str], memory_mb: int 
             error = ""
         except BaseException as exc:  # sys.exit, KeyboardInterrupt too: the module's doing
             error = describe_failure(exc)
-            if isinstance(exc, MemoryError) and memory_mb:
+            if memory_mb and _out_of_memory(exc):
                 error += (
                     f" (its import took more than the {memory_mb} MiB of address space a "
                     "vetting process may take: [plugins] vet_memory_mb)"
                 )
         _flush()
         _say(report, {"unit": index, "error": error})
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether an import failed for want of address space: a MemoryError, a native library
+    that could not be mapped, a thread that could not start."""
+    text = str(exc)
+    return (
+        isinstance(exc, MemoryError)
+        or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+        or "failed to map segment" in text
+        or "can't start new thread" in text
+        or "Cannot allocate memory" in text
+    )
 
 
 def _flush() -> None:
@@ -74,8 +88,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     # every few milliseconds).
     threading.Thread(target=_exit_with_parent, args=(args.lifeline_fd,), daemon=True).start()
     if args.memory_mb > 0:  # after the thread, whose stack is mapped already
+        # The soft limit only, and never above the hard one (a process may not raise that:
+        # under `ulimit -v` or systemd's LimitAS= setting both failed every vetting).
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         limit = args.memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft == resource.RLIM_INFINITY or limit < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     with os.fdopen(args.report_fd, "w") as report:
         units = [(str(k), str(t)) for k, t in json.loads(args.units)]
         vet_units(units, report, args.memory_mb)

@@ -19,6 +19,7 @@ from typing import Any
 
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import Candidate, module_hash
+from satind.plugin.siblings import __file__ as SIBLINGS_FILE
 from satind.plugin.siblings import builtins_for
 
 PATH_PACKAGE = "satind_path_plugins"
@@ -118,7 +119,8 @@ def describe_failure(exc: BaseException) -> str:
         what = f"called sys.exit({exc.code!r})"
     else:
         what = f"raised {type(exc).__name__}: {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
+    # Not the shipped code's import hook (plugin/siblings.py): the plugin's line that imports.
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != SIBLINGS_FILE]
     return f"{what} at {frames[-1].filename}:{frames[-1].lineno}" if frames else what
 
 

@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -218,6 +219,12 @@ PRIVATE_PREFIX = "satind-shipped-"
 LOCK = ".lock"
 
 
+def _own_directory(path: Path, uid: int) -> bool:
+    """A directory (not a link to one) of this user's."""
+    info = path.lstat()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == uid
+
+
 def _hold_lock(directory: Path) -> int:
     """Lock ``directory``'s LOCK file for as long as this process lives; the descriptor.
     Locked under another name, then renamed: a sweep never finds the LOCK file unlocked
@@ -234,14 +241,20 @@ def sweep_private(parent: Path, keep: Path) -> list[Path]:
     LOCK file can be locked), but ``keep``. Directories without a LOCK file are left alone
     (one being made, or not this kind). Returns those removed."""
     removed = []
+    me = os.getuid()
     for directory in parent.glob(PRIVATE_PREFIX + "*"):
-        if directory == keep or not directory.is_dir() or directory.is_symlink():
-            continue
         try:
-            fd = os.open(directory / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            if directory == keep or not _own_directory(directory, me):
+                continue
+            # Never blocking (a FIFO named LOCK would hold the open), never followed.
+            flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(directory / LOCK, flags)
         except OSError:
             continue
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                continue
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)

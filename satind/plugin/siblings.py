@@ -1,6 +1,6 @@
 """Plain imports of a shipped plugin's helpers: ``import helper`` in shipped code finds the
-``helper.py`` shipped beside it, as it does for a ``--plugin-path`` directory (on sys.path)
-and for a script run from the plugin's directory.
+``helper.py`` shipped beside it, as it does for a ``--plugin-path`` directory (on sys.path,
+after the installed packages).
 
 A shipped version is imported under a package of its own, ``satind_shipped_<hash>``
 (plugin/shipped.py), so that two versions of one plugin never share a module: its directory is
@@ -12,7 +12,9 @@ package (``import helper`` binds the version's ``helper``; ``from helper import 
 packages' submodules), so a helper's own plain imports work too.
 
 As on sys.path after the installed packages (a ``--plugin-path`` directory is appended), a
-name that an installed module or the standard library has is not taken from the directory.
+name that an installed module or the standard library has is not taken from the directory;
+another plugin's ``--plugin-path`` directory does not count (its ``helper.py`` is not this
+version's).
 ``importlib.import_module("helper")`` is not an import statement and does not see the
 version's files: use ``import helper``.
 """
@@ -31,6 +33,8 @@ from typing import Any
 
 # Imports of satind_shipped_<hash> modules go through this module's finder once installed.
 _PREFIX = "satind_shipped_"
+# The package of --plugin-path files (plugin/importing.py): its __path__ lists their directories.
+_PATH_PACKAGE = "satind_path_plugins"
 # package name -> the builtins its modules run with.
 _BUILTINS: dict[str, dict[str, Any]] = {}
 
@@ -49,7 +53,7 @@ def builtins_for(package: str, directory: Path) -> dict[str, Any]:
         if found is None:
             here = (directory / f"{top}.py").is_file() or (directory / top).is_dir()
             # Installed first, as on sys.path with the directory appended.
-            found = here and top not in sys.modules and _installed(top) is False
+            found = here and not _installed(top)
             siblings[top] = found
         return found
 
@@ -81,11 +85,15 @@ def forget(package: str) -> None:
 
 
 def _installed(top: str) -> bool:
-    """Whether ``top`` is a module importable from sys.path (installed, or the standard
-    library)."""
-    return top in sys.builtin_module_names or (
-        importlib.machinery.PathFinder.find_spec(top) is not None
-    )
+    """Whether ``top`` is a module of the standard library or an installed package: found on
+    sys.path but for the ``--plugin-path`` directories appended to it (another plugin's
+    ``helper.py`` there must not stand in for this version's; the vetting process, which has
+    none of them, decides the same)."""
+    if top in sys.builtin_module_names or top in sys.stdlib_module_names:
+        return True
+    plugin_dirs = set(getattr(sys.modules.get(_PATH_PACKAGE), "__path__", ()))
+    search = [p for p in sys.path if p not in plugin_dirs]
+    return importlib.machinery.PathFinder.find_spec(top, search) is not None
 
 
 class _Loader(importlib.machinery.SourceFileLoader):

@@ -101,13 +101,15 @@ def error_info(exc: BaseException) -> ErrorInfo:
         except EncodeError:
             value = None  # too large or not encodable: it arrives as a RemoteJobError
     args = None
-    if value is None and exc.args:
+    # A RemoteJobError's args are its own wrapping ("mod.Type: message"), not the args the
+    # job raised with: relayed, it is rebuilt from its message, as before args travelled.
+    if value is None and exc.args and not isinstance(exc, RemoteJobError):
         try:
             args = encode_value(tuple(exc.args), VALUE_BYTES)
         except EncodeError:
             args = None  # not plain data: rebuilt from its message, where it can be
         if args is not None and len(args) > ARGS_BYTES:
-            args = None  # as for a message: a failure stays a small frame
+            args = None  # from its bounded message: a failure stays a small frame
     return ErrorInfo(
         info.type[:MESSAGE_CHARS],
         _bounded(info.message, MESSAGE_CHARS),

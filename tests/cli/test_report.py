@@ -34,7 +34,7 @@ def test_the_summary_names_the_peers_that_computed_and_the_cpus_they_shared(
     assert "fib 30 on 4 peers in 2.000 s" in plain and "shared" not in plain
     # A run whose peers changed (a crash, a join): those that computed, and those at the end.
     print_report(_report(peers=2, stats={"busy_s": 3.0, "peers_computed": 3}), as_json=False)
-    assert "on 3 peers (2 at the end) in" in capsys.readouterr().out
+    assert "on 2 peers (3 computed for it) in" in capsys.readouterr().out
     # Local peers on fewer CPUs than peers: their efficiency says so.
     print_report(_report(cpus=2), as_json=False)
     assert "of 4 peers x 2.000 s (4 peers shared 2 CPUs)" in capsys.readouterr().out

@@ -57,3 +57,23 @@ def test_outcome_after_result_answers_at_once_without_a_second_progress_bar(
     assert "run r-1" in drawn
     assert run.outcome(progress=True).value == 42
     assert Run.waits == 1 and capsys.readouterr().err == ""
+
+
+def test_a_failed_runs_outcome_asked_again_raises_at_once() -> None:
+    class Loop:
+        def call(self, fn: Any, *args: Any) -> Any:
+            return trio.run(fn, *args)
+
+    class Run:
+        id = "r-2"
+        waits = 0
+
+        async def outcome(self, update: Any = None) -> Outcome:
+            Run.waits += 1
+            raise ValueError("the job's own")
+
+    run = SyncRun(Loop(), Run())  # type: ignore[arg-type]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="the job's own"):
+            run.outcome(progress=False)
+    assert Run.waits == 1

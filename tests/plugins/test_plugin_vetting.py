@@ -102,10 +102,10 @@ def test_a_module_that_allocates_past_the_bound_is_refused_and_the_others_load(
 ) -> None:
     """An import that takes gigabytes (5 GiB were seen held by one shipped module's vetting)
     fails with MemoryError in the vetting process, whose address space is bounded."""
-    (tmp_path / "a_hog.py").write_text(plugin_source("a_hog", "HELD = bytearray(3 * 2**30)\n"))
+    (tmp_path / "a_hog.py").write_text(plugin_source("a_hog", "HELD = bytearray(5 * 2**30)\n"))
     (tmp_path / "b_good.py").write_text(plugin_source("b_good"))
     units = [vetting.Unit("file", str(tmp_path / f"{n}.py")) for n in ("a_hog", "b_good")]
-    assert DEFAULT.plugins.vet_memory_mb == 2048
+    assert DEFAULT.plugins.vet_memory_mb == 4096
     verdicts = vetting.vet(units, 10.0, 30.0, DEFAULT.plugins.vet_memory_mb)
     hog, good = (verdicts[u] for u in units)
     assert hog.startswith("raised MemoryError") and "[plugins] vet_memory_mb" in hog, hog
