@@ -288,9 +288,8 @@ def _check_role(path: Path, cert_pem: bytes, name: str, role: str, directory: Pa
 def _check_validity(
     path: Path, cert_pem: bytes, ca_pem: bytes, name: str, role: str, directory: Path
 ) -> None:
-    """A certificate that is in its validity period and issued by the directory's CA: the
-    other side refuses any other during the handshake, and all its user would see is a
-    connection reset."""
+    """A certificate in its validity period, of a valid CA of the directory: the other side
+    refuses any other in the handshake, where its user sees only a connection reset."""
     cert = x509.load_pem_x509_certificate(cert_pem)
     again = f"`satind keys issue {directory} {name}{' --client' if role == ROLE_CLIENT else ''}`"
     now = datetime.datetime.now(datetime.UTC)
@@ -306,8 +305,7 @@ def _check_validity(
             f"the certificate {path} expired on {end:%Y-%m-%d %H:%M:%S} UTC: issue it again "
             f"({again})"
         )
-    try:
-        # Several while a cluster moves to a new CA, one machine at a time (both in ca.pem).
+    try:  # several while a cluster moves to a new CA (both in ca.pem)
         cas = x509.load_pem_x509_certificates(ca_pem)
     except ValueError:
         raise KeysError(f"{directory / CA_CERT} is not a PEM certificate") from None
@@ -318,8 +316,7 @@ def _check_validity(
             "the peers refuse it. Use the keys directory it came with, or issue it again from "
             f"this CA ({again})"
         )
-    if all(now > ca.not_valid_after_utc for ca in issuers):
-        ended = max(ca.not_valid_after_utc for ca in issuers)
+    if all(now > (ended := ca.not_valid_after_utc) for ca in issuers):
         raise KeysError(
             f"the CA certificate {directory / CA_CERT} expired on {ended:%Y-%m-%d %H:%M:%S} "
             "UTC: make a new CA and issue every certificate again (docs/deploy.md, rotating "
@@ -330,9 +327,9 @@ def _check_validity(
 def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
     try:
         cert.verify_directly_issued_by(ca)
+        return True
     except Exception:  # ValueError (another issuer's name), InvalidSignature, TypeError
         return False
-    return True
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,12 @@ def test_a_certificate_out_of_its_dates_or_of_another_ca_is_refused_saying_which
         os.chmod(mixed / f"alpha{suffix}", 0o600)
     with pytest.raises(tls.KeysError, match=r"was not issued by the CA of .*mixed"):
         tls.Credentials.load(mixed, "alpha", "peer")
+    # A certificate still valid, of a CA that expired.
+    lapsed = tmp_path / "lapsed"
+    tls.init_ca(lapsed, days=0)
+    tls.issue(lapsed, "n1")
+    with pytest.raises(tls.KeysError, match=r"the CA certificate .* expired on .* make a new CA"):
+        tls.Credentials.load(lapsed, "n1", "peer")
 
 
 def test_identity_rules() -> None:
