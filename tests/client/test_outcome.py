@@ -34,13 +34,16 @@ def test_a_failed_run_gives_its_trace_and_no_line_twice() -> None:
     assert isinstance(bare, Failure) and bare.message == "run r-1 failed: ValueError: bad"
 
 
+class _Loop:
+    """The client's loop thread, as far as SyncRun asks it: each call runs at once."""
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        return trio.run(fn, *args)
+
+
 def test_outcome_after_result_answers_at_once_without_a_second_progress_bar(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    class Loop:
-        def call(self, fn: Any, *args: Any) -> Any:
-            return trio.run(fn, *args)
-
     class Run:
         id = "r-1"
         waits = 0
@@ -51,7 +54,7 @@ def test_outcome_after_result_answers_at_once_without_a_second_progress_bar(
                 update(1.0)
             return Outcome("r-1", 42, 42, "ok", 0.1, 2)
 
-    run = SyncRun(Loop(), Run())  # type: ignore[arg-type]  # a run as far as it is asked
+    run = SyncRun(_Loop(), Run())  # type: ignore[arg-type]  # a run as far as it is asked
     assert run.result(progress=True) == 42
     drawn = capsys.readouterr().err
     assert "run r-1" in drawn
@@ -60,10 +63,6 @@ def test_outcome_after_result_answers_at_once_without_a_second_progress_bar(
 
 
 def test_a_failed_runs_outcome_asked_again_raises_at_once() -> None:
-    class Loop:
-        def call(self, fn: Any, *args: Any) -> Any:
-            return trio.run(fn, *args)
-
     class Run:
         id = "r-2"
         waits = 0
@@ -72,7 +71,7 @@ def test_a_failed_runs_outcome_asked_again_raises_at_once() -> None:
             Run.waits += 1
             raise ValueError("the job's own")
 
-    run = SyncRun(Loop(), Run())  # type: ignore[arg-type]
+    run = SyncRun(_Loop(), Run())  # type: ignore[arg-type]
     for _ in range(2):
         with pytest.raises(ValueError, match="the job's own"):
             run.outcome(progress=False)

@@ -121,18 +121,24 @@ async def _server(nursery: trio.Nursery, keys: Path) -> tuple[TcpTransport, Inbo
     return server, inbox, address
 
 
+async def _beta(nursery: trio.Nursery, keys: Path, address: Address) -> TcpTransport:
+    """beta/1, a peer of the cluster, dialling the server at ``address``."""
+    client = TcpTransport(
+        Identity("beta/1", "c1", "peer"),
+        CFG,
+        Inbox(),
+        credentials=tls.Credentials.load(keys, "beta", "peer"),
+        resolve=lambda name: address,
+    )
+    await nursery.start(client.run, None)
+    return client
+
+
 async def test_peers_with_cluster_certificates_talk(keys: Path) -> None:
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             _, inbox, address = await _server(nursery, keys)
-            client = TcpTransport(
-                Identity("beta/1", "c1", "peer"),
-                CFG,
-                Inbox(),
-                credentials=tls.Credentials.load(keys, "beta", "peer"),
-                resolve=lambda name: address,
-            )
-            await nursery.start(client.run, None)
+            client = await _beta(nursery, keys, address)
             client.post("alpha/0", m.StealRequest(1, True))
             await inbox.event.wait()
             assert inbox.got == [("beta/1", m.StealRequest(1, True))]
@@ -156,14 +162,7 @@ async def test_a_frame_of_megabytes_is_written_in_slices_and_arrives_whole(
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             _, inbox, address = await _server(nursery, keys)
-            client = TcpTransport(
-                Identity("beta/1", "c1", "peer"),
-                CFG,
-                Inbox(),
-                credentials=tls.Credentials.load(keys, "beta", "peer"),
-                resolve=lambda name: address,
-            )
-            await nursery.start(client.run, None)
+            client = await _beta(nursery, keys, address)
             client.post("alpha/0", m.RunResult("r-1", value, None, 1.0, 2))
             await inbox.event.wait()
             (_, got), *_ = inbox.got
