@@ -114,6 +114,18 @@ def pin(pid: int, cpu: int) -> None:
             os.sched_setaffinity(int(tid), {cpu})
 
 
+def renice_workers(pid: int, nice: int) -> None:
+    """Every thread of ``pid`` but its first at priority ``nice``: its compute thread slows
+    under load while its event loop (the first thread: gossip, steals, replies) does not, so
+    that the member is slow, not suspected of having failed. Linux sets a nice value per thread.
+    """
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        if int(tid) != pid:
+            # A thread that ended meanwhile; a lower value needs root, else it stays slow.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
