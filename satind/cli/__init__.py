@@ -4,45 +4,50 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from satind import plugin as plugins
-from satind._trio import run_flat
-from satind.cli import daemon, history, local, parser, ready, runs, system
-from satind.cli.common import load_config
+from satind.cli import parser
 from satind.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
-from satind.client import client as remote
-from satind.client.errors import NotAllowed
-from satind.config import Config
+from satind.client.errors import NotAllowed, PeerUnavailable, RequestFailed
 
 # Commands that need no running system, and commands that talk to one (async, with the
-# configuration of --config).
-LOCAL: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": local.run,
-    "plugins": local.list_plugins,
-    "config": local.config,
-    "simulate": local.simulate,
-    "keys": local.keys,
-    "start": daemon.start,
+# configuration of --config): "module:function" in satind.cli, imported when the command
+# runs, so that `satind keys` does not load the client, nor `satind status` the launcher
+# (each of the command's modules costs its start up to a third of a second).
+LOCAL = {
+    "run": "local:run",
+    "plugins": "local:list_plugins",
+    "config": "local:config",
+    "simulate": "local:simulate",
+    "keys": "local:keys",
+    "start": "daemon:start",
 }
-CLIENT: dict[str, Callable[[argparse.Namespace, Config], Awaitable[int]]] = {
-    "submit": runs.submit,
-    "result": runs.result,
-    "resume": runs.resume,
-    "suspend": runs.suspend,
-    "cancel": runs.cancel,
-    "logs": runs.logs,
-    "status": system.status,
-    "runs": history.runs,
-    "ready": ready.ready,
-    "drain": system.drain,
-    "reclaim": system.reclaim,
-    "release": system.reclaim,
-    "stop": system.stop,
+CLIENT = {
+    "submit": "runs:submit",
+    "result": "runs:result",
+    "resume": "runs:resume",
+    "suspend": "runs:suspend",
+    "cancel": "runs:cancel",
+    "logs": "runs:logs",
+    "status": "system:status",
+    "runs": "history:runs",
+    "ready": "ready:ready",
+    "drain": "system:drain",
+    "reclaim": "system:reclaim",
+    "release": "system:reclaim",
+    "stop": "system:stop",
 }
+
+
+def _command(spec: str) -> Any:
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(f"satind.cli.{module}"), name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -73,13 +78,17 @@ def run_cli(argv: list[str]) -> int:
     )
     try:
         if command in LOCAL:
-            return LOCAL[command](args)
-        cfg = load_config(args.config)
-        return int(run_flat(CLIENT[command], args, cfg))
+            local: Callable[[argparse.Namespace], int] = _command(LOCAL[command])
+            return local(args)
+        from satind._trio import run_flat
+        from satind.cli.common import load_config
+
+        client: Callable[..., Awaitable[int]] = _command(CLIENT[command])
+        return int(run_flat(client, args, load_config(args.config)))
     except CliError as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return exc.code
-    except (remote.PeerUnavailable, remote.RequestFailed) as exc:
+    except (PeerUnavailable, RequestFailed) as exc:
         print(f"satind: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
     except NotAllowed as exc:  # the client certificate's grants (node/permissions.py)

@@ -21,6 +21,7 @@ from satind import trace
 from satind._trio import single_errors
 from satind.client.errors import BadArguments, NoSuchPlugin, NotAllowed, Refused, VersionMismatch
 from satind.client.errors import PeerUnavailable as PeerUnavailable
+from satind.client.errors import RequestFailed as RequestFailed
 from satind.client.errors import RunLost as RunLost
 from satind.client.files import ClientFiles, NotAnArgument
 from satind.config import Config
@@ -34,14 +35,6 @@ log = logging.getLogger(__name__)
 # The type a peer names a core.runs.VersionMismatch by (work/errors.py error_info): not any
 # type whose name ends so (a plugin's own SchemaVersionMismatch raised in its parse).
 VERSION_MISMATCH = "satind.core.runs.VersionMismatch"
-
-
-class RequestFailed(Exception):
-    """The peer could not answer the request: its handler failed (``info`` says why)."""
-
-    def __init__(self, peer: str, info: m.ErrorInfo) -> None:
-        super().__init__(f"peer {peer} failed to answer: {info.type}: {info.message}")
-        self.info = info
 
 
 def to_stderr(line: str) -> None:

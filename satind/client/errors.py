@@ -27,6 +27,14 @@ class SatindError(Exception):
     """Anything the client API raises of its own."""
 
 
+class RequestFailed(Exception):
+    """The peer could not answer the request: its handler failed (``info`` says why)."""
+
+    def __init__(self, peer: str, info: m.ErrorInfo) -> None:
+        super().__init__(f"peer {peer} failed to answer: {info.type}: {info.message}")
+        self.info = info
+
+
 class Refused(SatindError):
     """A submission or a request the cluster refused; the message says why and what to do."""
 

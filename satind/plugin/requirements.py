@@ -11,13 +11,14 @@ import functools
 import importlib.metadata
 from collections.abc import Mapping
 
-from packaging.requirements import Requirement
-
 from satind.plugin.descriptor import UNMET, Plugin
 
 
 @functools.lru_cache(maxsize=256)
 def _unmet(requires: tuple[str, ...]) -> str:
+    # Imported here: few plugins state requirements, and it costs every peer's start ~25 ms.
+    from packaging.requirements import Requirement
+
     missing = []
     for text in requires:
         req = Requirement(text)
