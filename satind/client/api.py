@@ -16,7 +16,6 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -27,12 +26,13 @@ from satind.client import client as remote
 from satind.client.errors import Refused, run_error
 from satind.client.files import ClientFiles
 from satind.client.follow import follow_result
-from satind.client.submission import Ship, plugin_dirs, shipment, submission
+from satind.client.submission import Ship, shipment, submission
 from satind.client.target import Target as Target
 from satind.client.target import load_config as load_config
 from satind.client.target import target as target
 from satind.net import codec
 from satind.net import messages as m
+from satind.plugin.shipped import Bundle
 
 
 def log_time(at: float) -> str:
@@ -325,6 +325,16 @@ class Cluster:
         )
         return Run(self, run_id, mine=True)
 
+    async def submit_entry(
+        self, plugin: str, entry: str, values: bytes, code: Bundle, code_hash: str
+    ) -> Run:
+        """Submit a run of the function ``entry`` of ``plugin`` in shipped ``code``, with
+        encoded ``values`` (what satind.Executor submits; ``submit`` for anything else)."""
+        run_id = await self.client.submit(
+            plugin, [], code_hash, check=False, entry=entry, values=values, code=code
+        )
+        return Run(self, run_id, mine=True)
+
     async def run(self, what: Any, *args: Any) -> Any:
         """``submit`` then ``result``: the run's value."""
         return await (await self.submit(what, *args)).result()
@@ -434,41 +444,3 @@ async def open_cluster(
     credentials = where.credentials if where.cfg.net.tls else None
     async with remote.connect(where.address, where.cfg, credentials) as client:
         yield Cluster(client, where.cfg)
-
-
-async def run_local_async(
-    what: Any,
-    *args: Any,
-    peers: int | None = None,
-    plugin_path: Sequence[Path] = (),
-    config: str | os.PathLike[str] | config_mod.Config | None = None,
-) -> Any:
-    """Start ``peers`` local peers (one per CPU by default; mutual TLS with throw-away keys,
-    as ``satind run`` does), run ``what`` with ``args`` on them (as ``Cluster.submit``),
-    stop them, and return the run's value. A function's plugin file is found by the peers
-    in its own directory; ``plugin_path`` adds others (for a plugin submitted by name).
-
-    Raises:
-        what ``Cluster.submit`` and ``Run.result`` raise; PeerUnavailable: the peers did not
-        start (the message says why).
-    """
-    from satind.ops.launcher import StartupError, ephemeral_keys, local_peers
-
-    cfg = load_config(config)
-    count = peers if peers is not None else config_mod.default_peer_count()
-    if count < 1:
-        raise ValueError("peers must be at least 1")
-    # Checked before any peer starts: a function that cannot be submitted costs nothing.
-    submission(what, args, cfg.net.max_frame_bytes)
-    paths = [*plugin_path, *(d for d in plugin_dirs(what) if d not in plugin_path)]
-    keys = ephemeral_keys()
-    credentials = keys.client if cfg.net.tls else None
-    try:
-        async with local_peers(count, keys=keys, plugin_paths=paths, cfg=cfg) as started:
-            master = started[0]
-            assert master.address is not None
-            async with remote.connect(master.address, cfg, credentials, master.name) as client:
-                run = await Cluster(client, cfg).submit(what, *args)
-                return await run.result()
-    except StartupError as exc:
-        raise remote.PeerUnavailable(f"the local peers did not start: {exc}") from None

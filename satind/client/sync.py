@@ -14,11 +14,21 @@ Ctrl-C while a call waits interrupts the wait, not the run: the run goes on (as 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import sys
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -27,11 +37,12 @@ import trio
 
 from satind import config as config_mod
 from satind._trio import single_errors
-from satind.client import api
+from satind.client import api, local
 from satind.client import client as remote
 from satind.client.api import Outcome, PeerInfo, RunInfo, RunRecord
 from satind.client.errors import PeerUnavailable, Timeout
 from satind.client.submission import Ship
+from satind.plugin.shipped import Bundle
 
 T = TypeVar("T")
 
@@ -45,11 +56,13 @@ class Loop:
         self._ready = threading.Event()
         self._stop: trio.Event | None = None
         self._failed: BaseException | None = None
+        self._nursery: trio.Nursery | None = None
 
         async def body() -> None:
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
 
                 async def stop_when_asked() -> None:
                     assert self._stop is not None
@@ -106,6 +119,16 @@ class Loop:
                     trio.from_thread.run_sync(scope.cancel, trio_token=token)
             raise
 
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Start ``fn()`` in the loop, in the background; it is cancelled at ``close``."""
+        token, nursery = self._token, self._nursery
+        if token is None or nursery is None or not self._thread.is_alive():
+            raise RuntimeError("this satind connection is closed")
+        if threading.current_thread() is self._thread:  # a done-callback, run by the loop
+            nursery.start_soon(fn)
+        else:
+            trio.from_thread.run_sync(nursery.start_soon, fn, trio_token=token)
+
     def close(self) -> None:
         if self._token is not None and self._thread.is_alive() and self._stop is not None:
             with contextlib.suppress(trio.RunFinishedError):  # it ended meanwhile
@@ -136,9 +159,51 @@ class SyncRun:
         # ``result()``), it is answered at once, without a second progress bar.
         self._outcome: Outcome | None = None
         self._failed: Exception | None = None
+        # Its end as a concurrent.futures.Future of its Outcome, once something waits for it
+        # in the background (``done``, ``add_done_callback``, ``satind.wait``...): completed by
+        # a task in the loop, read from any thread (a Future is made for that).
+        self._ended: concurrent.futures.Future[Outcome] | None = None
+        self._watch_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<satind.Run {self.id}>"
+
+    @property
+    def ended(self) -> concurrent.futures.Future[Outcome]:
+        """A ``concurrent.futures.Future`` of the run's ``Outcome``, done when the run ends
+        (its exception: what ``outcome()`` raises). What ``satind.as_completed`` and
+        ``satind.wait`` wait on; ``concurrent.futures.wait`` takes it too."""
+        with self._watch_lock:
+            if self._ended is None:
+                ended: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
+                ended.set_running_or_notify_cancel()
+                self._ended = ended
+                self._loop.spawn(lambda: self._watch(ended))
+            return self._ended
+
+    async def _watch(self, ended: concurrent.futures.Future[Outcome]) -> None:
+        try:
+            outcome = await self._run.outcome()
+        except Exception as exc:  # the run's own end (cancelled, failed, lost...)
+            ended.set_exception(exc)
+        except BaseException:  # the connection closed under it
+            ended.set_exception(
+                PeerUnavailable(f"the connection closed before run {self.id} ended")
+            )
+            raise
+        else:
+            ended.set_result(outcome)
+
+    def done(self) -> bool:
+        """Whether the run has ended (its outcome, or how it failed, is here)."""
+        return self._outcome is not None or self._failed is not None or self.ended.done()
+
+    def add_done_callback(self, fn: Callable[[SyncRun], object]) -> None:
+        """Call ``fn(run)`` once the run has ended (at once if it has). It runs in the
+        connection's own thread: keep it short, and use only the run's ``result()``,
+        ``outcome()``, ``done()`` and ``id`` there (answered at once), not calls that ask a
+        peer."""
+        self.ended.add_done_callback(lambda _: fn(self))
 
     def info(self) -> RunInfo:
         return self._loop.call(self._run.info)
@@ -166,6 +231,14 @@ class SyncRun:
         """See ``api.Run.outcome``; ``Timeout`` and ``progress`` as ``result``."""
         if self._failed is not None:
             raise self._failed.with_traceback(None)
+        if self._outcome is None and self._ended is not None and self._ended.done():
+            try:
+                self._outcome = self._ended.result()
+            except (Timeout, PeerUnavailable):
+                raise  # not the run's end: asked again, waited for again
+            except Exception as exc:
+                self._failed = exc
+                raise
         if self._outcome is None:
             try:
                 self._outcome = self._wait(timeout, progress)
@@ -224,13 +297,22 @@ class SyncRun:
 class SyncCluster:
     """A connection to a cluster (see ``api.Cluster``); a context manager that closes it."""
 
-    def __init__(self, where: api.Target) -> None:
+    def __init__(
+        self, where: api.Target | Callable[[], AbstractAsyncContextManager[api.Cluster]]
+    ) -> None:
+        """``where``: the peer to connect to, or what opens a cluster (local peers)."""
         self._cluster: api.Cluster | None = None
 
-        async def main(ready: Callable[[], None]) -> None:
+        @asynccontextmanager
+        async def connected(where: api.Target) -> AsyncIterator[api.Cluster]:
             credentials = where.credentials if where.cfg.net.tls else None
             async with remote.connect(where.address, where.cfg, credentials) as client:
-                self._cluster = api.Cluster(client, where.cfg)
+                yield api.Cluster(client, where.cfg)
+
+        async def main(ready: Callable[[], None]) -> None:
+            opened = connected(where) if isinstance(where, api.Target) else where()
+            async with opened as cluster:
+                self._cluster = cluster
                 ready()
                 await trio.sleep_forever()
 
@@ -266,12 +348,33 @@ class SyncCluster:
         run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check, ship=ship))
         return SyncRun(self._loop, run)
 
+    def submit_entry(
+        self, plugin: str, entry: str, values: bytes, code: Bundle, code_hash: str
+    ) -> SyncRun:
+        """See ``api.Cluster.submit_entry``."""
+        run = self._loop.call(
+            lambda: self.cluster.submit_entry(plugin, entry, values, code, code_hash)
+        )
+        return SyncRun(self._loop, run)
+
     def run(self, what: Any, *args: Any, timeout: float | None = None) -> Any:
         """``submit`` then ``result`` (``Timeout`` past ``timeout`` seconds)."""
         return self.submit(what, *args).result(timeout)
 
     def get_run(self, run_id: str) -> SyncRun:
         return SyncRun(self._loop, self.cluster.get_run(run_id))
+
+    def gather(self, runs: Iterable[SyncRun], timeout: float | None = None) -> list[Any]:
+        """The values of ``runs``, in their order, once all have ended; the first failure in
+        that order is raised (as ``result()`` raises it) once all have ended.
+
+        Raises:
+            Timeout: not all ended within ``timeout`` seconds (they go on).
+        """
+        runs = list(runs)
+        if concurrent.futures.wait([run.ended for run in runs], timeout).not_done:
+            raise Timeout(f"{len(runs)} runs did not all end within {timeout:g} s; they go on")
+        return [run.result() for run in runs]
 
     def runs(self) -> list[RunInfo]:
         return self._loop.call(self.cluster.runs)
@@ -331,13 +434,13 @@ def run_local(
     timeout: float | None = None,
 ) -> Any:
     """Run on fresh local peers (the embedded default of ``satind run``) and return the
-    value; see ``api.run_local_async``. Blocks; Ctrl-C stops the peers."""
+    value; see ``local.run_local_async``. Blocks; Ctrl-C stops the peers."""
     got: list[Any] = []
 
     async def main(ready: Callable[[], None]) -> None:
         async def go() -> Any:
             paths = [Path(p) for p in plugin_path]
-            return await api.run_local_async(
+            return await local.run_local_async(
                 what, *args, peers=peers, plugin_path=paths, config=config
             )
 

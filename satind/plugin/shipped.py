@@ -58,29 +58,38 @@ def bundle_hash(bundle: Mapping[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def pack(directory: Path, max_bytes: int, max_files: int) -> Bundle:
-    """The bundle of a plugin directory: every ``*.py`` under it, as discovery sees them.
+def pack(
+    directory: Path | None,
+    max_bytes: int,
+    max_files: int,
+    extra: Mapping[str, bytes] | None = None,
+) -> Bundle:
+    """The bundle of a plugin directory: every ``*.py`` under it, as discovery sees them, and
+    the ``extra`` files (by relative path: satind.Executor's plugin file beside a script's
+    directory, or alone for ``directory`` None).
 
     Raises:
         BadBundle: not a directory, no plugin file in it, or more than the bounds allow.
     """
-    if not directory.is_dir():
+    if directory is not None and not directory.is_dir():
         raise BadBundle(f"cannot ship {directory}: not a directory")
-    files = sources_under(directory)
-    if not plugin_files(directory)[0]:
+    extra = extra or {}
+    files = sources_under(directory) if directory is not None else []
+    if directory is not None and not extra and not plugin_files(directory)[0]:
         raise BadBundle(
             f"cannot ship {directory}: no plugin file in it (a *.py directly in it that "
             "assigns PLUGIN = satind.Plugin(...) at its top level; docs/plugins.md)"
         )
-    if len(files) > max_files:
+    if len(files) + len(extra) > max_files:
         raise BadBundle(
             f"cannot ship {directory}: {len(files)} Python files, more than "
             f"{max_files} (plugins.max_shipped_files)"
         )
-    bundle: Bundle = {}
-    size = 0
+    bundle: Bundle = dict(extra)
+    size = sum(len(data) for data in extra.values())
     for file in files:
-        data = file.read_bytes()
+        assert directory is not None
+        data = file.read_bytes()  # one at a time: a huge directory stops at the bound
         size += len(data)
         if size > max_bytes:
             raise BadBundle(
@@ -88,7 +97,9 @@ def pack(directory: Path, max_bytes: int, max_files: int) -> Bundle:
                 "(plugins.max_shipped_bytes)"
             )
         bundle[file.relative_to(directory).as_posix()] = data
-    assert bundle_hash(bundle) == directory_hash(directory)
+    bundle.update(extra)  # satind's own file, not one of the directory's of that name
+    if directory is not None and not extra:
+        assert bundle_hash(bundle) == directory_hash(directory)
     return bundle
 
 
