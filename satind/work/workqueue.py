@@ -2,6 +2,10 @@
 
 The tail holds the oldest jobs, the ones highest in the tree and so the largest: stealing
 them moves the most work per message (satin-grid-programming-model §4.1.2, after Cilk).
+With several runs queued, thieves take them in turn: a steal passes over the oldest job when
+its run had the last one taken here and another run's job is queued, so that a run submitted
+while another one fills every queue is stolen at once, not once the first one ends (the papers
+run one application at a time; the turn is ours).
 
 Thread safety comes from ``collections.deque``: ``append``, ``pop`` and ``popleft`` are each
 atomic under the GIL, so the compute thread (head) and the trio thread (tail) need no lock.
@@ -20,10 +24,13 @@ from satind.work.jobs import Job, is_placed
 class WorkQueue:
     """A double-ended queue of jobs not yet started."""
 
-    __slots__ = ("jobs",)
+    __slots__ = ("jobs", "last_run")
 
     def __init__(self) -> None:
         self.jobs: deque[Job] = deque()
+        # The run of the job a thief took last (thieves' side only): the next steal prefers
+        # another run's.
+        self.last_run = ""
 
     def push(self, job: Job) -> None:
         """Owner: put a job at the head (it runs next)."""
@@ -50,12 +57,28 @@ class WorkQueue:
         except IndexError:
             return None
         if not job.run.pushed and (not run_id or job.run.run_id == run_id):
+            if not run_id and job.run.run_id == self.last_run:
+                other = self._take_oldest("", job.run.run_id)
+                if other is not None:
+                    jobs.appendleft(job)  # back where it was: the next turn is its run's
+                    job = other
+            self.last_run = job.run.run_id
             return job
         jobs.appendleft(job)  # back where it was: still the oldest
+        taken = self._take_oldest(run_id, "")
+        if taken is not None:
+            self.last_run = taken.run.run_id
+        return taken
+
+    def _take_oldest(self, run_id: str, not_run: str) -> Job | None:
+        """Thief: remove and return the oldest job a thief may have, of run ``run_id`` if
+        named, of another run than ``not_run`` if named; or None."""
+        jobs = self.jobs
         # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
         # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
         for candidate in list(jobs):
-            if not candidate.run.pushed and (not run_id or candidate.run.run_id == run_id):
+            of = candidate.run.run_id
+            if not candidate.run.pushed and (not run_id or of == run_id) and of != not_run:
                 try:
                     jobs.remove(candidate)
                 except ValueError:

@@ -98,3 +98,19 @@ def test_concurrent_owner_and_thief_take_each_job_exactly_once() -> None:
             assert sorted(map(id, taken)) == sorted(map(id, jobs))
     finally:
         sys.setswitchinterval(old)
+
+
+def test_thieves_take_the_queued_runs_in_turn() -> None:
+    # A run submitted while another fills the queue: its root sits behind that run's jobs,
+    # and the next steal takes it, not the older jobs of the run served last.
+    q = WorkQueue()
+    r1, r2 = RunState("r1", "p", 0.5), RunState("r2", "p", 0.5)
+    a, b, c = (Job(print, (i,), None, i, r1, 1.0) for i in range(3))
+    root = Job(print, (9,), None, 0, r2, 1.0)
+    for job in (a, b, c, root):
+        q.push(job)
+    assert q.steal() is a  # the oldest: no run was served yet
+    assert q.steal() is root  # r1 had the last one; r2's turn
+    assert q.steal() is b  # r1's turn again, its oldest
+    assert q.steal() is c  # r1 alone now: its jobs in order
+    assert q.steal() is None
