@@ -69,7 +69,7 @@ def parse_function_submission(
     """
     fn = plugin.function(qualname)
     try:
-        args = codec.decode_value(values, max_depth)
+        args = codec.decode_value(values, max_depth, codec.version_of(plugin.home))
     except codec.DecodeError as exc:
         raise plugins.UsageError(f"{plugin.name}: the arguments cannot be decoded: {exc}") from None
     if not isinstance(args, (list, tuple)):

@@ -109,10 +109,12 @@ def _judged(
         check = f"not checked: plugin {plugin.name} has no check"
     if (not info.check or plugin.check is None) and plugin.report is None:
         return Verdict(None, check)  # nothing reads the value here: not decoded (a copy)
-    result = codec.decode_value(value, max_depth)
+    # A shipped version's registered types are that version's (net/values.py).
+    version = codec.version_of(plugin.home)
+    result = codec.decode_value(value, max_depth, version)
     if info.check and plugin.check is not None:
         try:
-            plugin.check(tuple(codec.decode_value(info.args, max_depth)), result)
+            plugin.check(tuple(codec.decode_value(info.args, max_depth, version)), result)
             check = "ok"
         except plugins.NotChecked as exc:
             check = f"not checked: {exc}"

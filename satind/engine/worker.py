@@ -56,7 +56,7 @@ from satind.engine.worker_base import GUARDS as GUARDS
 from satind.engine.worker_base import Mailbox as Mailbox
 from satind.engine.worker_base import ThreadMailbox as ThreadMailbox
 from satind.engine.worker_base import WorkerBase
-from satind.net.codec import DecodeError, Encoded
+from satind.net.codec import DecodeError, Encoded, version_of
 from satind.work.jobs import UNSET, Job, is_placed
 from satind.work.reports import GuardWaiting, SubtreeDropped
 
@@ -223,7 +223,10 @@ class Worker(WorkerBase):
         here, by the side that runs plugin code, not by the network side. False (and the
         job's error set) when they cannot be."""
         try:
-            args = job.args.decode(self.value_depth)
+            # The types a shipped version registered are that version's (net/values.py).
+            args = job.args.decode(
+                self.value_depth, version_of(getattr(job.fn, "__module__", None) or "")
+            )
             if type(args) is not tuple:
                 raise DecodeError("a job's arguments must be a tuple")
         except DecodeError as exc:
@@ -385,7 +388,8 @@ class Worker(WorkerBase):
         value, error = event.value, event.exc
         if type(value) is Encoded:
             try:
-                value = value.decode(self.value_depth)
+                module = getattr(event.job.fn, "__module__", None) or ""
+                value = value.decode(self.value_depth, version_of(module))
             except DecodeError as exc:
                 value, error = None, exc
         job = event.job

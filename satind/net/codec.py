@@ -42,6 +42,7 @@ from satind.net.values import Encoded as Encoded
 from satind.net.values import decode_value as decode_value
 from satind.net.values import encode_value as encode_value
 from satind.net.values import register_type as register_type
+from satind.net.values import version_of as version_of
 
 FRAME_HEADER = struct.Struct(">I")
 # bytes. The largest Hello accepted: it comes before the remote has said who it is, so no

@@ -9,6 +9,7 @@ as ``Encoded`` bytes.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
 import sys
@@ -20,9 +21,16 @@ import cbor2
 from satind.net.errors import DecodeError, EncodeError
 
 TUPLE_TAG = 39001
-# Plugins' own types: tag -> (class, to_plain, from_plain). Tags below 40000 are satind's.
-_APP_TAGS: dict[int, tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = {}
+# Plugins' own types: tag -> code version -> (class, to_plain, from_plain). Tags below 40000
+# are satind's. A class's code version is the package of the shipped version that defines it
+# (satind_shipped_<hash>, plugin/shipped.py), "" for installed code: each shipped version of a
+# plugin registers its own class under the tag, and a value of a run decodes to its version's.
+_Entry = tuple[type, Callable[[Any], Any], Callable[[Any], Any]]
+_APP_TAGS: dict[int, dict[str, _Entry]] = {}
 _APP_TYPES: dict[type, tuple[int, Callable[[Any], Any]]] = {}
+SHIPPED_PREFIX = "satind_shipped_"
+# The code version whose registrations a decode uses first (``decode_value``'s ``version``).
+_DECODING: contextvars.ContextVar[str] = contextvars.ContextVar("satind_decoding", default="")
 # satind's own references (shared objects, satind/shared.py): base class -> (tag, to_ref),
 # and tag -> from_ref. A reference travels instead of the object; encoding one can be recorded
 # (``encode_value(..., refs=[])``) so that a thief knows what it must have to decode.
@@ -51,11 +59,46 @@ def register_type(
     """
     if tag < 40000:
         raise ValueError(f"application tags start at 40000, got {tag}")
-    known = _APP_TAGS.get(tag)
-    if known is not None and known[0] is not cls:
+    versions = _APP_TAGS.setdefault(tag, {})
+    version = version_of(cls.__module__)
+    known = versions.get(version)
+    if known is not None and known[0] is not cls and not _same_class(known[0], cls):
         raise ValueError(f"CBOR tag {tag} is already registered for {known[0].__qualname__}")
-    _APP_TAGS[tag] = (cls, to_plain, from_plain)
+    versions.pop(version, None)  # the newest registration last (see ``_entry``)
+    versions[version] = (cls, to_plain, from_plain)
     _APP_TYPES[cls] = (tag, to_plain)
+
+
+def version_of(module: str) -> str:
+    """The code version of a module: its shipped version's package, or "" (installed)."""
+    return module.partition(".")[0] if module.startswith(SHIPPED_PREFIX) else ""
+
+
+def _same_class(old: type, new: type) -> bool:
+    # The same class defined again by its module imported again (a plugin reloaded): the new
+    # one replaces it.
+    return (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
+
+
+def forget_version(version: str) -> None:
+    """A shipped version unloaded (plugin/shipped.py): its registrations go with it."""
+    for tag in list(_APP_TAGS):
+        versions = _APP_TAGS[tag]
+        entry = versions.pop(version, None)
+        if entry is not None:
+            _APP_TYPES.pop(entry[0], None)
+        if not versions:
+            del _APP_TAGS[tag]
+
+
+def _entry(tag: int) -> _Entry | None:
+    """The registration a decode uses for ``tag``: the decoding version's, else installed
+    code's, else the newest (a value decoded outside any run: a client's, a test's)."""
+    versions = _APP_TAGS.get(tag)
+    if not versions:
+        return None
+    found = versions.get(_DECODING.get()) or versions.get("")
+    return found if found is not None else next(reversed(versions.values()))
 
 
 def is_registered(cls: type) -> bool:
@@ -103,11 +146,11 @@ def _tag_hook(tag: Any, immutable: bool) -> Any:
     resolve = _REF_TAGS.get(tag.tag)
     if resolve is not None:
         return resolve(tag.value)
-    entry = _APP_TAGS.get(tag.tag)
+    entry = _entry(tag.tag)
     if entry is None and tag.tag == NDARRAY_TAG:
         if not _numpy_support(load=True):
             raise DecodeError("a NumPy array arrived, but NumPy is not installed here")
-        entry = _APP_TAGS.get(tag.tag)
+        entry = _entry(tag.tag)
     if entry is None:
         raise DecodeError(f"unknown CBOR tag {tag.tag} in an application value")
     return entry[2](tag.value)
@@ -149,7 +192,7 @@ def _numpy_support(load: bool = False) -> bool:
         except (ValueError, TypeError) as exc:
             raise DecodeError(f"bad NumPy array: {exc}") from None
 
-    _APP_TAGS[NDARRAY_TAG] = (numpy.ndarray, to_plain, from_plain)
+    _APP_TAGS[NDARRAY_TAG] = {"": (numpy.ndarray, to_plain, from_plain)}
     _APP_TYPES[numpy.ndarray] = (NDARRAY_TAG, to_plain)
     return True
 
@@ -223,12 +266,14 @@ def encode_value(value: Any, max_frame: int | None = None, refs: list[Any] | Non
     return data
 
 
-def decode_value(data: bytes, max_depth: int = 200) -> Any:
-    """Inverse of ``encode_value``.
+def decode_value(data: bytes, max_depth: int = 200, version: str = "") -> Any:
+    """Inverse of ``encode_value``. ``version``: the code version (``version_of``) of the run
+    the value belongs to, whose registered types it is made of.
 
     Raises:
         DecodeError: not valid CBOR or an unknown tag.
     """
+    token = _DECODING.set(version)
     try:
         return cbor2.loads(
             data,
@@ -243,6 +288,8 @@ def decode_value(data: bytes, max_depth: int = 200) -> Any:
         if isinstance(cause, DecodeError):
             raise cause from None
         raise DecodeError(f"bad application value: {exc}") from None
+    finally:
+        _DECODING.reset(token)
 
 
 class Encoded:
@@ -256,9 +303,9 @@ class Encoded:
     def __init__(self, data: bytes) -> None:
         self.data = data
 
-    def decode(self, max_depth: int = 200) -> Any:
-        """Raises DecodeError."""
-        return decode_value(self.data, max_depth)
+    def decode(self, max_depth: int = 200, version: str = "") -> Any:
+        """See ``decode_value``. Raises DecodeError."""
+        return decode_value(self.data, max_depth, version)
 
     def __repr__(self) -> str:
         return f"<Encoded {len(self.data)} bytes>"

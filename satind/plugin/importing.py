@@ -17,14 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from satind.net.values import SHIPPED_PREFIX as SHIPPED_PREFIX
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import Candidate, module_hash
 from satind.plugin.siblings import __file__ as SIBLINGS_FILE
 from satind.plugin.siblings import builtins_for
 
 PATH_PACKAGE = "satind_path_plugins"
-# Shipped code (plugin/shipped.py): a package per version, named by its code hash.
-SHIPPED_PREFIX = "satind_shipped_"
+# Shipped code (plugin/shipped.py): a package per version, named by its code hash
+# (SHIPPED_PREFIX: the prefix net/values.py knows a version by).
 
 
 def shipped_package(code_hash: str) -> str:

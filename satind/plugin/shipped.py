@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from satind.api import forget_module
+from satind.net.values import forget_version
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import directory_hash, plugin_files, sources_under
 from satind.plugin.importing import (
@@ -320,3 +321,4 @@ def unload(code_hash: str) -> None:
         del sys.modules[name]
         forget_module(name)
     forget_builtins(package)
+    forget_version(package)  # its registered types

@@ -31,8 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# Imports of satind_shipped_<hash> modules go through this module's finder once installed.
-_PREFIX = "satind_shipped_"
+from satind.net.values import SHIPPED_PREFIX as _PREFIX
+
+# Imports of satind_shipped_<hash> modules (_PREFIX) go through this module's finder once
+# installed.
 # The package of --plugin-path files (plugin/importing.py): its __path__ lists their directories.
 _PATH_PACKAGE = "satind_path_plugins"
 # package name -> the builtins its modules run with.

@@ -190,6 +190,68 @@ def test_two_versions_of_one_plugin_never_mix(
         assert second.result(timeout=180) == expected(0, 100000, 2)
 
 
+# A plugin that registers a type, as docs/client.md's sumrange does: its jobs' arguments are
+# Spans, stolen between peers; a Span of another version would be another class.
+SPANNED = '''"""spansum LO HI: the sum of WEIGHT * i for LO <= i < HI, ranges carried as Spans."""
+
+from dataclasses import dataclass
+
+import satind
+
+WEIGHT = {weight}
+
+
+@dataclass(frozen=True)
+class Span:
+    lo: int
+    hi: int
+
+
+satind.register_type(Span, 41777, lambda s: [s.lo, s.hi], lambda v: Span(*v))
+
+
+@satind.spawnable
+def total(span: Span) -> int:
+    if type(span) is not Span:  # another version's class: the versions mixed
+        raise TypeError(f"a Span of {{type(span).__module__}} reached version {{WEIGHT}}")
+    if span.hi - span.lo <= 500:
+        return WEIGHT * sum(range(span.lo, span.hi))
+    mid = (span.lo + span.hi) // 2
+    a = total.spawn(Span(span.lo, mid))
+    b = total.spawn(Span(mid, span.hi))
+    satind.sync()
+    return a.result() + b.result()
+
+
+PLUGIN = satind.Plugin(
+    name="spansum",
+    entry=total,
+    usage="spansum LO HI",
+    parse=lambda argv: (Span(int(argv[0]), int(argv[1])),),
+    max_branching=2,
+)
+'''
+
+
+def test_an_edited_plugin_that_registers_a_type_ships_again_and_never_mixes(
+    system: tuple[Path, list[Daemon]], tmp_path: Path
+) -> None:
+    keys, daemons = system
+    versions = {}
+    for weight in (5, 6, 7):
+        versions[weight] = tmp_path / f"spanned{weight}"
+        versions[weight].mkdir()
+        (versions[weight] / "spansum.py").write_text(SPANNED.format(weight=weight))
+    with satind.connect(daemons[0].first, keys, name="shipper") as cluster:
+        # Shipped, edited, shipped again: each version registers its own Span under tag 41777.
+        first = cluster.submit("spansum", "0", "50000", ship=versions[5])
+        assert first.result(timeout=180) == expected(0, 50000, 5)
+        # Two more versions at once: every Span a job receives is its own version's.
+        runs = {w: cluster.submit("spansum", "0", "100000", ship=versions[w]) for w in (6, 7)}
+        for weight, run in runs.items():
+            assert run.result(timeout=180) == expected(0, 100000, weight)
+
+
 def test_a_member_joining_mid_run_fetches_the_code(
     system: tuple[Path, list[Daemon]], tmp_path: Path
 ) -> None:

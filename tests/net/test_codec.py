@@ -120,6 +120,37 @@ def test_registered_type_round_trip() -> None:
         codec.register_type(dict, 40001, list, list)
 
 
+def test_each_shipped_version_has_its_own_class_under_a_tag() -> None:
+    # Two shipped versions of one plugin define their own Span and register it under one
+    # tag (issue 46: the second was refused, "already registered"); a value of a run decodes
+    # to its own version's class, a value outside any run to installed code's or the newest.
+    def span_of(version: str) -> type:
+        cls = type("Span", (), {"__init__": lambda self, lo: setattr(self, "lo", lo)})
+        cls.__module__ = f"satind_shipped_{version}.spans"
+        codec.register_type(cls, 40777, lambda s: s.lo, cls)
+        return cls
+
+    one, two = span_of("aaa"), span_of("bbb")
+    try:
+        data = codec.encode_value(one(3))
+        assert codec.encode_value(two(3)) == data  # the same bytes on the wire
+        assert type(codec.decode_value(data, version="satind_shipped_aaa")) is one
+        assert type(codec.decode_value(data, version="satind_shipped_bbb")) is two
+        assert type(codec.decode_value(data)) is two  # no version: the newest
+        assert codec.version_of(one.__module__) == "satind_shipped_aaa"
+        assert codec.version_of(__name__) == ""
+        values_mod.forget_version("satind_shipped_bbb")  # unloaded: its class goes
+        assert type(codec.decode_value(data, version="satind_shipped_bbb")) is one
+        with pytest.raises(codec.EncodeError):
+            codec.encode_value(two(3))
+        other = type("Other", (), {})
+        other.__module__ = one.__module__
+        with pytest.raises(ValueError, match="already registered"):
+            codec.register_type(other, 40777, list, list)  # still one class per version
+    finally:
+        values_mod.forget_version("satind_shipped_aaa")
+
+
 def test_unknown_tag_and_garbage_values_are_decode_errors() -> None:
     with pytest.raises(codec.DecodeError, match="unknown CBOR tag"):
         codec.decode_value(cbor2.dumps(cbor2.CBORTag(45000, 1)))
