@@ -14,16 +14,18 @@ pickle: what it does not carry is refused at ``submit``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import sys
 import sysconfig
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from satind import config as config_mod
-from satind.client.errors import BadArguments, Timeout
+from satind.client.errors import BadArguments, Refused, Timeout
 from satind.client.local import open_local_cluster
 from satind.client.submission import SUBMIT_OVERHEAD
 from satind.client.sync import SyncCluster, SyncRun, connect
@@ -49,7 +51,8 @@ class RunFuture(concurrent.futures.Future[Any]):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self.run.cancel()
+        with contextlib.suppress(Refused):  # it ended meanwhile: its value is dropped
+            self.run.cancel()
         return True
 
 
@@ -142,9 +145,12 @@ class Executor(concurrent.futures.Executor):
         self._track(future)
         run.add_done_callback(lambda ended: _settle(future, ended))
 
+        deadline = None if timeout is None else time.monotonic() + timeout  # from this call
+
         def values_of() -> Iterator[Any]:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                got = future.result(timeout)
+                got = future.result(left)
             except concurrent.futures.TimeoutError:
                 raise Timeout(
                     f"run {run.id} did not end within {timeout:g} s; it goes on"
