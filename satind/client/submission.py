@@ -18,6 +18,7 @@ from satind.api import Spawnable
 from satind.client.errors import BadArguments
 from satind.net import codec
 from satind.plugin import Plugin, is_plugin_name, shipped
+from satind.plugin.descriptor import module_plugin
 
 # The bytes a Submit needs besides its arguments' values (ids, names, the message's frame).
 SUBMIT_OVERHEAD = 4096
@@ -126,12 +127,16 @@ def plugin_of(fn: Spawnable[Any]) -> Plugin:
         if module is not None
         else []
     )
+    file = getattr(module, "__file__", None)
+    if not found and module is not None and file is not None:
+        # A module of functions without PLUGIN is a plugin by itself, named after its file
+        # (the script's, for __main__), as the peers name it (plugin/importing.py).
+        return module_plugin(Path(file).stem, fn)
     if not found:
-        where = getattr(module, "__file__", None) or module_name
         raise ValueError(
-            f"{qualname} is not part of a plugin: its module ({where}) defines no "
-            "PLUGIN = satind.Plugin(...). Put the function in a plugin file (docs/plugins.md) "
-            "that every peer has (--plugin-path), or ship it (docs/client.md)"
+            f"{qualname} is not part of a plugin: its module ({module_name}) has no file (a "
+            "notebook, python -c). Put the function in a .py file (docs/plugins.md) that every "
+            "peer has (--plugin-path), or ship it (docs/client.md)"
         )
     own = [p for p in found if p.entry is fn]
     return (own or found)[0]

@@ -222,6 +222,26 @@ class UnknownPlugin(LookupError):
         )
 
 
+def module_plugin(name: str, entry: Spawnable[Any]) -> Plugin:
+    """A module of @spawnable functions with no ``PLUGIN``: a plugin by itself, named after
+    the module, for runs submitted as functions from Python (``cluster.submit(fn, ...)``);
+    ``entry`` is its first function. By name, with arguments, it refuses to run."""
+
+    def parse(argv: Sequence[str]) -> tuple[Any, ...]:
+        raise UsageError(
+            f"{name} is a module of functions without a PLUGIN: submit one of its @spawnable "
+            "functions from Python (docs/client.md), or give it a PLUGIN (docs/plugins.md)"
+        )
+
+    return Plugin(
+        name=name,
+        entry=entry,
+        usage=f"(the functions of {name}.py, submitted from Python)",
+        parse=parse,
+        description=f"the @spawnable functions of {name}.py",
+    )
+
+
 def driven(
     name: str,
     entry: Any,

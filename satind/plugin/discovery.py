@@ -64,7 +64,9 @@ _MAKERS = {"Plugin", "iterative_plugin", "spmd_plugin"}
 def plugin_files(directory: Path) -> tuple[list[Path], list[str]]:
     """The plugin files of a ``--plugin-path`` directory, found by reading them, never by
     running them: each ``*.py`` directly in it that assigns ``PLUGIN`` or ``PLUGIN_<anything>``
-    at its top level (not inside a function, class, ``if`` or ``try``). The other files
+    at its top level (not inside a function, class, ``if`` or ``try``), and each that defines
+    a ``@spawnable`` function at its top level and no plugin (a module of functions is a
+    plugin by itself, named after it: ``module_plugin``; not a ``_name.py``). The other files
     (helpers) run only when a plugin imports them. Also what is wrong with the files that
     could not be read, and with those that make a plugin under another name."""
     files: list[Path] = []
@@ -77,7 +79,10 @@ def plugin_files(directory: Path) -> tuple[list[Path], list[str]]:
             continue
         names: list[str] = []
         makes = ""
+        spawns = False  # a top-level @spawnable function: a module of them is a plugin
         for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                spawns = spawns or any(_is_spawnable(d) for d in statement.decorator_list)
             targets: list[ast.expr] = []
             value: ast.expr | None = None
             if isinstance(statement, ast.Assign):
@@ -94,12 +99,23 @@ def plugin_files(directory: Path) -> tuple[list[Path], list[str]]:
                 makes = makes or ast.unparse(targets[0])
         if any(is_plugin_name(n) for n in names):
             files.append(file)
+        elif spawns and not makes and not file.name.startswith("_"):
+            files.append(file)  # a module of functions without PLUGIN (module_plugin)
         elif makes:
             problems.append(
                 f"{file}: not loaded: it makes a plugin but calls it {makes}; satind loads "
                 "the files that assign PLUGIN (or PLUGIN_<anything>) at their top level"
             )
     return files, problems
+
+
+def _is_spawnable(decorator: ast.expr) -> bool:
+    """``@spawnable``, ``@satind.spawnable`` (or either called)."""
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    if isinstance(decorator, ast.Attribute):
+        return decorator.attr == "spawnable"
+    return isinstance(decorator, ast.Name) and decorator.id == "spawnable"
 
 
 def _called(call: ast.Call) -> str:

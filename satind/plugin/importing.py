@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from satind.api import Spawnable
 from satind.net.values import SHIPPED_PREFIX as SHIPPED_PREFIX
-from satind.plugin.descriptor import Plugin
-from satind.plugin.discovery import Candidate, module_hash
+from satind.plugin.descriptor import Plugin, module_plugin
+from satind.plugin.discovery import Candidate, is_plugin_name, module_hash
 from satind.plugin.siblings import __file__ as SIBLINGS_FILE
 from satind.plugin.siblings import builtins_for
 
@@ -44,7 +45,22 @@ def plugins_in(module: types.ModuleType, source: str, code_hash: str = "") -> li
             value.module,
         ):
             found.append(stamped(value, source, code_hash))
+    if not found and not any(is_plugin_name(name) for name in vars(module)):
+        # No PLUGIN: a module of spawnable functions is a plugin by itself (module_plugin).
+        own = spawnables_of(module)
+        if own:
+            name = module.__name__.rpartition(".")[2]
+            found.append(stamped(module_plugin(name, own[0]), source, code_hash))
     return found
+
+
+def spawnables_of(module: types.ModuleType) -> list[Spawnable[Any]]:
+    """The @spawnable functions a module defines at its top level, in their order."""
+    return [
+        value
+        for value in vars(module).values()
+        if isinstance(value, Spawnable) and value.fn.__module__ == module.__name__
+    ]
 
 
 def stamped(plugin: Plugin, source: str, code_hash: str) -> Plugin:

@@ -218,6 +218,29 @@ def test_discovery_finds_builtins_and_path_plugins(tmp_path: Path) -> None:
     assert found["double"].entry(21) == 42
 
 
+def test_a_module_of_spawnable_functions_is_a_plugin_by_itself(tmp_path: Path) -> None:
+    # No PLUGIN: named after the file, its first function the entry, by name it refuses.
+    (tmp_path / "sumsq.py").write_text(
+        "import satind\n\n"
+        "@satind.spawnable\n"
+        "def sumsq(n: int) -> int:\n"
+        "    return sum(i * i for i in range(n))\n\n"
+        "@satind.spawnable\n"
+        "def cube(x: int) -> int:\n"
+        "    return x ** 3\n"
+    )
+    (tmp_path / "_private.py").write_text(
+        "from satind import spawnable\n\n@spawnable\ndef f(x: int) -> int:\n    return x\n"
+    )
+    found = plugins.discover([tmp_path])
+    assert "_private" not in found
+    plugin = found["sumsq"]
+    assert plugin.source.startswith("path") and plugin.entry(4) == 14
+    assert plugin.function("cube")(2) == 8
+    with pytest.raises(UsageError, match="module of functions without a PLUGIN"):
+        plugin.parse_args(["3"])
+
+
 def test_unknown_plugin_lists_the_available_ones() -> None:
     with pytest.raises(plugins.UnknownPlugin) as info:
         plugins.find("fibonacci")
