@@ -6,7 +6,9 @@ shipped one after the other never mix."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -250,6 +252,31 @@ def test_an_edited_plugin_that_registers_a_type_ships_again_and_never_mixes(
         runs = {w: cluster.submit("spansum", "0", "100000", ship=versions[w]) for w in (6, 7)}
         for weight, run in runs.items():
             assert run.result(timeout=180) == expected(0, 100000, weight)
+
+
+def test_a_module_of_functions_without_plugin_ships_as_a_plugin_by_itself(
+    system: tuple[Path, list[Daemon]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys, daemons = system
+    (tmp_path / "cubes.py").write_text(
+        "import satind\n\n\n"
+        "@satind.spawnable\n"
+        "def cubes(lo: int, hi: int) -> int:\n"
+        "    if hi - lo <= 100:\n"
+        "        return sum(i ** 3 for i in range(lo, hi))\n"
+        "    mid = (lo + hi) // 2\n"
+        "    a, b = cubes.spawn(lo, mid), cubes.spawn(mid, hi)\n"
+        "    satind.sync()\n"
+        "    return a.result() + b.result()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cubes = importlib.import_module("cubes")
+    try:
+        with satind.connect(daemons[0].first, keys, name="shipper") as cluster:
+            run = cluster.submit(cubes.cubes, 0, 20000, ship=True)
+            assert run.result(timeout=180) == sum(i**3 for i in range(20000))
+    finally:
+        sys.modules.pop("cubes", None)
 
 
 def test_a_member_joining_mid_run_fetches_the_code(
