@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import inspect
 import os
+import site
 import sys
 import sysconfig
 import threading
@@ -28,15 +30,15 @@ from satind import config as config_mod
 from satind.client.errors import BadArguments, Refused, Timeout
 from satind.client.local import open_local_cluster
 from satind.client.submission import SUBMIT_OVERHEAD
-from satind.client.sync import SyncCluster, SyncRun, connect
+from satind.client.sync import SyncCluster, SyncRun, connect, refuse_in_a_peer
 from satind.net import codec
 from satind.plugin import shipped
-from satind.vetting import VETTER_MODULE
 
 PLUGIN_NAME = "executor"
 PLUGIN_FILE = "satind_executor.py"
 TEMPLATE = (Path(__file__).parent / "executor_plugin.py").read_text()
 PLACEHOLDER = 'MODULE = ""  # set when shipped'
+SHIPPED_LINE = "SHIPPED = False  # set when shipped: MODULE's file is shipped beside this one"
 
 
 class RunFuture(concurrent.futures.Future[Any]):
@@ -77,12 +79,7 @@ class Executor(concurrent.futures.Executor):
         local: bool = False,
         peers: int | None = None,
     ) -> None:
-        if _in_a_peer():
-            raise RuntimeError(
-                "satind.Executor() in code a peer imports: the script's top level runs on the "
-                'peers, so start the executor under `if __name__ == "__main__":` (as for '
-                "ProcessPoolExecutor)"
-            )
+        refuse_in_a_peer("satind.Executor()")
         self._own = cluster is None
         if cluster is not None:
             self._cluster = cluster
@@ -200,11 +197,15 @@ class Executor(concurrent.futures.Executor):
         return self._cluster.submit_entry(PLUGIN_NAME, entry, values, code, code_hash)
 
     def _pack(self, module: str, directory: Path | None) -> tuple[shipped.Bundle, str]:
-        plugin = TEMPLATE.replace(PLACEHOLDER, f"MODULE = {module!r}", 1).encode()
+        plugin = TEMPLATE.replace(PLACEHOLDER, f"MODULE = {module!r}", 1)
+        plugin = plugin.replace(SHIPPED_LINE, f"SHIPPED = {directory is not None}", 1)
         limits = self._cfg.plugins
         try:
             code = shipped.pack(
-                directory, limits.max_shipped_bytes, limits.max_shipped_files, {PLUGIN_FILE: plugin}
+                directory,
+                limits.max_shipped_bytes,
+                limits.max_shipped_files,
+                {PLUGIN_FILE: plugin.encode()},
             )
         except shipped.BadBundle as exc:
             raise ValueError(f"{exc}: move the script to a directory of its own") from None
@@ -232,6 +233,11 @@ def function_home(fn: Callable[..., Any]) -> tuple[str, Path | None, str]:
     module_name = getattr(fn, "__module__", None)
     if not callable(fn) or not isinstance(qualname, str) or not isinstance(module_name, str):
         raise TypeError(f"satind.Executor runs functions, not {fn!r}")
+    if inspect.ismethod(fn):  # its object would not travel: called there without it
+        raise TypeError(
+            f"{qualname} is a bound method: give satind.Executor a function at the top level "
+            "of a module, and its object's data as arguments"
+        )
     if "<" in qualname:
         raise TypeError(
             f"{qualname} cannot run on a cluster: define it with def at the top level of a "
@@ -258,10 +264,5 @@ def _installed(path: Path) -> bool:
     """Whether ``path`` is a file of the standard library or of an installed package."""
     paths = sysconfig.get_paths()
     roots = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots |= {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     return any(path.is_relative_to(root) for root in roots)
-
-
-def _in_a_peer() -> bool:
-    """Whether this process is a peer or a vetting process (a shipped script's top level)."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return getattr(spec, "name", "") in ("satind.ops.child", VETTER_MODULE)

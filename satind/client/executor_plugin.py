@@ -10,15 +10,20 @@ but not what is under its ``if __name__ == "__main__":``, as with ``ProcessPoolE
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
 import satind
 
 MODULE = ""  # set when shipped
-# The script's module, imported when this file is (so the vetting imports it too). A plain
-# __import__ statement's builtins find the shipped version's own file (plugin/siblings.py).
-_module = __import__(MODULE, fromlist=["_"]) if MODULE else None
+SHIPPED = False  # set when shipped: MODULE's file is shipped beside this one
+# The script's module, imported when this file is (so the vetting imports it too): the one
+# shipped beside this file, by its name in the shipped version's package (a script named
+# test.py is not the standard library's test), or an installed one by its own name.
+_module = (
+    importlib.import_module(f"{__package__}.{MODULE}" if SHIPPED else MODULE) if MODULE else None
+)
 
 
 def _function(qualname: str) -> Any:

@@ -43,6 +43,7 @@ from satind.client.api import Outcome, PeerInfo, RunInfo, RunRecord
 from satind.client.errors import PeerUnavailable, Timeout
 from satind.client.submission import Ship
 from satind.plugin.shipped import Bundle
+from satind.vetting import VETTER_MODULE
 
 T = TypeVar("T")
 
@@ -174,11 +175,18 @@ class SyncRun:
         (its exception: what ``outcome()`` raises). What ``satind.as_completed`` and
         ``satind.wait`` wait on; ``concurrent.futures.wait`` takes it too."""
         with self._watch_lock:
+            ended = self._ended
+            if ended is not None:
+                return ended
+            ended = concurrent.futures.Future()
+            ended.set_running_or_notify_cancel()
+        # Started outside the lock: spawning waits for the loop thread, whose callbacks may
+        # ask this run's ``done()`` meanwhile. Two threads asking at once may both start a
+        # watcher: the first stored is kept, the other's future is dropped (harmless).
+        self._loop.spawn(lambda: self._watch(ended))
+        with self._watch_lock:
             if self._ended is None:
-                ended: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
-                ended.set_running_or_notify_cancel()
                 self._ended = ended
-                self._loop.spawn(lambda: self._watch(ended))
             return self._ended
 
     async def _watch(self, ended: concurrent.futures.Future[Outcome]) -> None:
@@ -403,6 +411,21 @@ class SyncCluster:
         return SyncRun(self._loop, self._loop.call(self.cluster.resume, run_id))
 
 
+def refuse_in_a_peer(what: str) -> None:
+    """Refuse to start a client inside a peer or a vetting process: a shipped script's (or a
+    module of functions') top level runs there on import, and would start one per peer.
+
+    Raises:
+        RuntimeError: this is such a process (the message says to guard the script).
+    """
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if getattr(spec, "name", "") in ("satind.ops.child", VETTER_MODULE):
+        raise RuntimeError(
+            f"{what} in code a peer imports: the script's top level runs on the peers, so "
+            'call it under `if __name__ == "__main__":` (as for ProcessPoolExecutor)'
+        )
+
+
 def _interactive() -> bool:
     """Whether someone watches: stderr is a terminal, or this is a Jupyter kernel."""
     return sys.stderr.isatty() or "ipykernel" in sys.modules
@@ -421,7 +444,9 @@ def connect(
 
     Raises:
         PeerUnavailable: the peer cannot be reached; ValueError: bad address or keys.
+        RuntimeError: called where a peer imports the script (no __main__ guard).
     """
+    refuse_in_a_peer("satind.connect()")
     return SyncCluster(api.target(to, keys, name=name, config=config))
 
 
@@ -435,6 +460,7 @@ def run_local(
 ) -> Any:
     """Run on fresh local peers (the embedded default of ``satind run``) and return the
     value; see ``local.run_local_async``. Blocks; Ctrl-C stops the peers."""
+    refuse_in_a_peer("satind.run_local()")
     got: list[Any] = []
 
     async def main(ready: Callable[[], None]) -> None:

@@ -16,9 +16,14 @@ else goes through the methods.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 from satind.work.jobs import Job, is_placed
+
+# Jobs a steal looks past for another run's when the oldest is of the run served last: with
+# one run queued it costs that many at most, and another run's root is rarely further back.
+TURN_LOOK = 64
 
 
 class WorkQueue:
@@ -52,16 +57,23 @@ class WorkQueue:
         from thieves. O(queue length) when the oldest job is not one to take; with one
         divide-and-conquer run at a time it is a ``popleft``."""
         jobs = self.jobs
+        if not run_id and self.last_run:
+            # The turn: a look at the oldest job, not a pop (the owner must never find its
+            # job missing for a moment), and a bounded look for another run's behind it.
+            try:
+                first = jobs[0]
+            except IndexError:
+                return None
+            if first.run.run_id == self.last_run:
+                other = self._take_oldest("", self.last_run, TURN_LOOK)
+                if other is not None:
+                    self.last_run = other.run.run_id
+                    return other
         try:
             job = jobs.popleft()
         except IndexError:
             return None
         if not job.run.pushed and (not run_id or job.run.run_id == run_id):
-            if not run_id and job.run.run_id == self.last_run:
-                other = self._take_oldest("", job.run.run_id)
-                if other is not None:
-                    jobs.appendleft(job)  # back where it was: the next turn is its run's
-                    job = other
             self.last_run = job.run.run_id
             return job
         jobs.appendleft(job)  # back where it was: still the oldest
@@ -70,13 +82,15 @@ class WorkQueue:
             self.last_run = taken.run.run_id
         return taken
 
-    def _take_oldest(self, run_id: str, not_run: str) -> Job | None:
+    def _take_oldest(self, run_id: str, not_run: str, look: int = 0) -> Job | None:
         """Thief: remove and return the oldest job a thief may have, of run ``run_id`` if
-        named, of another run than ``not_run`` if named; or None."""
+        named, of another run than ``not_run`` if named, among the ``look`` oldest (0: all);
+        or None."""
         jobs = self.jobs
         # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
         # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
-        for candidate in list(jobs):
+        snapshot = list(itertools.islice(jobs, look)) if look else list(jobs)
+        for candidate in snapshot:
             of = candidate.run.run_id
             if not candidate.run.pushed and (not run_id or of == run_id) and of != not_run:
                 try:

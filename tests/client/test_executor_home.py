@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from satind.client.executor import PLACEHOLDER, PLUGIN_FILE, TEMPLATE, function_home
+from satind.client.executor import (
+    PLACEHOLDER,
+    PLUGIN_FILE,
+    SHIPPED_LINE,
+    TEMPLATE,
+    function_home,
+)
 from satind.plugin import shipped
 
 
@@ -51,8 +57,9 @@ def test_lambdas_nested_functions_and_non_functions_are_refused_saying_why() -> 
 
 def test_the_bundle_is_the_directory_and_the_executor_plugin(tmp_path: Path) -> None:
     (tmp_path / "primes.py").write_text("def f(x):\n    return x\n")
+    # Both lines the Executor sets are in the template, as it writes them.
+    assert TEMPLATE.count(PLACEHOLDER) == 1 and TEMPLATE.count(SHIPPED_LINE) == 1
     plugin = TEMPLATE.replace(PLACEHOLDER, "MODULE = 'primes'").encode()
-    assert plugin != TEMPLATE.encode()
     bundle = shipped.pack(tmp_path, 1 << 20, 10, {PLUGIN_FILE: plugin})
     assert set(bundle) == {"primes.py", PLUGIN_FILE}
     # Without a directory (an installed module's function): the plugin file alone.
