@@ -6,6 +6,8 @@ import contextlib
 import os
 import random
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -124,6 +126,40 @@ def renice_workers(pid: int, nice: int) -> None:
             # A thread that ended meanwhile; a lower value needs root, else it stays slow.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+
+
+def renice_session(pid: int, nice: int) -> None:
+    """The autogroup of ``pid``'s session at priority ``nice``. With the kernel's autogroups
+    (``sched_autogroup_enabled``) a CPU is shared between sessions first and by nice value
+    only within one: a thread's nice value alone does not lift it above another session's
+    processes. Without autogroups (a cgroup, another kernel) there is no such file: nothing
+    to do, the threads' nice values count."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+
+
+def start_hogs(count: int, cpu: int | None = None) -> list[subprocess.Popen[bytes]]:
+    """``count`` busy processes, on ``cpu`` when given, each in a session of its own as a
+    user's programs (and each peer: ops/launcher.py) are: with autogroups, hogs of one session
+    would take one share of the CPU between them, not one each. Stop them with stop_hogs."""
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            hogs.append(
+                subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            )
+            if cpu is not None:
+                os.sched_setaffinity(hogs[-1].pid, {cpu})
+    except BaseException:
+        stop_hogs(hogs)
+        raise
+    return hogs
+
+
+def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 
 
 def kill_all(pids: list[int]) -> None:

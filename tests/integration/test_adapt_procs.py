@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.procs import pin
+from tests.integration.procs import pin, start_hogs, stop_hogs
 from tests.integration.test_daemon import Daemon, client, satind, status, wait_for
 
 CONFIG = """
@@ -83,13 +82,8 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
     # Each hog in a session of its own, as each peer is (ops/launcher.py): with the kernel's
     # autogroups (sched_autogroup_enabled) a CPU is shared by session, so two hogs of one
     # session would take half of it, the loaded peer as much as the others.
-    hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(4)
-    ]
+    hogs = start_hogs(4, cpus[1])
     try:
-        for hog in hogs:
-            os.sched_setaffinity(hog.pid, {cpus[1]})
         # 512 busy leaves of 50 ms: ~25 s of leaves, several periods even when the rest of
         # the machine is loaded too. (Shorter leaves failed once: the hog was not felt then,
         # for want of pinning every thread and of the hogs' own sessions, above.)
@@ -107,9 +101,7 @@ def test_a_loaded_peer_is_drained_and_a_standby_peer_admitted(
             timeout=180,
         )
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_hogs(hogs)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["check"] == "ok"

@@ -7,9 +7,9 @@ because the suite's other worker loads the same machine."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.integration.procs import start_hogs, stop_hogs
 from tests.integration.test_daemon import Daemon, satind, status, wait_for
 
 CONFIG = """
@@ -38,20 +38,13 @@ def test_the_owners_load_reclaims_the_peer_and_its_end_releases_it(tmp_path: Pat
             return str(peer["state"])
 
         # The owner: a busy process per CPU, each in its own session (as a user's programs).
-        hogs = [
-            subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(2)
-        ]
+        hogs = start_hogs(2)
         wait_for(lambda: state() == "reclaimed", 30.0)
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_hogs(hogs)
         hogs = []
         wait_for(lambda: state() == "alive", 60.0)
         log = daemon.log.read_text()
         assert "reclaiming this machine's peers" in log and "releasing" in log, log[-2000:]
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_hogs(hogs)
         daemon.kill()
