@@ -7,7 +7,9 @@ elsewhere, and every client waiting on the paused master is answered once it con
 
 from __future__ import annotations
 
+import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -48,10 +50,17 @@ def test_runs_of_a_paused_master_are_taken_over_and_every_client_is_answered(
     for 20 s: the others take all six over; when m2 continues, it hands each waiting client
     the result (the queued ones were never answered: lifecycle._taken_from_queue)."""
     bed.wait_one_system(30)
-    # About 25 s each, four at once on eight peers: none ends before the pause, so two are
-    # still queued then (the submissions alone take seconds on a loaded machine).
-    runs = [submit(bed, "m2", "tree", "4", "4", "200", "sleep") for _ in range(6)]
-    time.sleep(4)
+    # About 25 s each, four at once on eight peers. Submitted at once and paused as soon as
+    # two are queued: one after the other, six submissions took long enough on a loaded
+    # machine that a run ended before the pause and none was queued any more then.
+    with ThreadPoolExecutor(6) as pool:
+        runs = list(
+            pool.map(lambda _: submit(bed, "m2", "tree", "4", "4", "200", "sleep"), range(6))
+        )
+    deadline = time.monotonic() + 20
+    while (queued := _queued(bed, "m2")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert queued == 2, f"{queued} runs queued on m2, not 2: make the runs longer"
     bed.pause("m2")
     try:
         time.sleep(20)
@@ -61,3 +70,10 @@ def test_runs_of_a_paused_master_are_taken_over_and_every_client_is_answered(
     log = bed.machines["m2"].log_text()
     assert "queued here, was started by" in log, log[-3000:]
     bed.wait_one_system(BACK_S)
+
+
+def _queued(bed: Testbed, machine: str) -> int:
+    """How many runs ``machine``'s first peer says are queued."""
+    proc = bed.satind("status", "--json", to=machine, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return sum(1 for run in json.loads(proc.stdout)["runs"] if run["state"] == "queued")
