@@ -69,6 +69,10 @@ class LauncherConfig:
     # seconds. Closing a peer's control pipe (the stop signal; ops/launcher.py) gives up
     # after this long. The name is from when that pipe was the peer's stdin.
     stdin_close_s: float = 0.5
+    # Fork peers from a template process that has imported satind (ops/forker.py): a peer
+    # starts in milliseconds, not in the ~0.7 s of CPU its imports take. Linux only; false,
+    # or elsewhere: each peer is a new interpreter.
+    fork_peers: bool = True
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,17 @@ from satind.net import tls
 from satind.net.transport import Address, parse_address
 from satind.node import history
 from satind.ops import advertise, owner, ports
+from satind.ops.forker import Forker, open_forker
 from satind.ops.launcher import (
     EXIT_PORT_BUSY,
     EXIT_USAGE,
+    PEER_MODULES,
     PeerProcess,
     PeerSpec,
     PeerUsageError,
     StartupError,
     start_peer,
+    stdout_for_peers,
     stop_peers,
     wait_bound,
 )
@@ -173,6 +176,8 @@ class Supervisor:
         # The owner watch's last verdict ([owner] reclaim): a peer restarted meanwhile is
         # reclaimed as soon as it is up.
         self.owner_busy = False
+        # The template peers are forked from (ops/forker.py), while ``run`` runs.
+        self.forker: Forker | None = None
 
     def _stopped(self, slot: Slot) -> None:
         slot.stopped = True
@@ -203,6 +208,14 @@ class Supervisor:
     async def run(self) -> int:
         await self._vet()
         await self._check_history()
+        # The peers' template lives as long as the daemon: a restarted peer starts at once.
+        async with open_forker(
+            self.cfg.launcher.fork_peers, stdout_for_peers(), PEER_MODULES
+        ) as forker:
+            self.forker = forker
+            return await self._run()
+
+    async def _run(self) -> int:
         async with trio.open_nursery() as nursery:
             # Peer 0 first: the others join through it (and the configured seeds).
             await self._start(self.slots[0])
@@ -282,7 +295,7 @@ class Supervisor:
         """
         slot.busy = ""
         try:
-            slot.process = await start_peer(slot.spec)
+            slot.process = await start_peer(slot.spec, self.forker)
             slot.started_at = trio.current_time()
         except OSError as exc:  # no process to be had (fork, pipes): a crash like any other
             raise DaemonError(f"cannot start peer {slot.spec.name}: {exc}") from None

@@ -36,11 +36,15 @@ import trio
 from satind.config import Config, LauncherConfig, for_peer
 from satind.net import tls
 from satind.net.transport import Address
+from satind.ops.forker import ForkedProcess, Forker, open_forker
 from satind.plugin import Verdict
 
 log = logging.getLogger(__name__)
 
 CHILD_MODULE = "satind.ops.child"
+# What a peer imports, for the template peers are forked from (ops/forker.py): the child's
+# module and what it imports once it runs.
+PEER_MODULES = (CHILD_MODULE, "satind.node.logs", "satind.node.peer", "satind.node.plugins")
 # A child that cannot run as configured (bad credentials or configuration, cannot listen)
 # exits with this: a daemon must not restart it (child.py).
 EXIT_USAGE = 2
@@ -139,7 +143,7 @@ class PeerSpec:
 @dataclass
 class PeerProcess:
     spec: PeerSpec
-    process: trio.Process
+    process: trio.Process | ForkedProcess
     # To the peer: the handover, then its seeds; closing it asks the peer to stop.
     control: trio.lowlevel.FdStream
     # From the peer: its reports, one JSON line each.
@@ -199,7 +203,7 @@ async def read_line(stream: trio.abc.ReceiveStream, limit: int = 65536) -> bytes
     return bytes(data)
 
 
-def _stdout_for_peers() -> int:
+def stdout_for_peers() -> int:
     """Where a peer's stdout goes: the launcher's stderr (/dev/null if it has none)."""
     try:
         os.fstat(2)
@@ -208,19 +212,28 @@ def _stdout_for_peers() -> int:
     return 2
 
 
-async def start_peer(spec: PeerSpec) -> PeerProcess:
-    """Start one peer process and hand it its configuration and credentials (it reports its
-    address later: see ``wait_bound``)."""
+async def start_peer(spec: PeerSpec, forker: Forker | None = None) -> PeerProcess:
+    """Start one peer process — forked from ``forker``'s template when there is one that
+    works, else a new interpreter — and hand it its configuration and credentials (it
+    reports its address later: see ``wait_bound``)."""
     control_read, control_write = os.pipe()
     report_read, report_write = os.pipe()
+    command = spec.command(control_read, report_write)
+    process: trio.Process | ForkedProcess | None = None
     try:
-        process = await trio.lowlevel.open_process(
-            spec.command(control_read, report_write),
-            stdin=subprocess.DEVNULL,
-            stdout=_stdout_for_peers(),
-            pass_fds=(control_read, report_write),
-            start_new_session=True,
-        )
+        if forker is not None and not forker.failed:
+            try:
+                process = await forker.spawn(command, (control_read, report_write))
+            except OSError as exc:
+                log.warning("%s; peers are started as new interpreters from now on", exc)
+        if process is None:
+            process = await trio.lowlevel.open_process(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout_for_peers(),
+                pass_fds=(control_read, report_write),
+                start_new_session=True,
+            )
     except BaseException:
         os.close(control_write)
         os.close(report_read)
@@ -337,8 +350,12 @@ async def local_peers(
 
     try:
         with trio.fail_after(cfg.launcher.start_timeout_s):
-            for i in range(count):
-                peers.append(await start_peer(spec(i)))
+            # The template only while they start: the peers need it no more then.
+            async with open_forker(
+                cfg.launcher.fork_peers, stdout_for_peers(), PEER_MODULES
+            ) as forker:
+                for i in range(count):
+                    peers.append(await start_peer(spec(i), forker))
             for peer in peers:
                 await wait_bound(peer)
             # Everyone joins through the first peer; it starts the system alone.

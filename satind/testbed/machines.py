@@ -86,7 +86,7 @@ class Machine:
         found = {}
         for pid in self.pids():
             try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
             except OSError:
                 continue
             if b"satind.ops.child" in argv and b"--name" in argv[:-1]:

@@ -28,11 +28,17 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
+def peers_of(pid: int) -> list[int]:
+    """The children of ``pid`` that are satind peers (not the template they are forked from:
+    ops/forker.py), in the order of their pids."""
+    return [child for child in children_of(pid) if peer_slot(child) is not None]
+
+
 def peer_slot(pid: int) -> str | None:
     """The slot (``--name``, m1/0) of the satind peer process ``pid``; None when ``pid`` is
     gone or is not a peer."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
     except OSError:
         return None
     if b"satind.ops.child" not in argv or b"--name" not in argv[:-1]:

@@ -79,7 +79,8 @@ class Daemon:
         except AssertionError:
             self.kill()  # not left running when it did not start in time
             raise
-        self.children = children_of(self.proc.pid)
+        # Its peers at the start, by slot (m1/0 first), not the template they are forked from.
+        self.children = [pid for _, pid in sorted(self.peers().items(), key=_slot_index)]
 
     def _wait_for_addresses(self, name: str) -> dict[str, str]:
         deadline = time.monotonic() + 30
@@ -136,6 +137,10 @@ class Daemon:
         that outlived it)."""
         slot = peer_slot(pid)
         return slot is not None and slot.startswith(f"{self.name}/")
+
+
+def _slot_index(item: tuple[str, int]) -> int:
+    return int(item[0].rpartition("/")[2])
 
 
 def client(

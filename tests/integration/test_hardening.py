@@ -278,11 +278,11 @@ def test_satind_run_killed_leaves_no_key_material(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
         env=env,
     )
-    from tests.integration.procs import children_of
+    from tests.integration.procs import children_of, peers_of
 
     try:
-        wait_for(lambda: len(children_of(proc.pid)) == 2, 30)
-        peers = children_of(proc.pid)
+        wait_for(lambda: len(peers_of(proc.pid)) == 2, 30)
+        peers = peers_of(proc.pid)
         time.sleep(1.0)  # the run is going
         kill_all([proc.pid])
         proc.wait(timeout=10)

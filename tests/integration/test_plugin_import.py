@@ -145,12 +145,7 @@ def test_a_daemon_survives_bad_plugins_at_reload_and_a_peer_crash_after(
         # The next crash of a peer: the daemon restarts it, with the same plugins.
         victim = daemon.children[1]
         os.kill(victim, signal.SIGKILL)
-        wait_for(
-            lambda: (
-                len(children_of(daemon.proc.pid)) == 2
-                and victim not in children_of(daemon.proc.pid)
-            )
-        )
+        wait_for(lambda: len(daemon.peers()) == 2 and victim not in daemon.peers().values())
         peers: list[dict[str, str]] = []
 
         def both_alive() -> bool:

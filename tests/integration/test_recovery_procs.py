@@ -18,7 +18,7 @@ import pytest
 from satind_plugins import raytracer
 
 from tests import independent
-from tests.integration.procs import alive, children_of, cpu_seconds, kill_all
+from tests.integration.procs import alive, cpu_seconds, kill_all, peers_of
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def peer_names(pids: list[int]) -> dict[str, int]:
     deadline = time.monotonic() + 30
     while len(out) < len(pids) and time.monotonic() < deadline:
         for pid in pids:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
             if b"--name" in argv:
                 out[argv[argv.index(b"--name") + 1].decode()] = pid
         time.sleep(0.05)
@@ -93,7 +93,7 @@ def test_sigkill_mid_run_still_gives_the_exact_answer(
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(pids) < peers:
             time.sleep(0.05)
-            pids = children_of(proc.pid)
+            pids = peers_of(proc.pid)
         assert len(pids) == peers
         named = peer_names(pids)
         targets = [named[v] for v in victims]

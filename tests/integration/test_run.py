@@ -17,7 +17,7 @@ from satind_plugins import knapsack, sat, tsp
 
 from satind import stats
 from tests import independent
-from tests.integration.procs import alive, children_of, kill_all
+from tests.integration.procs import alive, children_of, kill_all, peers_of
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).parent.parent / "data"
@@ -212,7 +212,7 @@ def _start_long_run(*extra: str) -> tuple[subprocess.Popen[str], list[int]]:
     peers: list[int] = []
     while time.monotonic() < deadline and len(peers) < 3:
         time.sleep(0.1)
-        peers = children_of(proc.pid)
+        peers = peers_of(proc.pid)
     assert len(peers) == 3, "peers did not start"
     time.sleep(1.0)  # let the run get going
     return proc, peers
