@@ -209,8 +209,9 @@ class Supervisor:
         await self._vet()
         await self._check_history()
         # The peers' template lives as long as the daemon: a restarted peer starts at once.
+        launcher = self.cfg.launcher
         async with open_forker(
-            self.cfg.launcher.fork_peers, stdout_for_peers(), PEER_MODULES
+            launcher.fork_peers, stdout_for_peers(), PEER_MODULES, launcher.start_timeout_s
         ) as forker:
             self.forker = forker
             return await self._run()

@@ -117,9 +117,12 @@ class ForkedProcess:
 class Forker:
     """The launcher's side: the template process and its socket. Use ``open_forker``."""
 
-    def __init__(self, process: trio.Process, sock: trio.socket.SocketType) -> None:
+    def __init__(
+        self, process: trio.Process, sock: trio.socket.SocketType, timeout_s: float
+    ) -> None:
         self.process = process
         self.sock = sock
+        self.timeout_s = timeout_s
         self._lock = trio.Lock()
         self.failed = ""
 
@@ -128,29 +131,48 @@ class Forker:
         (its control and report ends, named in ``argv`` by their numbers here) as its own.
 
         Raises:
-            OSError: the template is gone or refused (``failed`` says why from then on).
+            OSError: the template is gone, refused, or did not answer within ``timeout_s``
+                (``failed`` says why from then on, and the template is killed: no late fork
+                gets the same pipes as the peer started instead).
         """
         request = json.dumps({"argv": list(argv), "fds": list(fds)}).encode()
         async with self._lock:
             if self.failed:
                 raise OSError(self.failed)
+            answered = False
             try:
                 _subreaper(True)
                 try:
-                    rights = array.array("i", fds).tobytes()
-                    await self.sock.sendmsg(
-                        [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)]
-                    )
-                    answer = await self.sock.recv(MAX_MESSAGE)
+                    with trio.fail_after(self.timeout_s):
+                        rights = array.array("i", fds).tobytes()
+                        await self.sock.sendmsg(
+                            [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)]
+                        )
+                        answer = await self.sock.recv(MAX_MESSAGE)
+                    answered = True
                 finally:
                     _subreaper(False)
                 said = json.loads(answer) if answer else {"error": "the template exited"}
                 if "pid" not in said:
                     raise OSError(str(said.get("error", said)))
                 return ForkedProcess(int(said["pid"]))
+            except trio.TooSlowError:
+                self._give_up(f"the template did not answer within {self.timeout_s:g} s")
+                raise OSError(self.failed) from None
             except (OSError, ValueError) as exc:
-                self.failed = f"the peers' fork server failed: {exc}"
+                self._give_up(str(exc))
                 raise OSError(self.failed) from exc
+            finally:
+                if not answered and not self.failed:
+                    # Cancelled between the question and its answer: a later answer would
+                    # be taken for the next question's.
+                    self._give_up("a request was cancelled before its answer")
+
+    def _give_up(self, why: str) -> None:
+        self.failed = f"the peers' fork server failed: {why}"
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            # Its process group: the template and any middle process forking right now.
+            os.killpg(self.process.pid, signal.SIGKILL)
 
     async def aclose(self) -> None:
         self.sock.close()  # the template sees its socket end and exits
@@ -163,12 +185,14 @@ class Forker:
 
 @contextlib.asynccontextmanager
 async def open_forker(
-    enabled: bool, stdout: int, preload: Sequence[str]
+    enabled: bool, stdout: int, preload: Sequence[str], timeout_s: float
 ) -> AsyncIterator[Forker | None]:
     """The template process, which imports the modules ``preload`` names, while the block
     runs; None when ``enabled`` is false or forking cannot work here (then peers are exec'd).
+    A request it does not answer within ``timeout_s`` (its imports included, for the first)
+    ends it: peers are exec'd from then on.
     """
-    forker = await _start(stdout, preload) if enabled else None
+    forker = await _start(stdout, preload, timeout_s) if enabled else None
     try:
         yield forker
     finally:
@@ -177,7 +201,7 @@ async def open_forker(
                 await forker.aclose()
 
 
-async def _start(stdout: int, preload: Sequence[str]) -> Forker | None:
+async def _start(stdout: int, preload: Sequence[str], timeout_s: float) -> Forker | None:
     if not supported():
         return None
     try:
@@ -209,7 +233,7 @@ async def _start(stdout: int, preload: Sequence[str]) -> Forker | None:
         return None
     finally:
         theirs.close()
-    return Forker(process, trio.socket.from_stdlib_socket(ours))
+    return Forker(process, trio.socket.from_stdlib_socket(ours), timeout_s)
 
 
 # -- the template ---------------------------------------------------------------------------

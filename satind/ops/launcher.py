@@ -351,8 +351,9 @@ async def local_peers(
     try:
         with trio.fail_after(cfg.launcher.start_timeout_s):
             # The template only while they start: the peers need it no more then.
+            launcher = cfg.launcher
             async with open_forker(
-                cfg.launcher.fork_peers, stdout_for_peers(), PEER_MODULES
+                launcher.fork_peers, stdout_for_peers(), PEER_MODULES, launcher.start_timeout_s
             ) as forker:
                 for i in range(count):
                     peers.append(await start_peer(spec(i), forker))

@@ -59,7 +59,7 @@ async def _stop(peer: PeerProcess) -> int:
 
 
 async def test_a_forked_peer_is_our_child_named_as_an_execd_one_and_exits_as_it_says() -> None:
-    async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES) as template:
+    async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES, 30.0) as template:
         assert template is not None
         peers = [await start_peer(_spec(f"t/{i}"), template) for i in range(2)]
         for peer in peers:
@@ -89,7 +89,7 @@ async def test_a_forked_peer_that_cannot_listen_exits_as_an_execd_one_does() -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES) as template:
+        async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES, 30.0) as template:
             peer = await start_peer(_spec("t/0", port), template)
             with trio.fail_after(30), pytest.raises(PeerUsageError, match="cannot listen"):
                 await wait_bound(peer)
@@ -101,7 +101,7 @@ async def test_a_forked_peer_that_cannot_listen_exits_as_an_execd_one_does() -> 
 async def test_without_the_template_peers_are_new_interpreters(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES) as template:
+    async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES, 30.0) as template:
         assert template is not None
         template.process.kill()
         await template.process.wait()
@@ -113,5 +113,19 @@ async def test_without_the_template_peers_are_new_interpreters(
             await wait_bound(peer)
         assert await _stop(peer) == 0
     # Off by configuration: no template at all.
-    async with forker.open_forker(False, stdout_for_peers(), PEER_MODULES) as none:
+    async with forker.open_forker(False, stdout_for_peers(), PEER_MODULES, 30.0) as none:
         assert none is None
+
+
+async def test_a_template_that_does_not_answer_is_killed_and_peers_are_execd() -> None:
+    async with forker.open_forker(True, stdout_for_peers(), PEER_MODULES, 2.0) as template:
+        assert template is not None
+        os.kill(template.process.pid, signal.SIGSTOP)  # a template stuck for good
+        peer = await start_peer(_spec("t/0"), template)
+        assert isinstance(peer.process, trio.Process)
+        assert "did not answer within 2 s" in template.failed
+        with trio.fail_after(10):  # killed: no late fork with the same pipes
+            assert await template.process.wait() == -signal.SIGKILL
+        with trio.fail_after(30):
+            await wait_bound(peer)
+        assert await _stop(peer) == 0
