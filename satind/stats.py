@@ -37,6 +37,9 @@ STATS: tuple[Stat, ...] = (
     Stat("spawns", "jobs", "run", "jobs spawned"),
     Stat("syncs", "calls", "run", "sync() calls"),
     Stat("jobs_run", "jobs", "run", "jobs run to completion"),
+    Stat(
+        "jobs_entered", "jobs", "run", "jobs begun that came from elsewhere: root, stolen, pushed"
+    ),
     Stat("leaves_run", "jobs", "run", "jobs that spawned nothing"),
     Stat("progress", "fraction", "run", "share of the run's tree finished (from job ids)"),
     # 1 in each peer's share that ran a job of the run: summed, the peers that computed for
@@ -196,6 +199,7 @@ PER_RUN: frozenset[str] = frozenset(
         "spawns",
         "syncs",
         "jobs_run",
+        "jobs_entered",
         "leaves_run",
         "leaves_redone",
         "progress",
@@ -205,6 +209,20 @@ PER_RUN: frozenset[str] = frozenset(
         "busy_s",
     }
 )
+
+
+def waiting_for_peers(state: str, counters: Mapping[str, float]) -> bool:
+    """Whether a run is waiting for peers: running, and no peer has begun any of its jobs
+    yet (its root waits in a queue behind other runs' work), from the counters summed over
+    the members. Said in the status, the watch, the dashboard and the Python API, so that a
+    run no one works on does not pass for a slow one. (An iterative or SPMD run's master
+    counts its iterations: it is under way once it has one.)"""
+    return (
+        state == "running"
+        and not counters.get("jobs_entered", 0)
+        and not counters.get("jobs_run", 0)
+        and "iteration" not in counters
+    )
 
 
 def total(parts: Iterable[Mapping[str, float]]) -> dict[str, float]:

@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from satind import stats
 from satind.client.client import Client, PeerUnavailable, RequestFailed, connect
 from satind.config import Config
 from satind.net import messages as m
@@ -151,7 +152,7 @@ def runs_table(reply: m.StatusReply, narrow: bool = False) -> Table:
             r.run_id,
             f"{r.plugin} {' '.join(r.argv)}",
             slot_of(r.master),
-            r.state,
+            "waiting" if r.waiting else r.state,  # for peers: none has begun a job of it
             _done_cell(r),
             f"{r.elapsed_s:.1f}",
             f"{int(r.counters['jobs_run']):,}" if "jobs_run" in r.counters else "-",
@@ -360,6 +361,8 @@ async def watch_status(client: Client, cfg: Config) -> None:
                         + float(counters.get("stolen_wide", 0)),
                         wide=console.width >= WIDE,
                     )
+                    if run.waiting:  # not slow: no peer has begun a job of it yet
+                        rate = "waiting for peers"
                     view = status_bar_view(run, console.width >= WIDE)
                     show_bar(progress, tasks[run.run_id], view, rate)
                 narrow = console.width < TABLES_WIDE
@@ -466,6 +469,8 @@ async def follow_run(
                     wide = progress.console.width >= WIDE
                     view = bar_view(reply.progress, reply.iteration, reply.iterations, wide)
                     rate = f"{jobs / elapsed:,.0f} jobs/s · {steals / elapsed:,.1f} steals/s"
+                    if reply.iteration < 0 and stats.waiting_for_peers("running", reply.counters):
+                        rate = "waiting for peers"  # no peer has begun a job of it yet
                     show_bar(progress, task, view, rate)
                 with trio.move_on_after(cfg.run.progress_poll_s):
                     await done.wait()

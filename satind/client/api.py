@@ -61,6 +61,9 @@ class RunInfo:
     state: str  # queued, running, done, failed, suspended, cancelled, checkpointed
     progress: float
     elapsed_s: float
+    # Running, and no peer has begun any of its jobs yet: it waits for peers (its root is
+    # queued behind other runs' work). Its elapsed time counts the wait.
+    waiting: bool = False
 
 
 # One run as the run history keeps it (``Cluster.history()``): its fields are documented
@@ -133,6 +136,11 @@ class Run:
     async def status(self) -> str:
         """queued, running, done, failed, suspended, cancelled or checkpointed."""
         return (await self.info()).state
+
+    async def waiting(self) -> bool:
+        """Whether the run waits for peers: running, and no peer has begun any of its jobs
+        yet (its root is queued behind other runs' work)."""
+        return (await self.info()).waiting
 
     async def progress(self) -> float:
         """The share of the run's work done, in [0, 1] (estimated from job ids while it runs;
@@ -347,7 +355,16 @@ class Cluster:
         """Every run the cluster knows (running, queued, and those that ended lately)."""
         reply = await self.client.status()
         return [
-            RunInfo(r.run_id, r.plugin, list(r.argv), r.master, r.state, r.progress, r.elapsed_s)
+            RunInfo(
+                r.run_id,
+                r.plugin,
+                list(r.argv),
+                r.master,
+                r.state,
+                r.progress,
+                r.elapsed_s,
+                r.waiting,
+            )
             for r in reply.runs
         ]
 

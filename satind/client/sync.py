@@ -222,6 +222,9 @@ class SyncRun:
     def progress(self) -> float:
         return self._loop.call(self._run.progress)
 
+    def waiting(self) -> bool:
+        return self._loop.call(self._run.waiting)
+
     def cancel(self) -> None:
         self._loop.call(self._run.cancel)
 

@@ -128,6 +128,7 @@ class Worker(WorkerBase):
                 return
             self.nesting += 1
             self.under[job] = self.current
+            job.run.entered += 1
             # Only jobs without a local parent get here: the spawn path pays nothing.
             started, jobs_before = time.time(), job.run.jobs_run
             self._clock(job.run)

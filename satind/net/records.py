@@ -249,6 +249,9 @@ class RunStatus:
     progress: float
     elapsed_s: float
     counters: dict[str, int | float] = field(default_factory=dict)
+    # Running, and no member has begun any of its jobs yet (stats.waiting_for_peers): set
+    # where the members' shares are summed (node/status.py merge_runs).
+    waiting: bool = False
 
 
 @dataclass(frozen=True)

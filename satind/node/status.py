@@ -254,6 +254,7 @@ def merge_runs(parts: Sequence[m.RunStatus]) -> list[m.RunStatus]:
                 min(progress, 1.0),
                 head.elapsed_s,
                 stats.as_ints(total),
+                waiting=stats.waiting_for_peers(head.state, total),
             )
         out.append(head)
     return sorted(out, key=lambda r: r.run_id)

@@ -120,6 +120,7 @@ class RunState:
         "aborts",
         "app",
         "busy_s",
+        "entered",
         "epoch",
         "inv_branching",
         "jobs_cancelled",
@@ -148,6 +149,9 @@ class RunState:
         self.spawns = 0
         self.syncs = 0
         self.jobs_run = 0
+        # Jobs begun here that came from elsewhere (the root, stolen and pushed jobs): none
+        # on any peer, and the run is waiting for peers (stats.waiting_for_peers).
+        self.entered = 0
         self.leaves_run = 0
         self.leaves_redone = 0
         # Speculation (engine/speculation.py): abort() calls that cancelled something, jobs
@@ -187,6 +191,7 @@ class RunState:
             "spawns": self.spawns,
             "syncs": self.syncs,
             "jobs_run": self.jobs_run,
+            "jobs_entered": self.entered,
             "leaves_run": self.leaves_run,
             "leaves_redone": self.leaves_redone,
             "progress": self.progress,

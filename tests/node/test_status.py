@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from satind import stats
 from satind.core.model.spmd import Placement
 from satind.core.state import PeerState
 from satind.net import codec, tls
@@ -75,6 +76,23 @@ def test_the_status_line_of_an_spmd_run_gives_its_iterations_done_as_its_progres
     assert merged.progress == 206 / 300
     assert merged.counters["iteration"] == 206 and merged.counters["jobs_run"] == 5
     assert merged.elapsed_s == 30.0
+
+
+def test_a_running_run_no_member_has_begun_a_job_of_is_waiting_for_peers() -> None:
+    head = m.RunStatus("r", "fib", ["30"], "a/0", "running", 0.0, 12.0)
+    idle = m.RunStatus("r", "fib", ["30"], "a/0", PART, 0.0, 0.0, {"jobs_entered": 0})
+    begun = m.RunStatus("r", "fib", ["30"], "b/0", PART, 0.0, 0.0, {"jobs_entered": 1})
+    (waiting,) = merge_runs([head, idle, dataclasses.replace(idle, master="b/0")])
+    assert waiting.waiting and waiting.state == "running"
+    (working,) = merge_runs([head, idle, begun])  # one member began its root: under way
+    assert not working.waiting
+    # Not running: not waiting, whatever its counters; nor with no member's share to sum.
+    assert not merge_runs([dataclasses.replace(head, state="done"), idle])[0].waiting
+    assert not merge_runs([head])[0].waiting
+    # An iterative run's master counts iterations: at its first, it is under way.
+    assert not stats.waiting_for_peers("running", {"iteration": 0})
+    assert not stats.waiting_for_peers("running", {"jobs_run": 3})  # a path that counts no entry
+    assert stats.waiting_for_peers("running", {})
 
 
 @dataclass
