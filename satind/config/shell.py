@@ -257,6 +257,15 @@ class DashboardConfig:
     # seconds. Each answer (each event of the live stream) must be taken within this: a page
     # that stops reading is dropped after this, its stream no longer filling the peer's memory.
     timeout_s: float = 5.0
+    # seconds. The main page's task stream shows the last this many seconds of the running
+    # runs' jobs, steals and recovery events (each peer's trace: satind/trace.py).
+    stream_s: float = 60.0
+    # count. The most events a task stream carries to the browser (the newest): a page of
+    # 16 peers' last minute stays a few hundred kilobytes.
+    stream_events: int = 4000
+    # seconds. Each peer's CPU, queue and memory over the last this many seconds, as the
+    # snapshots saw them (one point per snapshot): the peers' sparklines.
+    history_s: float = 300.0
 
 
 def default_peer_count() -> int:

@@ -140,7 +140,7 @@ class DashboardServer:
     def __init__(self, peer: RecorderHost, cfg: DashboardConfig) -> None:
         self.peer = peer
         self.cfg = cfg
-        self.views = Views(peer, cfg.refresh_s)
+        self.views = Views(peer, cfg)
         self.page = page()
         self.endpoint = Endpoint("dashboard", cfg, self.handle, content_policy(self.page))
         self.address: Address | None = None
@@ -243,6 +243,15 @@ class DashboardServer:
             if why:
                 return 403, TEXT, f"{why}\n".encode()
             return 200, JSON, _json(await self.views.snapshot_for(reader))
+        if path in ("/api/stream", "/api/history", "/api/runs"):
+            why = permissions.status_refusal(reader.name, reader.grants)
+            if why:
+                return 403, TEXT, f"{why}\n".encode()
+            if path == "/api/stream":
+                return 200, JSON, _json(await self.views.stream(reader))
+            if path == "/api/history":
+                return 200, JSON, _json(self.views.history())
+            return 200, JSON, _json(await self.views.runs_history(reader))
         parts = path.split("/")
         if len(parts) in (4, 5) and parts[:3] == ["", "api", "run"]:
             run_id = parts[3]

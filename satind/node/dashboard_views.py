@@ -10,15 +10,18 @@ copy for that reader.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from satind import trace
+from satind.config import DashboardConfig
+from satind.net import codec, tls
 from satind.net import messages as m
-from satind.net import tls
 from satind.node import permissions, recorder, status
+from satind.node.control import fetch_result
 from satind.node.recorder import RecorderHost
 from satind.node.rpc import ask, ask_all
 
@@ -53,12 +56,18 @@ def reader_of(certificate: dict[str, Any] | None) -> Reader:
 class Views:
     """The JSON behind one peer's page."""
 
-    def __init__(self, peer: RecorderHost, refresh_s: float) -> None:
+    def __init__(self, peer: RecorderHost, cfg: DashboardConfig) -> None:
         self.peer = peer
-        self.refresh_s = refresh_s
+        self.cfg = cfg
+        self.refresh_s = cfg.refresh_s
         self._snapshot: dict[str, Any] | None = None
         self._snapshot_at = -1.0
         self._making: trio.Event | None = None
+        # Each snapshot's peers, reduced to what the sparklines draw: (at, slot -> [CPU %,
+        # queue, RSS MB]), the last ``history_s`` of them.
+        self._history: deque[tuple[float, dict[str, list[float]]]] = deque(
+            maxlen=max(1, int(cfg.history_s / max(cfg.refresh_s, 0.1)))
+        )
 
     async def snapshot(self) -> dict[str, Any]:
         """The system as every open page sees it: made at most once per ``refresh_s``."""
@@ -76,6 +85,12 @@ class Views:
             snap.update(peer=self.peer.name, at=time.time())
             snap["adapt"] = decisions(snap)
             self._snapshot, self._snapshot_at = snap, trio.current_time()
+            self._history.append(
+                (
+                    snap["at"],
+                    {p["slot"]: [p["cpu_percent"], p["queue"], p["rss_mb"]] for p in snap["peers"]},
+                )
+            )
             return snap
         finally:
             making.set()
@@ -96,6 +111,52 @@ class Views:
             for r in snap["runs"]
         ]
         return dict(snap, runs=runs)
+
+    def history(self) -> dict[str, Any]:
+        """Each peer's CPU %, queue and RSS MB over the last ``history_s``: the times, and
+        per slot a list of [cpu, queue, rss] per time (None where it was not in a snapshot)."""
+        times = [at for at, _ in self._history]
+        slots = sorted({slot for _, peers in self._history for slot in peers})
+        return {
+            "at": times,
+            "peers": {slot: [peers.get(slot) for _, peers in self._history] for slot in slots},
+        }
+
+    async def stream(self, reader: Reader) -> dict[str, Any]:
+        """The task stream of the main page: the last ``stream_s`` seconds of every running
+        run the reader may read, from every peer's trace (jobs by spawnable, steals, recovery
+        events), each event with its run."""
+        snap = await self.snapshot()
+        now = time.time()
+        since = now - self.cfg.stream_s
+        state = self.peer.state
+        events: list[dict[str, Any]] = []
+        for run in snap["runs"]:
+            run_id = run["run_id"]
+            if run["state"] != "running":
+                continue
+            if permissions.about_run(state, reader.name, reader.grants, run_id, "read"):
+                continue
+            for name, evs, _ in await self._traces(run_id):
+                events += [_event(name, e, run_id) for e in evs if e.at + max(e.dur, 0.0) >= since]
+        return {"from": since, "to": now, "events": self._newest(events)}
+
+    def _newest(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        events.sort(key=lambda e: e["at"])
+        return events[-self.cfg.stream_events :]
+
+    async def runs_history(self, reader: Reader) -> list[dict[str, Any]]:
+        """The newest runs of the run history (it outlives restarts), as the reader may see
+        them: the arguments of runs not its own emptied without the operate grant."""
+        records, _ = await recorder.gather(self.peer, m.HistoryRequest(0, limit=20))
+        state = self.peer.state
+        out = []
+        for r in records:
+            row = {k: v for k, v in vars(r).items() if k not in ("log", "log_times", "stats")}
+            if not permissions.sees_arguments(state, reader.name, reader.grants, r.run_id):
+                row["argv"] = []
+            out.append(row)
+        return out
 
     async def run_page(self, run_id: str) -> dict[str, Any]:
         """A run: its line (live), its history record, its log, its recovery events;
@@ -120,15 +181,37 @@ class Views:
         span = (
             [min(e.at for e in every), max(e.at + max(e.dur, 0.0) for e in every)] if every else []
         )
+        stream = self._newest([_event(name, e, run_id) for name, evs, _ in peers for e in evs])
         return {
             "run_id": run_id,
             "line": line,
             "record": record,
+            "result": await self._result(run_id),
             "log": [{"at": at, "line": text} for at, text in log_lines],
             "events": events,
             "span": span,
+            "stream": stream,
             "found": line is not None or record is not None,
         }
+
+    async def _result(self, run_id: str) -> dict[str, Any] | None:
+        """A finished run's outcome as its page shows it: what the plugin's report made of
+        the value (else the value), cut at ``RESULT_CHARS``; or the error with its remote
+        traceback; and the check. None while it runs, or when no member keeps it."""
+        if self.peer.state.runs.status_of(run_id) in ("running", "queued"):
+            return None
+        result, _ = await fetch_result(self.peer, run_id, False)
+        if result is None:
+            return None
+        shown: dict[str, Any] = {"check": result.check, "peers": result.peers}
+        if result.error is not None:
+            e = result.error
+            shown["error"] = {"type": e.type, "message": e.message, "traceback": e.traceback}
+        else:
+            shown["value"] = _shown_value(
+                result.report if result.report is not None else result.value
+            )
+        return shown
 
     async def _log(self, run_id: str) -> list[tuple[float, str]]:
         peer = self.peer
@@ -160,6 +243,35 @@ class Views:
 
     async def trace(self, run_id: str) -> dict[str, Any]:
         return trace.chrome_trace(await self._traces(run_id), run_id)
+
+
+# characters. A result's text on its page, at most (the rest: `satind result`).
+RESULT_CHARS = 2000
+
+
+def _shown_value(data: bytes | None) -> str:
+    """A result's text: its repr, cut; a value of a type this peer cannot decode is said to
+    be so, not shown as bytes."""
+    if data is None:
+        return "None"
+    try:
+        text = repr(codec.decode_value(data))
+    except Exception as exc:
+        return f"(a value this peer cannot show: {exc})"
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …"
+
+
+def _event(peer: str, e: m.TraceEvent, run_id: str) -> dict[str, Any]:
+    return {
+        "peer": peer.split("#")[0],
+        "run": run_id,
+        "track": e.track,
+        "cat": e.cat,
+        "name": e.name,
+        "at": e.at,
+        "dur": e.dur,
+        "detail": e.detail,
+    }
 
 
 def decisions(snap: dict[str, Any]) -> list[dict[str, Any]]:

@@ -90,6 +90,9 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
     proc = client(keys, m1.first, "submit", "chatty", "12")
     assert proc.returncode == 0, proc.stderr
     quick = proc.stdout.strip()
+    proc = client(keys, m1.first, "submit", "explode", "2", "0")  # fails in a leaf
+    assert proc.returncode == 0, proc.stderr
+    failed = proc.stdout.strip()
     proc = client(keys, m1.first, "submit", "tree", "4", "4", "100", "sleep")
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.strip()
@@ -134,6 +137,16 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
             while progress() <= first and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert progress() > first, (first, row.inner_text())
+            # The task stream: the running run's jobs on the peers, a box per job without a
+            # local parent, and the run in the legend; each peer's sparklines (CPU, queue,
+            # RSS over the last minutes).
+            expect(page.locator("#stream rect").first).to_be_attached(timeout=20_000)
+            expect(page.locator("#stream-legend")).to_contain_text(run_id)
+            # A row of the other machine's peers: jobs stolen there (wide-area).
+            expect(page.locator("#stream text", has_text="m2/").first).to_be_attached(
+                timeout=20_000
+            )
+            expect(page.locator("#peers tbody tr").first.locator("svg.spark")).to_have_count(3)
             shots = os.environ.get("SATIND_SCREENSHOTS")  # docs/operations.md's pictures
             if shots:
                 page.screenshot(path=f"{shots}/dashboard.png", full_page=True)
@@ -144,6 +157,10 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
             expect(page.locator("#run-title")).to_have_text(f"run {quick}", timeout=10_000)
             expect(page.locator("#run-line")).to_contain_text("chatty 12")
             expect(page.locator("#log")).to_contain_text("says hello", timeout=20_000)
+            # Its value (the plugin's report of it) and check, and its task stream by spawnable.
+            expect(page.locator("#run-result")).to_contain_text("check: ", timeout=20_000)
+            expect(page.locator("#run-stream rect").first).to_be_attached(timeout=20_000)
+            expect(page.locator("#run-legend")).to_contain_text("chatty")
             href = page.locator("#trace").get_attribute("href")
             assert href is not None
             answer = page.request.get(base + href)
@@ -153,6 +170,23 @@ def test_the_dashboard_shows_the_peers_and_a_run_advancing_in_a_real_browser(
             assert answer.headers["content-disposition"].startswith("attachment")
             if shots:
                 page.screenshot(path=f"{shots}/dashboard-run.png", full_page=True)
+            # A failed run's page: the error, with the traceback from the peer that raised.
+            page.goto(f"{base}/#run/{failed}")
+            expect(page.locator("#run-result .error")).to_contain_text(
+                "ValueError: boom in a leaf", timeout=20_000
+            )
+            expect(page.locator("#run-result pre")).to_contain_text("Traceback")
+            expect(page.locator("#run-result pre")).to_contain_text("explode")
+            if shots:
+                page.screenshot(path=f"{shots}/dashboard-failed.png", full_page=True)
+            # The tree run's page: its jobs by spawnable, and who stole from whom.
+            page.goto(f"{base}/#run/{run_id}")
+            expect(page.locator("#by-fn tbody")).to_contain_text("node", timeout=20_000)
+            expect(page.locator("#steals tbody tr").first).to_contain_text("m")
+            assert "none" not in page.locator("#steals tbody").inner_text()
+            # The run history's rows, as the main page's "Earlier runs" reads them.
+            records = json.loads(page.request.get(base + "/api/runs").body())
+            assert {quick, failed} <= {r["run_id"] for r in records}
             assert blocked == []
         finally:
             browser.close()
