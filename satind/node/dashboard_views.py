@@ -139,7 +139,11 @@ class Views:
                 continue
             for name, evs, _ in await self._traces(run_id):
                 events += [_event(name, e, run_id) for e in evs if e.at + max(e.dur, 0.0) >= since]
-        return {"from": since, "to": now, "events": self._newest(events)}
+        newest = self._newest(events)
+        # From the first event shown, when the runs are younger than the window: a run of
+        # seconds fills the picture rather than its last edge.
+        start = max(since, newest[0]["at"] - 0.2) if newest else since
+        return {"from": start, "to": now, "events": newest}
 
     def _newest(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         events.sort(key=lambda e: e["at"])
