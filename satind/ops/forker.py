@@ -317,6 +317,9 @@ def _become_peer(sock: socket.socket, argv: list[str]) -> None:
         # done already.
         module = argv.index("-m") + 1
         sys.argv = [argv[module], *argv[module + 1 :]]
+        # Run as `python -m` runs it: as __main__, not also under its own name (runpy warns
+        # of a module run that is imported already, on every peer's stderr).
+        sys.modules.pop(argv[module], None)
         runpy.run_module(argv[module], run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,16 @@ async def test_a_template_that_does_not_answer_is_killed_and_peers_are_execd() -
         with trio.fail_after(30):
             await wait_bound(peer)
         assert await _stop(peer) == 0
+
+
+def test_satind_run_with_forked_peers_says_nothing_an_execd_run_would_not() -> None:
+    # The peers' stderr is the command's: a warning of the fork's (runpy's about a module
+    # run that is imported already, once per peer) would be in every user's terminal.
+    proc = subprocess.run(
+        [sys.executable, "-m", "satind", "run", "nqueens", "9", "--peers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
