@@ -124,17 +124,21 @@ class Views:
 
     async def stream(self, reader: Reader) -> dict[str, Any]:
         """The task stream of the main page: the last ``stream_s`` seconds of every running
-        run the reader may read, from every peer's trace (jobs by spawnable, steals, recovery
-        events), each event with its run."""
+        run the reader may read (and of the newest few that ended), from every peer's trace
+        (jobs by spawnable, steals, recovery events), each event with its run."""
         snap = await self.snapshot()
         now = time.time()
         since = now - self.cfg.stream_s
         state = self.peer.state
         events: list[dict[str, Any]] = []
-        for run in snap["runs"]:
-            run_id = run["run_id"]
-            if run["state"] != "running":
-                continue
+        # The running runs, and the newest few that ended (their last jobs may be in the
+        # window): a run ending does not empty the picture.
+        running = [r["run_id"] for r in snap["runs"] if r["state"] == "running"]
+        ended = sorted(
+            (r["run_id"] for r in snap["runs"] if r["state"] in ("done", "failed", "cancelled")),
+            reverse=True,
+        )[:STREAM_ENDED]
+        for run_id in running + ended:
             if permissions.about_run(state, reader.name, reader.grants, run_id, "read"):
                 continue
             for name, evs, _ in await self._traces(run_id):
@@ -249,6 +253,8 @@ class Views:
         return trace.chrome_trace(await self._traces(run_id), run_id)
 
 
+# count. Runs that ended whose last events the main page's stream shows beside the running.
+STREAM_ENDED = 4
 # characters. A result's text on its page, at most (the rest: `satind result`).
 RESULT_CHARS = 2000
 
