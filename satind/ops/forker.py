@@ -33,6 +33,7 @@ import array
 import atexit
 import contextlib
 import ctypes
+import functools
 import importlib
 import json
 import logging
@@ -60,14 +61,18 @@ def supported() -> bool:
     return sys.platform == "linux" and hasattr(os, "pidfd_open")
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _subreaper(on: bool) -> None:
     """This process a child subreaper (or no more).
 
     Raises:
         OSError: prctl refused.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+    if _libc().prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(errno)}")
 
@@ -86,12 +91,13 @@ class ForkedProcess:
     def returncode(self) -> int | None:
         """Its exit code (negative: the signal that killed it), None while it runs."""
         if self._code is None:
-            self._reap(os.WNOHANG)
+            self._reap()
         return self._code
 
-    def _reap(self, options: int) -> None:
+    def _reap(self) -> None:
+        """Its exit status, if it has exited (never blocks: ``wait`` waits on the pidfd)."""
         try:
-            pid, status = os.waitpid(self.pid, options)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:  # not ours (cannot be: it was adopted before the answer)
             pid, status = self.pid, 255 << 8
         if pid == self.pid:
