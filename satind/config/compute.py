@@ -70,6 +70,14 @@ class EngineConfig:
     # aborts must be correct without it, satin-grid-programming-model §3.3), only the
     # speculative work is no longer cut. For measuring what aborts save (benchmarks/).
     aborts: bool = True
+    # seconds. A run's root that has waited this long in its master's queue (no idle thief
+    # took it: every compute thread is busy with other runs' work) is started by the
+    # master's compute thread at its next job boundary, on top of the frame it is in, so a
+    # run submitted beside a long one begins within seconds. The price: the frame beneath
+    # waits for that root to end before it can go on (one thread, one stack), so the run it
+    # belongs to may end later than it would have. inf: never; a root then waits for an
+    # idle peer (a thief) or for the frames beneath to end (docs/operations.md).
+    nest_roots_after_s: float = 2.0
     # seconds. A compute side waiting for work wakes this often even if nothing was posted
     # (a guard against a lost wake-up; posts wake it at once).
     wait_poll_s: float = 1.0

@@ -285,18 +285,31 @@ class Worker(WorkerBase):
                 # ``is_placed``): no thief may take it, and this frame may be waiting, through
                 # other peers, for that very run — two SPMD roots on two peers, each waiting
                 # for its entities on the other, never ended (issue 28). It runs on top of
-                # this frame, which it holds for one step or one task.
+                # this frame, which it holds for one step or one task. Nor a run's root that
+                # has waited ``nest_roots_after_s`` for a thief (every peer busy with other
+                # runs): it starts here, at this job boundary (``_root_due``).
                 if (
                     job.run is not frame.run
                     and job.run.run_id != frame.run.run_id
                     and not is_placed(job)
                 ):
-                    jobs.append(job)
-                    own = self.queue.pop_of(frame.run.run_id)
-                    if own is None:
-                        self._wait()
-                        continue
-                    job = own
+                    if not self._root_due(job):
+                        jobs.append(job)
+                        own = self.queue.pop_of(frame.run.run_id)
+                        if own is None:
+                            self._wait()
+                            continue
+                        job = own
+                elif jobs and self._root_due(first := jobs[0]):
+                    # The oldest queued job is such a root (WorkerBase.queue_root put it
+                    # there): it goes before this frame's next job, which stays queued.
+                    try:
+                        jobs.remove(first)
+                    except ValueError:
+                        pass  # a thief took it meanwhile
+                    else:
+                        jobs.append(job)
+                        job = first
                 try:
                     self.run_job(job)
                 except RunAborted as aborted:
@@ -355,6 +368,23 @@ class Worker(WorkerBase):
         mailbox = self.mailbox
         while (event := mailbox.get_nowait()) is not None:
             self._handle(event)
+
+    def _root_due(self, job: Job) -> bool:
+        """Whether ``job`` is a run's root that its master queued here (``queue_root``) and
+        that has waited ``nest_roots_after_s`` without being begun: no idle thief took it
+        because every compute thread is busy with other runs' work. Such a root starts on
+        top of the frame this compute thread is in, so that the runs share the peers (the
+        papers run one application at a time; the sharing is ours). Cheap for everything
+        else: a job with a parent or a run begun answers at once; a root queued elsewhere
+        waited since ``inf``."""
+        if job.parent is not None:
+            return False
+        run = job.run
+        return (
+            run.entered == 0
+            and not run.aborted
+            and self.wall_clock() - run.queued_at >= self.cfg.nest_roots_after_s
+        )
 
     def _wait(self) -> None:
         """Nothing local to run: ask for work unless nested too deep, block for one event.

@@ -226,6 +226,7 @@ class WorkerBase:
         """Thread-safe: a run's root, into the queue's oldest end at once and not through the
         mailbox: a compute side stuck in a long leaf drains its mailbox only when the leaf
         ends, while idle peers can steal the root from the queue now."""
+        job.run.queued_at = self.wall_clock()
         self.queue.give_back(job)
         self.post(Wakeup())
 

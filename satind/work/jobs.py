@@ -15,6 +15,7 @@ the job is stolen, or when recovery asks) from the parent chain.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -131,6 +132,7 @@ class RunState:
         "plugin",
         "progress",
         "pushed",
+        "queued_at",
         "redo",
         "resume_from",
         "run_id",
@@ -152,6 +154,10 @@ class RunState:
         # Jobs begun here that came from elsewhere (the root, stolen and pushed jobs): none
         # on any peer, and the run is waiting for peers (stats.waiting_for_peers).
         self.entered = 0
+        # When its master queued its root here (WorkerBase.queue_root, on the compute side's
+        # wall_clock), inf elsewhere: how long a root has waited, for
+        # EngineConfig.nest_roots_after_s.
+        self.queued_at = math.inf
         self.leaves_run = 0
         self.leaves_redone = 0
         # Speculation (engine/speculation.py): abort() calls that cancelled something, jobs

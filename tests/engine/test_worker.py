@@ -585,8 +585,9 @@ def test_a_sync_waiting_for_stolen_children_asks_only_for_its_runs_work() -> Non
 
 def test_a_root_queued_while_a_frame_waits_is_not_started_on_top_of_it() -> None:
     # Roots go into the queue (idle peers steal them from there); a frame waiting for its
-    # stolen children must not run another run's root on top of itself, or it would wait
-    # for that whole run before its own could finish.
+    # stolen children must not run another run's root on top of itself at once, or it would
+    # wait for that whole run before its own could finish: only a root that has waited
+    # ``nest_roots_after_s`` (2 s by default) for a thief is (the tests below).
     hooks = Hooks()
     w = Worker(EngineConfig(), hooks)
     started: list[str] = []
@@ -619,6 +620,90 @@ def test_a_root_queued_while_a_frame_waits_is_not_started_on_top_of_it() -> None
     w.post(ChildResult(stolen[0], 2, None))
     assert hooks.next("finished") is root
     assert hooks.next("finished") is second and value(second) == 7
+    w.stop()
+    t.join(10)
+
+
+def test_a_root_that_waited_past_its_time_starts_on_top_of_a_waiting_frame() -> None:
+    # Every peer busy with one run (here: this frame waits for a child a thief took) and no
+    # thief for the next run's root: past nest_roots_after_s the root starts on top of the
+    # frame, and the frame goes on once it has ended.
+    hooks = Hooks()
+    w = Worker(EngineConfig(nest_roots_after_s=0.2, wait_poll_s=0.05), hooks)
+    started: list[str] = []
+
+    @spawnable
+    def one() -> int:
+        h = fib.spawn(3)
+        taken = w.queue.steal()
+        assert taken is not None
+        stolen.append(taken)
+        sync()
+        started.append("one resumed")
+        return int(h.result())
+
+    @spawnable
+    def other() -> int:
+        started.append("other")
+        return 7
+
+    stolen: list[Job] = []
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    assert hooks.next("want_run") == ""
+    root = make_root(one.fn, (), _run())
+    w.post(JobArrived(root))
+    assert hooks.next("want_run") == "r1"
+    second = make_root(other.fn, (), RunState("r2", "test", 0.5))
+    queued = time.monotonic()
+    w.queue_root(second)
+    assert hooks.next("finished") is second and value(second) == 7
+    assert time.monotonic() - queued >= 0.2  # not before its time
+    w.post(ChildResult(stolen[0], 2, None))
+    assert hooks.next("finished") is root and value(root) == 2
+    assert started == ["other", "one resumed"]
+    w.stop()
+    t.join(10)
+
+
+def test_a_root_that_waited_past_its_time_starts_at_a_busy_frames_next_job() -> None:
+    # A frame that always has work of its own (its queued children) never waits, so the
+    # root's turn comes at a job boundary: it goes before the frame's next child.
+    hooks = Hooks()
+    w = Worker(EngineConfig(nest_roots_after_s=0.2), hooks)
+    order: list[str] = []
+
+    @spawnable
+    def slow(i: int) -> int:
+        order.append(f"slow {i}")
+        time.sleep(0.05)
+        return i
+
+    @spawnable
+    def many() -> int:
+        handles = [slow.spawn(i) for i in range(20)]
+        sync()
+        return sum(h.result() for h in handles)
+
+    @spawnable
+    def other() -> int:
+        order.append("other")
+        return 7
+
+    t = threading.Thread(target=w.run_forever, daemon=True)
+    t.start()
+    assert hooks.next("want_run") == ""
+    root = make_root(many.fn, (), _run())
+    w.post(JobArrived(root))
+    for _ in range(500):  # the first child began
+        if order:
+            break
+        time.sleep(0.01)
+    w.queue_root(make_root(other.fn, (), RunState("r2", "test", 0.5)))
+    finished = [hooks.next("finished"), hooks.next("finished")]
+    assert [value(j) for j in finished] == [7, sum(range(20))]
+    at = order.index("other")
+    assert 3 <= at < 20, order  # after 0.2 s of 50 ms children, well before the last
     w.stop()
     t.join(10)
 

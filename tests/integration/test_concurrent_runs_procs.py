@@ -1,9 +1,9 @@
 """Two runs at once on two daemons with the shipped defaults: a run submitted while a long one
 keeps every compute thread busy is taken by a peer within seconds and ends while the long one
-still runs — it does not wait for it. (Its root is stolen once the master's queue holds nothing
-older of the long run, as here, or at once with work/workqueue.py's turn between runs, which
-tests/engine/test_workqueue.py checks; a peer whose own queue is full steals nothing, so the
-runs do not share every peer evenly: issue 46's point 4 stays open.)"""
+still runs — it does not wait for it. (An idle thief takes the runs in turn,
+work/workqueue.py, which tests/engine/test_workqueue.py checks; when no peer is idle, as here,
+the master's compute thread starts the root at a job boundary once it has waited
+``engine.nest_roots_after_s``, which tests/engine/test_worker.py checks.)"""
 
 from __future__ import annotations
 

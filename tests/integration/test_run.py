@@ -369,15 +369,16 @@ def test_wide_area_emulation_delays_only_traffic_between_clusters(tmp_path: Path
 
 
 def test_a_peer_busy_with_large_arguments_is_not_suspected(tmp_path: Path) -> None:
-    # Fast failure detection: a network side that stops answering for a second is suspected.
-    # Encoding `heavy`'s table of 400,000 rows takes 2 s here (satind's codec, one call): on
+    # Fast failure detection: a network side that stops answering for 1.5 s is suspected.
+    # Encoding `heavy`'s table of 600,000 rows takes 3 s here (satind's codec, one call): on
     # the network side (before), the master was suspected and could be taken for dead; off
-    # it, the probes are answered. (A probe timeout of 0.8 s: at 0.3 s CI's loaded suite once
-    # kept both peers' loops from answering in time, which is not what this test is about; a
-    # stall of 2 s still lets at least one probe of a second's interval time out.)
+    # it, the probes are answered. (A probe timeout of 1.5 s: at 0.3 s, and once at 0.8 s,
+    # CI's loaded suite kept both peers' loops from answering in time, which is not what this
+    # test is about; a stall of 3 s still lets a probe time out, checked by encoding on the
+    # network side again: victim.SMALL_ARGS raised.)
     config = tmp_path / "fast.toml"
     config.write_text(
-        "[membership]\nprobe_interval_s = 1.0\nprobe_timeout_s = 0.8\nsuspicion_mult = 3\n"
+        "[membership]\nprobe_interval_s = 2.0\nprobe_timeout_s = 1.5\nsuspicion_mult = 3\n"
     )
     proc = subprocess.run(
         [
@@ -388,7 +389,7 @@ def test_a_peer_busy_with_large_arguments_is_not_suspected(tmp_path: Path) -> No
             "INFO",
             "run",
             "heavy",
-            "400000",
+            "600000",
             "--peers",
             "2",
             "--config",
