@@ -9,6 +9,7 @@ from pathlib import Path
 from satind import __version__, _native
 from satind import config as config_mod
 from satind.cli.parser_start import add_start, heuristic_option
+from satind.net.messages_control import weight_problem
 
 
 def _version() -> str:
@@ -186,6 +187,14 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
         "--no-check",
         action="store_true",
         help="the master skips the plugin's independent result check",
+    )
+    submit.add_argument(
+        "--weight",
+        type=_weight,
+        default=1.0,
+        metavar="W",
+        help="the run's share of the peers beside other runs at once (default 1; more than "
+        "0, at most 1000): thieves take a run of weight 2 twice as often as one of weight 1",
     )
     submit.add_argument(
         "--cancel-on-interrupt",
@@ -498,3 +507,13 @@ def _run_id(text: str) -> str:
             "lists them)"
         )
     return text
+
+
+def _weight(text: str) -> float:
+    try:
+        weight = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if why := weight_problem(weight):
+        raise argparse.ArgumentTypeError(why)
+    return weight

@@ -34,7 +34,12 @@ async def submit(args: argparse.Namespace, cfg: Config) -> int:
     async with cluster_of(args, cfg) as cluster:
         try:
             run = await cluster.submit(
-                args.plugin, *args.args, check=not args.no_check, files=run_files, ship=args.ship
+                args.plugin,
+                *args.args,
+                check=not args.no_check,
+                files=run_files,
+                ship=args.ship,
+                weight=args.weight,
             )
         except (plugins.UsageError, plugins.UnknownPlugin) as exc:
             raise CliError(str(exc), EXIT_USAGE) from None

@@ -96,6 +96,7 @@ class Client:
         entry: str = "",
         values: bytes = b"",
         code: dict[str, bytes] | None = None,
+        weight: float = 1.0,
     ) -> str:
         """Submit a run; returns its id (``contacts`` then holds where else to follow it).
         With ``entry``, the run is of that function of the plugin's module with the encoded
@@ -115,7 +116,7 @@ class Client:
         while True:
             req = self.requests.new()
             submit = m.Submit(
-                req, plugin, argv, code_hash, check, inputs, entry, values, code or {}
+                req, plugin, argv, code_hash, check, inputs, entry, values, code or {}, weight
             )
             if not self.conn.post(submit):
                 if self.conn.closed:

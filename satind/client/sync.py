@@ -354,9 +354,13 @@ class SyncCluster:
         """Close the connection (runs submitted go on)."""
         self._loop.close()
 
-    def submit(self, what: Any, *args: Any, check: bool = True, ship: Ship = None) -> SyncRun:
+    def submit(
+        self, what: Any, *args: Any, check: bool = True, ship: Ship = None, weight: float = 1.0
+    ) -> SyncRun:
         """See ``api.Cluster.submit``."""
-        run = self._loop.call(lambda: self.cluster.submit(what, *args, check=check, ship=ship))
+        run = self._loop.call(
+            lambda: self.cluster.submit(what, *args, check=check, ship=ship, weight=weight)
+        )
         return SyncRun(self._loop, run)
 
     def submit_entry(

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING
 from satind.core import logged
 from satind.core.effects import ERROR, INFO, WARNING, Effects, QueueRoot, Timer, ToCompute
 from satind.core.model.timers import ElectAgain
-from satind.core.runs import PeerRun
+from satind.core.runs import PeerRun, run_state
 from satind.core.start import queue_or_start, start
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.events import Orphaned
-from satind.work.jobs import RunState
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
@@ -158,9 +157,7 @@ def take_over_queued(state: PeerState, info: m.RunInfo, now: float) -> Effects:
         info.master,
         new.epoch,
     )
-    run = PeerRun(
-        new, RunState(new.run_id, plugin.name, 1.0 / max(1, new.branching), new.epoch), plugin
-    )
+    run = PeerRun(new, run_state(new, plugin.name), plugin)
     run.args = Encoded(new.args)  # decoded by the compute side, not here
     return queue_or_start(state, run, now)
 

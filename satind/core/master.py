@@ -51,13 +51,13 @@ from satind.core.runs import (
     PeerRun,
     RunRefused,
     VersionMismatch,
+    run_state,
 )
 from satind.core.start import announce, queue_or_start, start, start_next
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.names import client_base_name
 from satind.work.errors import error_info
-from satind.work.jobs import RunState
 from satind.work.rng import seeded
 
 if TYPE_CHECKING:
@@ -154,10 +154,9 @@ def submit(
         entry=parsed.entry,
         owner=client_base_name(link.remote_name),
         shipped=bool(msg.files),
+        weight=msg.weight,
     )
-    run = PeerRun(
-        info, RunState(info.run_id, info.plugin, 1.0 / info.branching, info.epoch), parsed.plugin
-    )
+    run = PeerRun(info, run_state(info), parsed.plugin)
     run.submitter = link.remote_name
     run.args = parsed.args
     reply = _accepted(state, m.Submitted(msg.req, info.run_id))
@@ -218,9 +217,7 @@ def resume(
         runs.reopen(info.run_id)
     # Its time counts from the resume: the time it lay suspended, or lost, is not the run's.
     info = dataclasses.replace(info, master=state.name, epoch=info.epoch + 1, started_at=None)
-    run = PeerRun(
-        info, RunState(info.run_id, plugin.name, 1.0 / info.branching, info.epoch), plugin
-    )
+    run = PeerRun(info, run_state(info, plugin.name), plugin)
     run.submitter = link.remote_name
     run.args = codec.Encoded(info.args)  # decoded by the compute side
     runs.active[info.run_id] = run

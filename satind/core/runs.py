@@ -38,6 +38,14 @@ ENDED: tuple[str, ...] = (DONE, FAILED, SUSPENDED, CANCELLED)
 FINAL: tuple[str, ...] = (DONE, FAILED, CANCELLED)
 
 
+def run_state(info: m.RunInfo, plugin: str = "") -> RunState:
+    """What the compute side of a peer keeps of a run described by ``info`` (``plugin``:
+    its plugin's name where a loaded plugin names it)."""
+    state = RunState(info.run_id, plugin or info.plugin, 1.0 / max(1, info.branching), info.epoch)
+    state.weight = info.weight
+    return state
+
+
 @dataclass
 class PeerRun:
     """One run on one peer."""
@@ -195,8 +203,7 @@ class RunTable:
         refused: str | None,
         baseline: dict[str, float],
     ) -> PeerRun:
-        state = RunState(info.run_id, info.plugin, 1.0 / max(1, info.branching), info.epoch)
-        run = PeerRun(info, state, plugin, refused, baseline=baseline)
+        run = PeerRun(info, run_state(info), plugin, refused, baseline=baseline)
         self.active[info.run_id] = run
         return run
 

@@ -57,6 +57,7 @@ from satind.net.messages_control import Submitted as Submitted
 from satind.net.messages_control import SuspendRequest as SuspendRequest
 from satind.net.messages_control import TraceReply as TraceReply
 from satind.net.messages_control import TraceRequest as TraceRequest
+from satind.net.messages_control import weight_problem as weight_problem
 from satind.net.messages_kinds import Barrier as Barrier
 from satind.net.messages_kinds import EntityLeaving as EntityLeaving
 from satind.net.messages_kinds import EntityMove as EntityMove
@@ -131,7 +132,8 @@ from satind.net.records import TraceEvent as TraceEvent
 # RunInfo.shipped, JobSpec.shipped, CodeRequest/CodeReply).
 # 19: whether an iterative task's worker had the run's shipped code (TaskAck.has_code).
 # 20: an exception's args (ErrorInfo.args).
-PROTOCOL_VERSION = 20
+# 21: a run's weight among concurrent runs (Submit.weight, RunInfo.weight).
+PROTOCOL_VERSION = 21
 
 # Codes 20 (RunStart) and 21 (RunDone) are retired: runs are announced by gossip
 # (RunAnnounce in Broadcasts). Never reuse them.

@@ -26,6 +26,21 @@ from satind.net.records import (
 # -- runs ----------------------------------------------------------------------------------
 
 
+# The largest weight a run may be given (``Submit.weight``): beside a run of weight 1 it is
+# stolen from this many times as often, which is as good as "only this run".
+MAX_WEIGHT = 1000.0
+
+
+def weight_problem(weight: float) -> str:
+    """Why ``weight`` cannot be a run's weight, or "" (the client and the master both ask)."""
+    if not 0.0 < weight <= MAX_WEIGHT:
+        return (
+            f"a run's weight must be more than 0 and at most {MAX_WEIGHT:g}, not {weight:g} "
+            "(1 is the default; 2 gets a run twice the steals of a run of weight 1)"
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class Submit(Message):
     """A client asks a peer to run a plugin; that peer becomes the run's master."""
@@ -48,6 +63,9 @@ class Submit(Message):
     # Shipped code (plugin/shipped.py): the plugin directory's Python files by relative path;
     # ``code_hash`` is then their hash, which the master checks. Empty: installed code.
     files: dict[str, bytes] = field(default_factory=dict)
+    # The run's share of thieves' steals beside other runs (work/workqueue.py): a run of
+    # weight 2 is stolen from twice as often as one of weight 1. In (0, MAX_WEIGHT].
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ class RunInfo:
     # the epoch); None before. A master that takes the run over (election, hand-over)
     # counts its elapsed time from here, not from its own start.
     started_at: float | None = None
+    # Its share of thieves' steals beside other runs (``Submit.weight``).
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -233,6 +233,9 @@ def on_progress(peer: Host, link: Link, msg: m.ProgressRequest) -> None:
 
 
 def on_submit(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None:
+    if why := m.weight_problem(msg.weight):  # before any code is shipped or parsed
+        link.post(m.Submitted(msg.req, "", m.ErrorInfo("RunRefused", why)))
+        return
     if msg.files:
         # Its code first (node/shipping.py): checked, stored, vetted, loaded; then as below.
         async def ship_then_submit() -> None:

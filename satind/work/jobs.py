@@ -138,6 +138,7 @@ class RunState:
         "run_id",
         "spawns",
         "syncs",
+        "weight",
     )
 
     def __init__(self, run_id: str, plugin: str, inv_branching: float, epoch: int = 0) -> None:
@@ -158,6 +159,9 @@ class RunState:
         # wall_clock), inf elsewhere: how long a root has waited, for
         # EngineConfig.nest_roots_after_s.
         self.queued_at = math.inf
+        # Its share of thieves' steals beside other runs' jobs in a queue (RunInfo.weight,
+        # work/workqueue.py).
+        self.weight = 1.0
         self.leaves_run = 0
         self.leaves_redone = 0
         # Speculation (engine/speculation.py): abort() calls that cancelled something, jobs

@@ -2,10 +2,12 @@
 
 The tail holds the oldest jobs, the ones highest in the tree and so the largest: stealing
 them moves the most work per message (satin-grid-programming-model §4.1.2, after Cilk).
-With several runs queued, thieves take them in turn: a steal passes over the oldest job when
-its run had the last one taken here and another run's job is queued, so that a run submitted
-while another one fills every queue is stolen at once, not once the first one ends (the papers
-run one application at a time; the turn is ours).
+With several runs queued, thieves take them in turn, by weight: a steal looks at the oldest
+jobs for each run's oldest, and takes the one of the run whose turn it is — the run whose
+count of steals here, each counted 1/weight, is lowest (stride scheduling, Waldspurger and
+Weihl 1995) — so a run submitted while another one fills every queue is stolen at once, not
+once the first one ends, and a run of weight 2 is stolen from twice as often as one of weight
+1 (the papers run one application at a time; the turn is ours).
 
 Thread safety comes from ``collections.deque``: ``append``, ``pop`` and ``popleft`` are each
 atomic under the GIL, so the compute thread (head) and the trio thread (tail) need no lock.
@@ -21,21 +23,27 @@ from collections import deque
 
 from satind.work.jobs import Job, is_placed
 
-# Jobs a steal looks past for another run's when the oldest is of the run served last: with
-# one run queued it costs that many at most, and another run's root is rarely further back.
+# Jobs a steal looks past for another run's when the oldest is of a run that had its turn:
+# with one run queued it costs that many at most, and another run's root is rarely further
+# back.
 TURN_LOOK = 64
+# Runs whose turns a queue remembers: past it, the counts start again (every run anew).
+TURN_RUNS = 256
 
 
 class WorkQueue:
     """A double-ended queue of jobs not yet started."""
 
-    __slots__ = ("jobs", "last_run")
+    __slots__ = ("floor", "jobs", "passes")
 
     def __init__(self) -> None:
         self.jobs: deque[Job] = deque()
-        # The run of the job a thief took last (thieves' side only): the next steal prefers
-        # another run's.
-        self.last_run = ""
+        # Thieves' side only. Per run id, its steals here so far, each counted 1/weight (its
+        # "pass"): the next steal is of the run with the lowest. A run new here starts at
+        # ``floor``, the pass of the run served last, so that it does not take every steal
+        # until it has caught up with runs that were stolen from for hours.
+        self.passes: dict[str, float] = {}
+        self.floor = 0.0
 
     def push(self, job: Job) -> None:
         """Owner: put a job at the head (it runs next)."""
@@ -57,42 +65,74 @@ class WorkQueue:
         from thieves. O(queue length) when the oldest job is not one to take; with one
         divide-and-conquer run at a time it is a ``popleft``."""
         jobs = self.jobs
-        if not run_id and self.last_run:
-            # The turn: a look at the oldest job, not a pop (the owner must never find its
-            # job missing for a moment), and a bounded look for another run's behind it.
-            try:
-                first = jobs[0]
-            except IndexError:
-                return None
-            if first.run.run_id == self.last_run:
-                other = self._take_oldest("", self.last_run, TURN_LOOK)
-                if other is not None:
-                    self.last_run = other.run.run_id
-                    return other
+        if not run_id:
+            # The turn: a look at the oldest jobs, not a pop (the owner must never find its
+            # job missing for a moment). With one run among them it is the oldest job.
+            turn = self._turn()
+            if turn is not None:
+                return turn
         try:
             job = jobs.popleft()
         except IndexError:
             return None
         if not job.run.pushed and (not run_id or job.run.run_id == run_id):
-            self.last_run = job.run.run_id
+            self._served(job)
             return job
         jobs.appendleft(job)  # back where it was: still the oldest
-        taken = self._take_oldest(run_id, "")
+        taken = self._take_oldest(run_id)
         if taken is not None:
-            self.last_run = taken.run.run_id
+            self._served(taken)
         return taken
 
-    def _take_oldest(self, run_id: str, not_run: str, look: int = 0) -> Job | None:
+    def _turn(self) -> Job | None:
+        """Thief: take the oldest job of the run whose turn it is among the ``TURN_LOOK``
+        oldest jobs, when that is not the oldest job's run; else None (the caller takes the
+        oldest as ever)."""
+        jobs = self.jobs
+        try:
+            first = jobs[0]
+        except IndexError:
+            return None
+        passes = self.passes
+        best = first.run
+        best_pass = passes.get(best.run_id, self.floor)
+        chosen: Job | None = None
+        # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
+        # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
+        for candidate in list(itertools.islice(jobs, 1, TURN_LOOK)):
+            run = candidate.run
+            if run is best or run.pushed:
+                continue
+            seen = passes.get(run.run_id, self.floor)
+            if seen < best_pass:
+                best, best_pass, chosen = run, seen, candidate
+        if chosen is None:
+            return None
+        try:
+            jobs.remove(chosen)
+        except ValueError:
+            return None  # the owner took it meanwhile: the oldest, then
+        self._served(chosen)
+        return chosen
+
+    def _served(self, job: Job) -> None:
+        """A thief took ``job``: its run's turn is counted."""
+        run = job.run
+        passes = self.passes
+        if len(passes) >= TURN_RUNS and run.run_id not in passes:
+            passes.clear()  # runs long over: the counts start again
+        start = max(passes.get(run.run_id, self.floor), self.floor)
+        self.floor = start
+        passes[run.run_id] = start + 1.0 / run.weight
+
+    def _take_oldest(self, run_id: str) -> Job | None:
         """Thief: remove and return the oldest job a thief may have, of run ``run_id`` if
-        named, of another run than ``not_run`` if named, among the ``look`` oldest (0: all);
-        or None."""
+        named; or None."""
         jobs = self.jobs
         # A snapshot (one C call, atomic under the GIL): the owner may push and pop its head
         # meanwhile. ``remove`` is atomic as well; a job the owner popped since is skipped.
-        snapshot = list(itertools.islice(jobs, look)) if look else list(jobs)
-        for candidate in snapshot:
-            of = candidate.run.run_id
-            if not candidate.run.pushed and (not run_id or of == run_id) and of != not_run:
+        for candidate in list(jobs):
+            if not candidate.run.pushed and (not run_id or candidate.run.run_id == run_id):
                 try:
                     jobs.remove(candidate)
                 except ValueError:
@@ -119,6 +159,7 @@ class WorkQueue:
     def drop_run(self, run_id: str) -> int:
         """Network side: remove every queued job of a run that is over (nobody waits for
         them); returns how many. Safe beside the owner as ``steal`` is."""
+        self.passes.pop(run_id, None)
         dropped = 0
         for job in list(self.jobs):
             if job.run.run_id == run_id:

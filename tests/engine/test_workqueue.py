@@ -114,3 +114,32 @@ def test_thieves_take_the_queued_runs_in_turn() -> None:
     assert q.steal() is b  # r1's turn again, its oldest
     assert q.steal() is c  # r1 alone now: its jobs in order
     assert q.steal() is None
+
+
+def test_thieves_take_runs_by_their_weights() -> None:
+    # Stride scheduling: a run of weight 3 beside one of weight 1 has three steals of four.
+    q = WorkQueue()
+    light, heavy = RunState("light", "p", 0.5), RunState("heavy", "p", 0.5)
+    heavy.weight = 3.0
+    for i in range(40):
+        q.push(Job(print, (i,), None, i, light, 1.0))
+        q.push(Job(print, (i,), None, i, heavy, 1.0))
+    taken = [q.steal() for _ in range(20)]
+    runs = [job.run.run_id for job in taken if job is not None]
+    assert runs.count("heavy") == 15 and runs.count("light") == 5, runs
+
+
+def test_a_run_new_to_a_queue_takes_turns_not_every_steal() -> None:
+    # A run that arrives after another was stolen from a hundred times starts level with it
+    # (at the pass served last): the two alternate, the newcomer does not take 100 in a row.
+    q = WorkQueue()
+    old, new = RunState("old", "p", 0.5), RunState("new", "p", 0.5)
+    for i in range(200):
+        q.push(Job(print, (i,), None, i, old, 1.0))
+    for _ in range(100):
+        taken = q.steal()
+        assert taken is not None and taken.run is old
+    for i in range(50):  # at the oldest end, as a root is queued (WorkerBase.queue_root)
+        q.give_back(Job(print, (i,), None, i, new, 1.0))
+    runs = [job.run.run_id for job in (q.steal() for _ in range(10)) if job is not None]
+    assert 4 <= runs.count("new") <= 6 and len(runs) == 10, runs

@@ -29,7 +29,7 @@ def test_a_second_run_makes_progress_beside_a_long_one(
         long = cluster.submit("tree", "5", "4", "60", "sleep")
         wait_for(lambda: long.progress() > 0.05, limit=60)
         submitted = time.monotonic()
-        second = cluster.submit("fib", "22", "12")
+        second = cluster.submit("fib", "22", "12", weight=2.0)  # twice the steals, if any
         assert second.result(timeout=120) == 17711
         took = time.monotonic() - submitted
         # Ended while the long run still runs: it did not wait for it to end.

@@ -418,3 +418,15 @@ def test_a_bad_log_level_is_a_usage_error() -> None:
     )
     assert proc.returncode == 2
     assert "LOUD" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_weight_out_of_range_is_a_usage_error_before_any_connection() -> None:
+    for weight in ("0", "-2", "1e6", "heavy"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "satind", "submit", "fib", "10", "--weight", weight],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2, (weight, proc.stderr)
+        assert "--weight" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from satind.net import codec
 from satind.net import messages as m
-from tests.security.live import LivePeer, live, send_frame, still_serves
+from tests.security.live import LivePeer, live, read_frames, send_frame, still_serves, tls_client
 
 __all__ = ["live"]  # the fixture, used by name
 
@@ -81,3 +81,19 @@ def test_garbage_costs_only_its_connection(live: LivePeer, data: bytes) -> None:
 def test_the_peer_still_serves_after_the_garbage(live: LivePeer) -> None:
     assert still_serves(live)
     assert live.peer.transport.counters.bad_frames >= 1
+
+
+def test_a_weight_out_of_range_refuses_that_submission_only(live: LivePeer) -> None:
+    # A hostile client's run weight (a steal share): refused before any code is parsed, with
+    # what the range is; the connection stays and serves the next request.
+    with tls_client(live) as sock:
+        for req, weight in enumerate((-1.0, 0.0, 1e9), start=1):
+            sock.sendall(
+                codec.frame(codec.encode_message(m.Submit(req, "fib", ["10"], weight=weight)))
+            )
+        replies = read_frames(sock, 4)[1:]  # its Hello first
+        assert [type(r) for r in replies] == [m.Submitted] * 3, replies
+        for reply in replies:
+            assert isinstance(reply, m.Submitted) and reply.run_id == "" and reply.error
+            assert "more than 0 and at most 1000" in reply.error.message
+    assert still_serves(live)
