@@ -70,8 +70,13 @@ class Daemon:
         if seeds:
             cmd += ["--seeds", seeds]
         self.log = Path(keys) / f"{name}.log"
+        # Its run history and remembered members beside the keys, not in the user's
+        # ~/.local/state (tests/conftest.py does so for a test's own environment; a daemon of
+        # a module's fixture starts before it applies). The same keys and name: the same
+        # state, as a daemon restarted on one machine has.
+        env = {**os.environ, "XDG_STATE_HOME": str(Path(keys).parent / f"{Path(keys).name}-state")}
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"), cwd=cwd
+            cmd, stdout=subprocess.DEVNULL, stderr=self.log.open("w"), cwd=cwd, env=env
         )
         self.children: list[int] = []
         try:
