@@ -113,35 +113,64 @@ class ReplicaTable:
         if not pending:
             del self.pending[key]
 
-    def install(self, event: ReplicaArrived) -> None:
-        """A replica fetched from another peer: ours from now on, unless ours is ahead."""
+    def install(self, event: ReplicaArrived) -> bool:
+        """A replica fetched from another peer: ours from now on, unless ours is ahead.
+        True when it is another incarnation than ours, installed as a new object (jobs
+        waiting here for a replica must be given the new one: ``WorkerBase._recheck_parked``).
+
+        Of our incarnation, it is installed in place: jobs here hold references to this very
+        object, and a call the fetched state has is one they may be waiting for. Of a newer
+        one (a new master's epoch made the object again, from its start), never in place:
+        frames of the old epoch may still be running here, their guard checked against the
+        old state once, at their start; changed under them, their leaves would read another
+        step's state and compute, without an error, results that the new epoch then reuses
+        as orphans (a Barnes-Hut run's final positions came out wrong so, once, after its
+        master was killed). They go on with the old object, which no call changes any more;
+        what they compute is what their guard promised."""
         mine = self.objects.get(event.shared_id)
         if mine is not None and not _supersedes(event, mine):
-            return
+            return False
         try:
             state = decode_value(event.state, self.value_depth)
-            if mine is None:
+            if mine is None or mine._shared_inc != event.incarnation:
                 self.objects[event.shared_id] = rebuild(
                     event.cls, event.shared_id, state, event.seen, event.incarnation
                 )
-            else:
-                # In place: jobs here hold references to this very object (a parked job's
-                # guard reads it).
-                mine.restore_shared(state)
-                replaced = mine._shared_inc != event.incarnation
-                if replaced:
-                    self.log.drop(event.shared_id)  # calls on the old state
-                mine._shared_seen = dict(event.seen)
-                mine._shared_inc = event.incarnation
+                if mine is None:
+                    return False
+                self.log.drop(event.shared_id)  # calls on the old incarnation
                 for key in [k for k in self.pending if k[0] == event.shared_id]:
-                    if replaced:
-                        del self.pending[key]  # calls held for the replaced state
-                    else:
-                        self._apply_pending(mine, key)  # calls the replica does not have
+                    del self.pending[key]  # calls held for it
+                return True
+            mine.restore_shared(state)
+            mine._shared_seen = dict(event.seen)
+            for key in [k for k in self.pending if k[0] == event.shared_id]:
+                self._apply_pending(mine, key)  # calls the replica does not have
         except Exception as exc:
             _log_bad_update(event.shared_id, "<replica>", exc)
             if event.shared_id not in self.objects:
                 self.hooks.report(ReplicaKept(event.shared_id, kept=False))
+        return False
+
+    def current(self, value: Any, depth: int = 0) -> Any:
+        """``value`` (a parked job's arguments) with each shared object in it that another
+        incarnation has replaced here (``install``) swapped for the table's object of its id:
+        a job that waits for a replica must wait for the one that changes. Lists, tuples and
+        dicts are looked through, as deep as arguments decode (``value_depth``)."""
+        shared_id = getattr(value, "_shared_id", None)
+        if isinstance(shared_id, str):
+            return self.objects.get(shared_id, value)
+        if depth >= self.value_depth:
+            return value
+        if type(value) is tuple or type(value) is list:
+            items = [self.current(v, depth + 1) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            return tuple(items) if type(value) is tuple else items
+        if type(value) is dict:
+            fresh = {k: self.current(v, depth + 1) for k, v in value.items()}
+            return value if all(fresh[k] is v for k, v in value.items()) else fresh
+        return value
 
     def give(self, event: ReplicaWanted) -> None:
         """A thief asks for our replica: encode it at this safe point."""

@@ -326,7 +326,10 @@ class WorkerBase:
             self.replicas.apply_updates(event.updates)
             self._recheck_parked()
         elif isinstance(event, ReplicaArrived):
-            self.replicas.install(event)
+            if self.replicas.install(event):
+                # Another incarnation, a new object: parked jobs wait for it, not the old.
+                for job in self.parked:
+                    job.args = self.replicas.current(job.args)
             self._recheck_parked()
         elif isinstance(event, ReplicaWanted):
             self.replicas.give(event)

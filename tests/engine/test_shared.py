@@ -1,6 +1,7 @@
 """Shared objects on the compute side (satind/shared.py, engine/worker.py): reproducible ids,
 references in job arguments, global calls shipped and applied in order per sender, replicas
-given and installed in place, guards that park a stolen job until its replica is current."""
+given and installed in place (another incarnation's as a new object), guards that park a
+stolen job until its replica is current."""
 
 from __future__ import annotations
 
@@ -364,6 +365,99 @@ def test_a_guard_parks_a_stolen_job_until_its_replica_is_current(worker: Worker)
     assert worker.parked == [] and worker.queue.pop() is stolen
     worker.run_job(stolen)
     assert hooks.next("finished") is stolen and stolen.error is None
+
+
+SEEN_STEPS: list[int] = []
+MIDWAY: list[ReplicaArrived] = []
+
+
+@spawnable
+def subtree(clock: Clock, depth: int, step: int) -> int:
+    if depth == 0:
+        SEEN_STEPS.append(clock.step)
+        if MIDWAY:  # the network side hands the compute side a replica meanwhile
+            assert worker_mod.CURRENT is not None
+            worker_mod.CURRENT.post(MIDWAY.pop())
+        return clock.step
+    a = subtree.spawn(clock, depth - 1, step)
+    b = subtree.spawn(clock, depth - 1, step)
+    sync()
+    return a.result() + b.result()
+
+
+@subtree.guard
+def _subtree_guard(clock: Clock, depth: int, step: int) -> bool:
+    return clock.step == step
+
+
+def _clock_at(worker: Worker, step: int, run: RunState) -> Clock:
+    holder = make_root(lambda: None, (), run)
+    worker.current = holder
+    try:
+        clock = Clock()
+    finally:
+        worker.current = worker.idle_frame
+    clock.step = step
+    return clock
+
+
+def _new_incarnation(clock: Clock, step: int) -> ReplicaArrived:
+    """The replica a new master's epoch (1) made of ``clock`` again, at ``step``."""
+    cls = f"{Clock.__module__}:{Clock.__qualname__}"
+    state = encode_value({"step": step})
+    return ReplicaArrived(clock._shared_id or "", cls, state, {"new": 0}, 1)
+
+
+def test_a_newer_incarnation_does_not_change_the_state_under_a_running_subtree(
+    worker: Worker,
+) -> None:
+    # A stolen job of step 3 of the old epoch runs; the new master's epoch made the object
+    # again at step 0, and its replica arrives between two of the job's leaves. Installed in
+    # place, the later leaves read step 0: a result of mixed steps, with no error, that the new
+    # epoch reused as an orphan (a Barnes-Hut run answered wrong so once). Every leaf of the
+    # job must read the state its guard accepted; the table has the new incarnation after.
+    run = RunState("r1", "test", 0.5, 0)
+    clock = _clock_at(worker, 3, run)
+    stolen = Job(subtree.fn, Encoded(encode_value((clock, 3, 3))), None, 0, run, 0.5)
+    stolen.set_path(b"\x01")
+    stolen.origin = "victim"
+    SEEN_STEPS.clear()
+    MIDWAY.append(_new_incarnation(clock, 0))
+    worker.post(JobArrived(stolen))
+    worker.drain()
+    worker.run_job(worker.queue.pop() or stolen)
+    assert not MIDWAY, "the replica was not handed over midway"
+    assert stolen.done and stolen.error is None
+    assert SEEN_STEPS == [3] * 8, SEEN_STEPS
+    assert decode_value(stolen.value.data) == 24  # type: ignore[union-attr]
+    new = worker.shared[clock._shared_id or ""]
+    assert new is not clock and isinstance(new, Clock)
+    assert new._shared_inc == 1 and new.step == 0 and clock.step == 3
+
+
+def test_a_job_parked_on_the_old_incarnation_waits_for_the_new_one(worker: Worker) -> None:
+    # Parked for step 1 on the old object, the job would wait for ever on an object no call
+    # changes any more: it is given the new one, and runs when that one reaches step 1.
+    run = RunState("r1", "test", 0.5, 0)
+    clock = _clock_at(worker, 0, run)
+    stolen = Job(at_step.fn, Encoded(encode_value((clock, 1))), None, 0, run, 0.5)
+    stolen.set_path(b"\x01")
+    stolen.origin = "victim"
+    worker.post(JobArrived(stolen))
+    worker.drain()
+    worker.run_job(worker.queue.pop() or stolen)
+    assert worker.parked == [stolen]
+    worker.post(_new_incarnation(clock, 0))
+    worker.drain()
+    new = worker.shared[clock._shared_id or ""]
+    assert new is not clock and stolen.args[0] is new and worker.parked == [stolen]
+    advance = SharedUpdate(clock._shared_id or "", "new", 1, "advance", b"\x81\x01", 1)
+    worker.post(UpdatesArrived([advance]))
+    worker.drain()
+    assert worker.parked == [] and worker.queue.pop() is stolen
+    worker.run_job(stolen)
+    assert stolen.error is None and decode_value(stolen.value.data) == 1  # type: ignore[union-attr]
+    assert clock.step == 0  # the old object: changed by nothing since
 
 
 def test_without_satind_a_shared_object_is_a_plain_object() -> None:
