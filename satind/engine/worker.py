@@ -300,16 +300,22 @@ class Worker(WorkerBase):
                             self._wait()
                             continue
                         job = own
-                elif jobs and self._root_due(first := jobs[0]):
-                    # The oldest queued job is such a root (WorkerBase.queue_root put it
-                    # there): it goes before this frame's next job, which stays queued.
+                elif jobs:
+                    # The oldest queued job may be such a root (WorkerBase.queue_root put it
+                    # there): it goes before this frame's next job, which stays queued. A
+                    # thief may take it meanwhile, or the last job, between any two steps.
                     try:
-                        jobs.remove(first)
-                    except ValueError:
-                        pass  # a thief took it meanwhile
-                    else:
-                        jobs.append(job)
-                        job = first
+                        first: Job | None = jobs[0]
+                    except IndexError:
+                        first = None
+                    if first is not None and first.parent is None and self._root_due(first):
+                        try:
+                            jobs.remove(first)
+                        except ValueError:
+                            pass
+                        else:
+                            jobs.append(job)
+                            job = first
                 try:
                     self.run_job(job)
                 except RunAborted as aborted:
