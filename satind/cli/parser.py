@@ -8,8 +8,8 @@ from pathlib import Path
 
 from satind import __version__, _native
 from satind import config as config_mod
+from satind.cli.argtypes import log_level, run_id, weight
 from satind.cli.parser_start import add_start, heuristic_option
-from satind.net.messages_control import weight_problem
 
 
 def _version() -> str:
@@ -53,18 +53,6 @@ def client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="TOML config file")
 
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-def _log_level(text: str) -> str:
-    level = text.upper()
-    if level not in LOG_LEVELS:
-        raise argparse.ArgumentTypeError(
-            f"unknown log level {text!r}; use one of {', '.join(LOG_LEVELS)}"
-        )
-    return level
-
-
 def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="satind",
@@ -78,7 +66,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     parser.add_argument(
         "--log-level",
         default=None,
-        type=_log_level,
+        type=log_level,
         metavar="LEVEL",
         help="peer and client log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (default: "
         "INFO for `satind start`, whose log says when peers start, stop and take runs; "
@@ -190,7 +178,7 @@ def build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]
     )
     submit.add_argument(
         "--weight",
-        type=_weight,
+        type=weight,
         default=1.0,
         metavar="W",
         help="the run's share of the peers beside other runs at once (default 1; more than "
@@ -495,25 +483,6 @@ def run_id_argument(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "run_id",
         metavar="RUN_ID",
-        type=_run_id,
+        type=run_id,
         help="the run's id (printed by submit; see `satind status` or `satind runs`)",
     )
-
-
-def _run_id(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError(
-            "a run id cannot be empty: give the id `satind submit` printed (`satind runs` "
-            "lists them)"
-        )
-    return text
-
-
-def _weight(text: str) -> float:
-    try:
-        weight = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if why := weight_problem(weight):
-        raise argparse.ArgumentTypeError(why)
-    return weight

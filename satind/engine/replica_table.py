@@ -17,6 +17,7 @@ from satind.engine.replication import UpdateLog, answer, digest
 from satind.net.codec import EncodeError, decode_value, encode_value
 from satind.net.messages import ReplicaReply, SharedDigest, SharedUpdates
 from satind.net.records import ReplicaDigest, SharedUpdate
+from satind.work.jobs import Job
 from satind.work.reports import ReplicaKept, Report, SharedCallMade, SharedSend
 
 log = logging.getLogger(__name__)
@@ -113,10 +114,10 @@ class ReplicaTable:
         if not pending:
             del self.pending[key]
 
-    def install(self, event: ReplicaArrived) -> bool:
+    def install(self, event: ReplicaArrived, parked: list[Job]) -> None:
         """A replica fetched from another peer: ours from now on, unless ours is ahead.
-        True when it is another incarnation than ours, installed as a new object (jobs
-        waiting here for a replica must be given the new one: ``WorkerBase._recheck_parked``).
+        Another incarnation than ours is installed as a new object, and the ``parked`` jobs
+        (stolen jobs waiting for a replica to satisfy their guard) are given it.
 
         Of our incarnation, it is installed in place: jobs here hold references to this very
         object, and a call the fetched state has is one they may be waiting for. Of a newer
@@ -129,7 +130,7 @@ class ReplicaTable:
         what they compute is what their guard promised."""
         mine = self.objects.get(event.shared_id)
         if mine is not None and not _supersedes(event, mine):
-            return False
+            return
         try:
             state = decode_value(event.state, self.value_depth)
             if mine is None or mine._shared_inc != event.incarnation:
@@ -137,11 +138,13 @@ class ReplicaTable:
                     event.cls, event.shared_id, state, event.seen, event.incarnation
                 )
                 if mine is None:
-                    return False
+                    return
                 self.log.drop(event.shared_id)  # calls on the old incarnation
                 for key in [k for k in self.pending if k[0] == event.shared_id]:
                     del self.pending[key]  # calls held for it
-                return True
+                for job in parked:  # they wait for the new object to change, not the old
+                    job.args = self.current(job.args)
+                return
             mine.restore_shared(state)
             mine._shared_seen = dict(event.seen)
             for key in [k for k in self.pending if k[0] == event.shared_id]:
@@ -150,7 +153,6 @@ class ReplicaTable:
             _log_bad_update(event.shared_id, "<replica>", exc)
             if event.shared_id not in self.objects:
                 self.hooks.report(ReplicaKept(event.shared_id, kept=False))
-        return False
 
     def current(self, value: Any, depth: int = 0) -> Any:
         """``value`` (a parked job's arguments) with each shared object in it that another

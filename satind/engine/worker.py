@@ -59,6 +59,7 @@ from satind.engine.worker_base import WorkerBase
 from satind.net.codec import DecodeError, Encoded, version_of
 from satind.work.jobs import UNSET, Job, is_placed
 from satind.work.reports import GuardWaiting, SubtreeDropped
+from satind.work.workqueue import root_due
 
 if TYPE_CHECKING:
     pass
@@ -285,37 +286,23 @@ class Worker(WorkerBase):
                 # ``is_placed``): no thief may take it, and this frame may be waiting, through
                 # other peers, for that very run — two SPMD roots on two peers, each waiting
                 # for its entities on the other, never ended (issue 28). It runs on top of
-                # this frame, which it holds for one step or one task. Nor a run's root that
-                # has waited ``nest_roots_after_s`` for a thief (every peer busy with other
-                # runs): it starts here, at this job boundary (``_root_due``).
+                # this frame, which it holds for one step or one task. Nor a root that has
+                # waited for a thief (every peer busy with other runs): ``root_due``.
                 if (
                     job.run is not frame.run
                     and job.run.run_id != frame.run.run_id
                     and not is_placed(job)
                 ):
-                    if not self._root_due(job):
+                    if not root_due(job, self.wall_clock, self.cfg.nest_roots_after_s):
                         jobs.append(job)
                         own = self.queue.pop_of(frame.run.run_id)
                         if own is None:
                             self._wait()
                             continue
                         job = own
-                elif jobs:
-                    # The oldest queued job may be such a root (WorkerBase.queue_root put it
-                    # there): it goes before this frame's next job, which stays queued. A
-                    # thief may take it meanwhile, or the last job, between any two steps.
-                    try:
-                        first: Job | None = jobs[0]
-                    except IndexError:
-                        first = None
-                    if first is not None and first.parent is None and self._root_due(first):
-                        try:
-                            jobs.remove(first)
-                        except ValueError:
-                            pass
-                        else:
-                            jobs.append(job)
-                            job = first
+                elif jobs and (due := self._due_root()) is not None:
+                    jobs.append(job)  # it goes before this frame's next job
+                    job = due
                 try:
                     self.run_job(job)
                 except RunAborted as aborted:
@@ -375,22 +362,17 @@ class Worker(WorkerBase):
         while (event := mailbox.get_nowait()) is not None:
             self._handle(event)
 
-    def _root_due(self, job: Job) -> bool:
-        """Whether ``job`` is a run's root that its master queued here (``queue_root``) and
-        that has waited ``nest_roots_after_s`` without being begun: no idle thief took it
-        because every compute thread is busy with other runs' work. Such a root starts on
-        top of the frame this compute thread is in, so that the runs share the peers (the
-        papers run one application at a time; the sharing is ours). Cheap for everything
-        else: a job with a parent or a run begun answers at once; a root queued elsewhere
-        waited since ``inf``."""
-        if job.parent is not None:
-            return False
-        run = job.run
-        return (
-            run.entered == 0
-            and not run.aborted
-            and self.wall_clock() - run.queued_at >= self.cfg.nest_roots_after_s
-        )
+    def _due_root(self) -> Job | None:
+        """The oldest queued job, taken, if ``root_due`` (WorkerBase.queue_root put a root
+        there); else None. A thief may take it, or the last job, between any two steps."""
+        try:
+            first = self.jobs[0]
+            if root_due(first, self.wall_clock, self.cfg.nest_roots_after_s):
+                self.jobs.remove(first)
+                return first
+        except (IndexError, ValueError):
+            pass
+        return None
 
     def _wait(self) -> None:
         """Nothing local to run: ask for work unless nested too deep, block for one event.

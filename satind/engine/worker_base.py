@@ -223,9 +223,8 @@ class WorkerBase:
         self.post(Stop())
 
     def queue_root(self, job: Job) -> None:
-        """Thread-safe: a run's root, into the queue's oldest end at once and not through the
-        mailbox: a compute side stuck in a long leaf drains its mailbox only when the leaf
-        ends, while idle peers can steal the root from the queue now."""
+        """Thread-safe: a run's root, into the queue's oldest end at once, not by the mailbox
+        (drained only when a long leaf ends): idle peers can steal it from the queue now."""
         job.run.queued_at = self.wall_clock()
         self.queue.give_back(job)
         self.post(Wakeup())
@@ -326,10 +325,7 @@ class WorkerBase:
             self.replicas.apply_updates(event.updates)
             self._recheck_parked()
         elif isinstance(event, ReplicaArrived):
-            if self.replicas.install(event):
-                # Another incarnation, a new object: parked jobs wait for it, not the old.
-                for job in self.parked:
-                    job.args = self.replicas.current(job.args)
+            self.replicas.install(event, self.parked)
             self._recheck_parked()
         elif isinstance(event, ReplicaWanted):
             self.replicas.give(event)

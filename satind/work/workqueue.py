@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Callable
 
 from satind.work.jobs import Job, is_placed
 
@@ -29,6 +30,20 @@ from satind.work.jobs import Job, is_placed
 TURN_LOOK = 64
 # Runs whose turns a queue remembers: past it, the counts start again (every run anew).
 TURN_RUNS = 256
+
+
+def root_due(job: Job, clock: Callable[[], float], after_s: float) -> bool:
+    """Whether ``job`` is a run's root that its master queued here (``WorkerBase.queue_root``)
+    and that has waited ``after_s`` (EngineConfig.nest_roots_after_s) without being begun: no
+    idle thief took it, every compute thread being busy with other runs' work. Such a root
+    starts on top of the frame the master's compute thread is in, at its next job boundary
+    (engine/worker.py), so that the runs share the peers. Cheap for everything else: a job
+    with a parent or a run begun answers before the ``clock`` is read; a root queued elsewhere
+    waited since inf."""
+    if job.parent is not None:
+        return False
+    run = job.run
+    return run.entered == 0 and not run.aborted and clock() - run.queued_at >= after_s
 
 
 class WorkQueue:
