@@ -583,87 +583,72 @@ def test_a_sync_waiting_for_stolen_children_asks_only_for_its_runs_work() -> Non
     assert value(root) == 2
 
 
+class WaitingFrame:
+    """A compute thread whose one frame (run r1) waits for a child a thief took, and a root
+    of run r2, ``second``, not yet queued; ``started`` records what ran of them."""
+
+    def __init__(self, cfg: EngineConfig) -> None:
+        self.hooks = Hooks()
+        self.w = w = Worker(cfg, self.hooks)
+        self.started: list[str] = []
+        self.stolen: list[Job] = []
+
+        @spawnable
+        def one() -> int:
+            h = fib.spawn(3)
+            taken = w.queue.steal()
+            assert taken is not None
+            self.stolen.append(taken)
+            sync()
+            self.started.append("one resumed")
+            return int(h.result())
+
+        @spawnable
+        def other() -> int:
+            self.started.append("other")
+            return 7
+
+        self.thread = threading.Thread(target=w.run_forever, daemon=True)
+        self.thread.start()
+        assert self.hooks.next("want_run") == ""  # idle
+        self.root = make_root(one.fn, (), _run())
+        w.post(JobArrived(self.root))
+        assert self.hooks.next("want_run") == "r1"  # its frame waits, asking for r1's work
+        self.second = make_root(other.fn, (), RunState("r2", "test", 0.5))
+
+    def stop(self) -> None:
+        self.w.stop()
+        self.thread.join(10)
+
+
 def test_a_root_queued_while_a_frame_waits_is_not_started_on_top_of_it() -> None:
     # Roots go into the queue (idle peers steal them from there); a frame waiting for its
     # stolen children must not run another run's root on top of itself at once, or it would
     # wait for that whole run before its own could finish: only a root that has waited
     # ``nest_roots_after_s`` (2 s by default) for a thief is (the tests below).
-    hooks = Hooks()
-    w = Worker(EngineConfig(), hooks)
-    started: list[str] = []
-
-    @spawnable
-    def one() -> int:
-        h = fib.spawn(3)
-        taken = w.queue.steal()
-        assert taken is not None
-        stolen.append(taken)
-        sync()
-        return int(h.result())
-
-    @spawnable
-    def other() -> int:
-        started.append("other")
-        return 7
-
-    stolen: list[Job] = []
-    t = threading.Thread(target=w.run_forever, daemon=True)
-    t.start()
-    assert hooks.next("want_run") == ""  # idle
-    root = make_root(one.fn, (), _run())
-    w.post(JobArrived(root))
-    assert hooks.next("want_run") == "r1"
-    second = make_root(other.fn, (), RunState("r2", "test", 0.5))
-    w.queue_root(second)
+    f = WaitingFrame(EngineConfig())
+    f.w.queue_root(f.second)
     time.sleep(0.3)  # it would have run within microseconds
-    assert started == [] and len(w.queue) == 1
-    w.post(ChildResult(stolen[0], 2, None))
-    assert hooks.next("finished") is root
-    assert hooks.next("finished") is second and value(second) == 7
-    w.stop()
-    t.join(10)
+    assert f.started == [] and len(f.w.queue) == 1
+    f.w.post(ChildResult(f.stolen[0], 2, None))
+    assert f.hooks.next("finished") is f.root
+    assert f.hooks.next("finished") is f.second and value(f.second) == 7
+    f.stop()
 
 
 def test_a_root_that_waited_past_its_time_starts_on_top_of_a_waiting_frame() -> None:
     # Every peer busy with one run (here: this frame waits for a child a thief took) and no
     # thief for the next run's root: past nest_roots_after_s the root starts on top of the
     # frame, and the frame goes on once it has ended.
-    hooks = Hooks()
-    w = Worker(EngineConfig(nest_roots_after_s=0.2, wait_poll_s=0.05), hooks)
-    started: list[str] = []
-
-    @spawnable
-    def one() -> int:
-        h = fib.spawn(3)
-        taken = w.queue.steal()
-        assert taken is not None
-        stolen.append(taken)
-        sync()
-        started.append("one resumed")
-        return int(h.result())
-
-    @spawnable
-    def other() -> int:
-        started.append("other")
-        return 7
-
-    stolen: list[Job] = []
-    t = threading.Thread(target=w.run_forever, daemon=True)
-    t.start()
-    assert hooks.next("want_run") == ""
-    root = make_root(one.fn, (), _run())
-    w.post(JobArrived(root))
-    assert hooks.next("want_run") == "r1"
-    second = make_root(other.fn, (), RunState("r2", "test", 0.5))
+    f = WaitingFrame(EngineConfig(nest_roots_after_s=0.2, wait_poll_s=0.05))
     queued = time.monotonic()
-    w.queue_root(second)
-    assert hooks.next("finished") is second and value(second) == 7
+    f.w.queue_root(f.second)
+    assert f.hooks.next("finished") is f.second and value(f.second) == 7
     assert time.monotonic() - queued >= 0.2  # not before its time
-    w.post(ChildResult(stolen[0], 2, None))
-    assert hooks.next("finished") is root and value(root) == 2
-    assert started == ["other", "one resumed"]
-    w.stop()
-    t.join(10)
+    f.w.post(ChildResult(f.stolen[0], 2, None))
+    assert f.hooks.next("finished") is f.root and value(f.root) == 2
+    assert f.started == ["other", "one resumed"]
+    f.stop()
 
 
 def test_a_root_that_waited_past_its_time_starts_at_a_busy_frames_next_job() -> None:
