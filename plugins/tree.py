@@ -1,7 +1,8 @@
 """tree DEPTH BRANCHING LEAF_MS [sleep|busy]: a synthetic tree with a known answer.
 
 Every inner node spawns BRANCHING children down to DEPTH; a leaf sleeps (an emulated remote
-processor: sleeping releases the GIL, so many peers fit on few cores) or spins for LEAF_MS.
+processor: sleeping releases the GIL, so many peers fit on few cores) or spins for LEAF_MS of
+its thread's CPU time (as computing does: on a loaded machine a leaf takes longer).
 The result is the sum over all leaves of blake2b(bytes(path), digest_size=8) read as a
 big-endian integer, mod 2**64, where path lists the child indices from the root: a lost leaf
 or a leaf applied twice changes it. ``expected`` computes it without running anything.
@@ -33,8 +34,11 @@ def work(ms: float, mode: str) -> None:
     if mode == "sleep":
         time.sleep(ms / 1000)
         return
-    end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
+    # CPU time, not wall time: a leaf that spun for wall time would do less work the more
+    # loaded the machine, which no real computation does (and a test that waits for a peer to
+    # have computed for a while would wait past the end of the run).
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
         pass
 
 

@@ -202,11 +202,17 @@ _STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ \w+ satind\.core\.(?:mast
 
 
 def _span(run: Run) -> tuple[datetime, datetime]:
-    """When the run started and ended, by its master's log."""
-    text = run.master.log.read_text()
+    """When the run started and ended, by its master's log. The master logs a run's end after
+    it has sent the answer: the client may have it before the line is in the log."""
     rid = re.escape(run.run_id)
-    start = re.search(_STAMP + rid + ": ", text, re.MULTILINE)
-    end = re.search(_STAMP + rid + " (done|failed) in ", text, re.MULTILINE)
+    deadline = time.monotonic() + 10
+    while True:
+        text = run.master.log.read_text()
+        start = re.search(_STAMP + rid + ": ", text, re.MULTILINE)
+        end = re.search(_STAMP + rid + " (done|failed) in ", text, re.MULTILINE)
+        if (start is not None and end is not None) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert start is not None and end is not None, f"run {run.run_id} not in {run.master.log}"
     return (
         datetime.strptime(start.group(1), "%Y-%m-%d %H:%M:%S,%f"),
