@@ -48,16 +48,16 @@ def _raytracer_sha(width: int, height: int) -> str:
 
 # (plugin argv, peers, names to kill, whether they compute (wait for CPU) or sleep, answer)
 CASES: list[tuple[list[str], int, list[str], bool, Callable[[], Any]]] = [
-    # Spinning leaves, so that the kill waits until the thief has computed (holds stolen
-    # work) however slowly the machine starts the run.
-    (["tree", "3", "8", "30", "busy"], 4, ["local/3"], True, lambda: independent.tree(3, 8)),
+    # Spinning leaves (CPU time: 10 CPU s in all, ~2.5 a peer), so that the kill waits until
+    # the thief has computed (holds stolen work) however slowly the machine starts the run.
+    (["tree", "3", "8", "20", "busy"], 4, ["local/3"], True, lambda: independent.tree(3, 8)),
     # The master: spinning leaves too, so that the kill waits until it computes (after 2 s of
     # wall time a slow machine had not submitted the run yet: the client found no master).
-    (["tree", "3", "8", "40", "busy"], 4, ["local/0"], True, lambda: independent.tree(3, 8)),
+    (["tree", "3", "8", "25", "busy"], 4, ["local/0"], True, lambda: independent.tree(3, 8)),
     # OEIS A000170: 14 queens have 365,596 solutions. Three peers: with six, a peer computes
     # only ~1.5 CPU s in all (the engine compiled), so the kill came at the end of the run.
     (["nqueens", "14"], 3, ["local/2"], True, lambda: 365_596),
-    # 1100 x 825: a peer computes ~2.5 CPU s of it, so the kill at 1.5 s comes mid-run (and
+    # 1100 x 825: a peer computes ~2.5 CPU s of it, so the kill at 1 s comes mid-run (and
     # the reference, a sequential render, costs 8 CPU s, not 1400 x 1050's 14).
     (
         ["raytracer", "1100", "825"],
@@ -101,7 +101,7 @@ def test_sigkill_mid_run_still_gives_the_exact_answer(
             # Mid-run: once every victim has computed for a while (CPU seconds, not wall
             # time, so that a slow machine does not kill them before the run starts).
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and min(map(cpu_seconds, targets)) < 1.5:
+            while time.monotonic() < deadline and min(map(cpu_seconds, targets)) < 1.0:
                 time.sleep(0.05)
         else:
             time.sleep(2.0)  # start-up, then 512 leaves of 40 ms on 4 peers (about 5 s)
