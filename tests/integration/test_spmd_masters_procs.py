@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
