@@ -743,9 +743,12 @@ def log_lines(
                     found.append((line, name))
     found.sort()
     lines = [f"{name}: {line}" for line, name in found]
-    return lines[:LOG_LINES] + (
-        [f"... {len(lines) - LOG_LINES} more"] if len(lines) > LOG_LINES else []
-    )
+    if len(lines) <= LOG_LINES:
+        return lines
+    # The first lines and the last: a stuck run's story is often in how it ended.
+    head = LOG_LINES // 3
+    tail = LOG_LINES - head
+    return [*lines[:head], f"... {len(lines) - LOG_LINES} more", *lines[-tail:]]
 
 
 def tracebacks(logs: Sequence[tuple[str, Path]]) -> list[dict[str, str]]:
@@ -881,7 +884,9 @@ def summary_text(result: dict[str, Any]) -> str:
             master = f" (master of {k['master_of']})" if k["master_of"] else ""
             out.append(f"  kill at {k['t']:.1f} s: {k['action']} {', '.join(k['slots'])}{master}")
         out.extend(f"  client: {line}" for line in f["client_stderr"][-3:])
-        out.extend(f"  log: {line}" for line in f["log_lines"][:20])
+        logged = f["log_lines"]  # the first and the last (log_lines)
+        shown = logged if len(logged) <= 30 else [*logged[:10], "[...]", *logged[-20:]]
+        out.extend(f"  log: {line}" for line in shown)
     out.append("")
     out.append(f"work directory (keys, daemon logs): {result['workdir']}")
     return "\n".join(out)
