@@ -34,8 +34,8 @@ from satind import stats
 from satind.client.client import Client, PeerUnavailable, RequestFailed, connect
 from satind.config import Config
 from satind.net import messages as m
-from satind.net.framing import parse_address
 from satind.net.names import slot_of
+from satind.net.parties import parse_address
 
 STATE_STYLE = {
     "alive": "green",

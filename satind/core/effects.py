@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from satind.core.model.timers import TimerEvent
 from satind.net import messages as m
-from satind.net.transport import Link as Link
+from satind.net.parties import Link as Link
 from satind.work.events import MailboxEvent
 from satind.work.jobs import Job
 

@@ -28,7 +28,7 @@ from satind.core.runs import RunTable
 from satind.core.stealing import Candidates, StealCounters, candidates
 from satind.membership.view import Member, MemberTable
 from satind.net import messages as m
-from satind.net.transport import TrafficCounters
+from satind.net.parties import TrafficCounters
 from satind.work.jobs import Job
 from satind.work.workqueue import WorkQueue
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from satind.config import MembershipConfig
 from satind.membership.view import Member, MemberTable
 from satind.net.names import slot_of
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 log = logging.getLogger("satind.membership.swim")  # the failure detector's one name
 

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 log = logging.getLogger("satind.membership.swim")
 

@@ -16,7 +16,7 @@ from satind.membership.state import Link
 from satind.membership.updates import Updates
 from satind.membership.view import State
 from satind.net import messages as m
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 log = logging.getLogger("satind.membership.swim")  # the failure detector's one name
 

@@ -18,7 +18,7 @@ from satind.membership.rules import Suspicion
 from satind.membership.seeds import Resolver, system_resolver
 from satind.membership.view import Change, Member, MemberTable
 from satind.net import messages as m
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 
 class SwimHost(Protocol):

@@ -42,7 +42,7 @@ from satind.membership.state import Link as Link
 from satind.membership.state import SwimHost as SwimHost
 from satind.membership.view import State
 from satind.net import messages as m
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 
 class Swim(Probing):

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from satind.net.messages import MemberUpdate
 from satind.net.names import slot_of
-from satind.net.transport import Address
+from satind.net.parties import Address
 
 log = logging.getLogger(__name__)
 

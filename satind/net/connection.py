@@ -22,8 +22,9 @@ import trio
 from satind.config import EmulationConfig, NetConfig
 from satind.net import codec
 from satind.net import messages as m
-from satind.net.framing import ByteBudget, FrameReader, Identity, TrafficCounters, handle_frame
+from satind.net.framing import ByteBudget, FrameReader, handle_frame
 from satind.net.outbox import Outbox
+from satind.net.parties import Identity, TrafficCounters
 
 # The transport's logger: a connection's failures are the transport's to report.
 log = logging.getLogger("satind.net.transport")

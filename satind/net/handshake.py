@@ -21,7 +21,8 @@ import trio
 from satind.config import NetConfig
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.net.framing import FrameReader, Identity
+from satind.net.framing import FrameReader
+from satind.net.parties import Identity
 
 
 class HandshakeError(Exception):

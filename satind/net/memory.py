@@ -28,7 +28,8 @@ import trio
 from satind.config import NetConfig
 from satind.net import codec
 from satind.net import messages as m
-from satind.net.transport import Address, Identity, TrafficCounters, handle_frame
+from satind.net.framing import handle_frame
+from satind.net.parties import Address, Identity, TrafficCounters
 
 
 @dataclass

@@ -49,15 +49,15 @@ from satind.net import codec, handshake, tls
 from satind.net import messages as m
 from satind.net.connection import CONNECTION_BYTES, MessageHandler
 from satind.net.connection import Connection as Connection
-from satind.net.framing import Address as Address
 from satind.net.framing import ByteBudget, FrameReader
-from satind.net.framing import Identity as Identity
-from satind.net.framing import Link as Link
-from satind.net.framing import TrafficCounters as TrafficCounters
 from satind.net.framing import handle_frame as handle_frame
-from satind.net.framing import parse_address as parse_address
 from satind.net.handshake import HandshakeError as HandshakeError
 from satind.net.names import answers_to
+from satind.net.parties import Address as Address
+from satind.net.parties import Identity as Identity
+from satind.net.parties import Link as Link
+from satind.net.parties import TrafficCounters as TrafficCounters
+from satind.net.parties import parse_address as parse_address
 
 log = logging.getLogger(__name__)
 

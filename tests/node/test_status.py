@@ -12,7 +12,7 @@ from satind.core.model.spmd import Placement
 from satind.core.state import PeerState
 from satind.net import codec, tls
 from satind.net import messages as m
-from satind.net.framing import Identity
+from satind.net.parties import Identity
 from satind.node.permissions import shown_to
 from satind.node.status import PART, iteration_of, local_runs, merge_runs
 from tests.core.support import PLUGINS, info, known_run, make_state
