@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from satind.engine import worker as _worker
+from satind.work import spawnables
 from satind.work.jobs import Job
 from satind.work.reports import TaskReady
 
@@ -63,11 +64,6 @@ class _Done(Generic[R]):
 
 class DuplicateSpawnableError(ValueError):
     """Two different functions registered under one name; a thief could not tell them apart."""
-
-
-# Spawnable functions by name. A stolen job names its function; the thief looks it up here and
-# never imports anything a message names, so a peer runs only code it has loaded itself.
-_REGISTRY: dict[str, Spawnable[Any]] = {}
 
 
 class Spawnable(Generic[R]):
@@ -178,14 +174,14 @@ def spawnable(fn: Callable[..., R]) -> Spawnable[R]:
         DuplicateSpawnableError: another function already has this module and qualified name.
     """
     sp = Spawnable(fn)
-    known = _REGISTRY.get(sp.name)
+    known = spawnables.lookup(sp.name)
     if known is not None and _where(known.fn) != _where(fn):
         # Loading the same source again is harmless; a second function with the same name is
         # not.
         raise DuplicateSpawnableError(
             f"spawnable {sp.name} is defined twice; give one of them another name"
         )
-    _REGISTRY[sp.name] = sp
+    spawnables.register(sp)  # by name, for thieves (work/spawnables.py)
     return sp
 
 
@@ -242,19 +238,7 @@ def count(name: str, n: int = 1) -> None:
         w.current.run.count(name, n)
 
 
-def forget_module(module: str) -> None:
-    """Drop the spawnables a module registered (it is about to be loaded again, changed:
-    ``satind plugins reload``). Jobs already made keep the functions they hold."""
-    prefix = f"{module}:"
-    for name in [n for n in _REGISTRY if n.startswith(prefix)]:
-        del _REGISTRY[name]
-
-
 def lookup_spawnable(name: str) -> Spawnable[Any] | None:
     """The spawnable registered under ``name`` ("module:qualname"), if this process has it."""
-    return _REGISTRY.get(name)
-
-
-def name_of(fn: Callable[..., Any]) -> str:
-    """The registry name of a plain function that a Spawnable wraps."""
-    return f"{fn.__module__}:{fn.__qualname__}"
+    found = spawnables.lookup(name)
+    return found if isinstance(found, Spawnable) else None

@@ -13,12 +13,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from satind.api import lookup_spawnable
 from satind.core.effects import INFO, Changed, Effects, Log, QueueRoot, Send, Spread, StealUpdate
 from satind.core.model.orphans import Orphans
 from satind.core.runs import FINAL, QUEUED, RUNNING, PeerRun
 from satind.net import messages as m
 from satind.work.jobs import make_root
+from satind.work.spawnables import lookup as lookup_spawnable
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from satind.api import lookup_spawnable
 from satind.core import aborts, sharing
 from satind.core.effects import DEBUG, ERROR, WARNING, Changed, Effects, Log, Send, Task
 from satind.core.lifecycle import register
@@ -21,6 +20,7 @@ from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.errors import error_info
 from satind.work.jobs import Job, path_indices
+from satind.work.spawnables import lookup as lookup_spawnable
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from satind.api import name_of
 from satind.core import kinds
 from satind.core.aborts import cancelled_here
 from satind.core.effects import (
@@ -34,6 +33,7 @@ from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.work.events import Wakeup
 from satind.work.jobs import Job, is_aborted
+from satind.work.spawnables import name_of
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState

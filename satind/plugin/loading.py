@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from satind.api import forget_module
 from satind.config import DEFAULT, PluginsConfig
 from satind.plugin.descriptor import Plugin, UnknownPlugin
 from satind.plugin.discovery import Candidate, find_candidates
 from satind.plugin.importing import NoPlugin, builtin_plugins, describe_failure, load_one
 from satind.vetting import vet
+from satind.work.spawnables import forget_module
 
 # Named as before the split into modules: what operators filter their logs by.
 log = logging.getLogger("satind.plugin")

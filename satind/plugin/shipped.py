@@ -28,7 +28,6 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from satind.api import forget_module
 from satind.net.values import forget_version
 from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import directory_hash, plugin_files, sources_under
@@ -41,6 +40,7 @@ from satind.plugin.importing import (
 )
 from satind.plugin.siblings import forget as forget_builtins
 from satind.vetting import Unit, vet
+from satind.work.spawnables import forget_module
 
 # A bundle: file contents by relative POSIX path ("helpers/geometry.py").
 Bundle = dict[str, bytes]

@@ -10,7 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-from satind.api import name_of
 from satind.config import Config, IterativeConfig, PluginsConfig
 from satind.core import aborts, custody, iterative, shipping
 from satind.core.effects import Effect, Send, ToCompute
@@ -19,6 +18,7 @@ from satind.engine.frames import JobArrived
 from satind.membership.view import State
 from satind.net import messages as m
 from satind.work.jobs import Job
+from satind.work.spawnables import name_of
 from tests.core.support import FIB, info, job_of, known_run, make_state
 
 
