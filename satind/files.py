@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Protocol
 
 from satind.config import DEFAULT, FilesConfig
-from satind.plugin import UsageError
+from satind.descriptor import UsageError
 
 
 class InputNeeded(BaseException):

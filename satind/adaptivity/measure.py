@@ -1,6 +1,7 @@
 """What a peer measures for the coordinator: how long its compute side computed, how long it
-was idle, how long it waited on wide-area steals, how much CPU it got, and how fast its
-machine is.
+was idle, how long it waited on wide-area steals (utilization.py: the core keeps these, on the
+times its events carry), how much CPU it got, and how fast its machine is (here: timed on the
+thread's CPU clock, which is why the core never imports this module).
 
 The Satin paper's overhead of a processor is "the fraction of time it spends being idle or
 communicating" (§4.5): all the time it does not compute. The compute side charges the time it
@@ -23,29 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-
-
-@dataclass
-class Utilization:
-    """One peer's idle and wide-area waiting time so far."""
-
-    idle_s: float = 0.0
-    wide_wait_s: float = 0.0
-    idle_since: float | None = None
-
-    def set_idle(self, idle: bool, now: float) -> None:
-        """The compute side wants work (and a run is active), or no longer does."""
-        if idle and self.idle_since is None:
-            self.idle_since = now
-        elif not idle and self.idle_since is not None:
-            self.idle_s += now - self.idle_since
-            self.idle_since = None
-
-    def idle_total(self, now: float) -> float:
-        """Idle time so far, the stretch in progress included."""
-        ongoing = 0.0 if self.idle_since is None else now - self.idle_since
-        return self.idle_s + ongoing
 
 
 def benchmark_cpu_s(loops: int) -> float:

@@ -16,9 +16,9 @@ from typing import Any
 from satind import config as config_mod
 from satind.api import Spawnable
 from satind.client.errors import BadArguments
+from satind.descriptor import module_plugin
 from satind.net import codec
 from satind.plugin import Plugin, is_plugin_name, shipped
-from satind.plugin.descriptor import module_plugin
 
 # The bytes a Submit needs besides its arguments' values (ids, names, the message's frame).
 SUBMIT_OVERHEAD = 4096

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import satind.descriptor as plugins
 import satind.files as files
-import satind.plugin as plugins
 from satind.config import DEFAULT, FilesConfig
 from satind.core.runs import RunRefused, VersionMismatch
 from satind.membership.view import Member

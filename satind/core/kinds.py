@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from satind.core.effects import Effects
+from satind.descriptor import RunKind
 from satind.net import messages as m
-from satind.plugin import RunKind
 from satind.work.jobs import Job
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import satind.plugin as plugins
+import satind.descriptor as plugins
 from satind.core import kinds, sharing
 from satind.core.effects import (
     ERROR,

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import satind.descriptor as plugins
 import satind.files as files
-import satind.plugin as plugins
 import satind.stats as stats
 from satind.config import DEFAULT, FilesConfig
 from satind.core.admission import Parsed, plugin_mismatches

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import satind.plugin as plugins
+import satind.descriptor as plugins
 import satind.stats as stats
 from satind.net import messages as m
 from satind.work.jobs import Job, RunState

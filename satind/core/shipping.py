@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import satind.plugin as plugins
+import satind.descriptor as plugins
 from satind.core import thief
 from satind.core.effects import ERROR, INFO, Effects, Send, StealUpdate
 from satind.net import messages as m

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import satind.plugin as plugin_mod
+import satind.descriptor as plugin_mod
 import satind.stats as stats
-from satind.adaptivity.measure import Utilization
+from satind.adaptivity.utilization import Utilization
 from satind.config import Config
 from satind.core.effects import INFO, Note
 from satind.core.model.checkpoint import CheckpointCounters

@@ -25,8 +25,7 @@ has the new process taken for the old.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Protocol
@@ -34,8 +33,6 @@ from typing import Protocol
 from satind.net.messages import MemberUpdate
 from satind.net.names import slot_of
 from satind.net.parties import Address
-
-log = logging.getLogger(__name__)
 
 
 class State(IntEnum):
@@ -183,6 +180,8 @@ class MemberTable:
         # between nodes. Absent: not measured (small messages only).
         self.bandwidth: dict[str, float] = {}
         self._bandwidth_sums: dict[str, tuple[float, float]] = {}  # averaged bytes, seconds
+        # Told (name, slot) when a process started after us runs in our slot; the node logs it.
+        self.on_usurped: Callable[[str, str], None] = lambda name, slot: None
 
     @property
     def me(self) -> Member:
@@ -264,8 +263,9 @@ class MemberTable:
         if newest is not None and newest.instance < new.instance:
             if newest.name == self._me.name:
                 # Another process runs in our slot, started after us: the operator's mistake
-                # (two daemons under one name). Nothing sensible to do but let both be.
-                log.warning("%s runs in our slot %s, started after us", new.name, new.slot)
+                # (two daemons under one name). Nothing sensible to do but let both be, and
+                # say so (the owner logs it: this table does no I/O).
+                self.on_usurped(new.name, new.slot)
             else:
                 changes += self._bury(newest.name)  # a restart nobody saw die: a crash
         old = self._members.get(new.name)

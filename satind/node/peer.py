@@ -117,7 +117,11 @@ class Peer:
             instance=instance,
             plugins=requirements.gossiped(found),
         )
-        self.state = PeerState(self.name, options.cluster, cfg, MemberTable(me), found)
+        table = MemberTable(me)
+        table.on_usurped = lambda name, slot: log.warning(
+            "%s runs in our slot %s, started after us", name, slot
+        )
+        self.state = PeerState(self.name, options.cluster, cfg, table, found)
         self.state.unmet = requirements.unmet_here(found)
         for (name, _), why in self.state.unmet.items():
             log.warning("plugin %s: this peer takes no part in its runs: it requires %s", name, why)

@@ -28,15 +28,15 @@ what came through; reloading; a plugin by name). Import every name from ``satind
 
 from __future__ import annotations
 
-from satind.plugin.descriptor import UNMET as UNMET
-from satind.plugin.descriptor import CheckFailed as CheckFailed
-from satind.plugin.descriptor import NotChecked as NotChecked
-from satind.plugin.descriptor import Plugin as Plugin
-from satind.plugin.descriptor import PluginFailed as PluginFailed
-from satind.plugin.descriptor import RunKind as RunKind
-from satind.plugin.descriptor import UnknownPlugin as UnknownPlugin
-from satind.plugin.descriptor import UsageError as UsageError
-from satind.plugin.descriptor import driven as driven
+from satind.descriptor import UNMET as UNMET
+from satind.descriptor import CheckFailed as CheckFailed
+from satind.descriptor import NotChecked as NotChecked
+from satind.descriptor import Plugin as Plugin
+from satind.descriptor import PluginFailed as PluginFailed
+from satind.descriptor import RunKind as RunKind
+from satind.descriptor import UnknownPlugin as UnknownPlugin
+from satind.descriptor import UsageError as UsageError
+from satind.descriptor import driven as driven
 from satind.plugin.discovery import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from satind.plugin.discovery import is_plugin_name as is_plugin_name
 from satind.plugin.discovery import plugin_files as plugin_files

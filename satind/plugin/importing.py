@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from satind.api import Spawnable
+from satind.descriptor import Plugin, module_plugin
 from satind.net.values import SHIPPED_PREFIX as SHIPPED_PREFIX
-from satind.plugin.descriptor import Plugin, module_plugin
 from satind.plugin.discovery import Candidate, is_plugin_name, module_hash
 from satind.plugin.siblings import __file__ as SIBLINGS_FILE
 from satind.plugin.siblings import builtins_for

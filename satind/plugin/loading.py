@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from satind.config import DEFAULT, PluginsConfig
-from satind.plugin.descriptor import Plugin, UnknownPlugin
+from satind.descriptor import Plugin, UnknownPlugin
 from satind.plugin.discovery import Candidate, find_candidates
 from satind.plugin.importing import NoPlugin, builtin_plugins, describe_failure, load_one
 from satind.vetting import vet

@@ -11,7 +11,7 @@ import functools
 import importlib.metadata
 from collections.abc import Mapping
 
-from satind.plugin.descriptor import UNMET, Plugin
+from satind.descriptor import UNMET, Plugin
 
 
 @functools.lru_cache(maxsize=256)

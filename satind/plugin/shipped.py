@@ -28,8 +28,8 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+from satind.descriptor import Plugin
 from satind.net.values import forget_version
-from satind.plugin.descriptor import Plugin
 from satind.plugin.discovery import directory_hash, plugin_files, sources_under
 from satind.plugin.importing import (
     NoPlugin,

@@ -27,11 +27,13 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import random
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from satind.volatile.model import Chain
+
+if TYPE_CHECKING:
+    import random  # the type of the generator a caller hands over, seeded
 
 RANDOM_WEIGHTS: dict[str, Callable[[Chain], float]] = {
     "random": lambda c: 1.0,

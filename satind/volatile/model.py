@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import random  # the type of the generator a caller hands over, seeded
 
 UP, RECLAIMED, DOWN = 0, 1, 2
 STATES = ("up", "reclaimed", "down")

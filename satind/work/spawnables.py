@@ -45,6 +45,14 @@ def forget_module(module: str) -> None:
         del _REGISTRY[name]
 
 
+def is_spawnable(obj: object) -> bool:
+    """Whether ``obj`` is a spawnable this process has registered (every ``@spawnable``
+    function is, when it is made): how the plugin descriptor checks an entry without
+    importing the author's API, which loads the compute side."""
+    name = getattr(obj, "name", None)
+    return isinstance(name, str) and _REGISTRY.get(name) is obj
+
+
 def name_of(fn: Callable[..., Any]) -> str:
     """The registry name of a plain function that a spawnable wraps."""
     return f"{fn.__module__}:{fn.__qualname__}"

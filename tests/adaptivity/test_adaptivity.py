@@ -14,7 +14,8 @@ from satind.adaptivity.coordinator import (
     periods,
     wa_efficiency,
 )
-from satind.adaptivity.measure import Utilization, benchmark_cpu_s
+from satind.adaptivity.measure import benchmark_cpu_s
+from satind.adaptivity.utilization import Utilization
 from satind.config import AdaptConfig
 
 CFG = AdaptConfig(enabled=True)

@@ -4,7 +4,9 @@ A plugin is an application: a spawnable entry function plus what satind needs to
 name — argument parsing with a usage message, the maximum branching factor (progress is
 estimated from job ids with it), an optional independent check of the result, and an
 optional report that turns the raw result into what the user sees. What is here is all the
-core needs of a plugin; finding and importing plugin modules is in the modules beside it.
+core needs of a plugin, and it loads neither the compute side nor the plugin loader: the core
+imports this module, never the package ``satind.plugin`` (finding, vetting and importing
+plugin modules), which re-exports these names for everyone else.
 
 The errors keep ``satind.plugin`` as their ``__module__``: an exception travels between peers,
 and into users' messages, as ``module.qualname`` (satind/work/errors.py), and these names
@@ -16,9 +18,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from satind.api import Spawnable
+from satind.work.spawnables import is_spawnable
+
+if TYPE_CHECKING:
+    # For the types only: importing the author's API loads the compute side, which the core
+    # (that reads plugins through this module) must not (pyproject.toml, core-engine).
+    from satind.api import Spawnable
 
 
 class UsageError(ValueError):
@@ -115,7 +122,7 @@ class Plugin:
     benchmark: Callable[[], object] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.entry, Spawnable):
+        if not is_spawnable(self.entry):
             raise TypeError(
                 f"plugin {self.name!r}: entry must be a @spawnable function, got {self.entry!r}"
             )
@@ -201,13 +208,14 @@ class Plugin:
             # Names only, no dunders: a client names a function, not any object it can reach.
             ok = part.isidentifier() and not part.startswith("__")
             obj = getattr(obj, part, None) if ok else None
-        if not isinstance(obj, Spawnable):
+        if not is_spawnable(obj):
             raise UsageError(
                 f"plugin {self.name}: its module has no @spawnable function {qualname!r} at "
                 "its top level (a function submitted by value must be defined at the top "
                 "level of the plugin's own file, and decorated with @satind.spawnable)"
             )
-        return obj
+        found: Spawnable[Any] = obj
+        return found
 
 
 class UnknownPlugin(LookupError):
