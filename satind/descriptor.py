@@ -276,3 +276,30 @@ def driven(
         module=module,
         kind=kind,
     )
+
+
+# -- what the plugin's own code made, as data the core takes (satind/plugin/hooks.py runs it) --
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A submission's arguments, parsed and encoded by the plugin's own code."""
+
+    plugin: Plugin
+    args: tuple[Any, ...]
+    encoded: bytes
+    branching: int
+    # The root's function when it is not the plugin's entry (RunInfo.entry).
+    entry: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the plugin's own code made of a run's value, on its master (RunResult.report,
+    RunResult.check)."""
+
+    report: bytes | None
+    check: str
+    # The report's output files (satind/files.py): to send, or kept here (name -> where).
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)

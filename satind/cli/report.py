@@ -93,7 +93,7 @@ def print_report(report: dict[str, Any], as_json: bool) -> int:
     return EXIT_OK
 
 
-# The prefix of a verdict whose check could not verify the result (core/master.judge).
+# The prefix of a verdict whose check could not verify the result (plugin/hooks.judge).
 NOT_CHECKED = "not checked: "
 
 

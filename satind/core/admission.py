@@ -1,83 +1,22 @@
 """What is decided of a submission before it runs (core/master.py accepts it then): whether
 this system can run its plugin — the version every member has, the requirements this master
 meets, a shipped version loaded here — and its arguments, parsed and encoded by the plugin's
-own code (in a worker thread: the node's ``node/parsing.py``), or the Python values a client
-sent for one of the plugin's functions.
+own code (in a worker thread: the node's ``node/parsing.py`` runs ``plugin/hooks.py``), or the
+Python values a client sent for one of the plugin's functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import satind.descriptor as plugins
-import satind.files as files
-from satind.config import DEFAULT, FilesConfig
 from satind.core.runs import RunRefused, VersionMismatch
 from satind.membership.view import Member
-from satind.net import codec
 from satind.net import messages as m
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """A submission's arguments, parsed and encoded by the plugin's own code."""
-
-    plugin: plugins.Plugin
-    args: tuple[Any, ...]
-    encoded: bytes
-    branching: int
-    # The root's function when it is not the plugin's entry (RunInfo.entry).
-    entry: str = ""
-
-
-def parse_submission(
-    plugin: plugins.Plugin,
-    argv: Sequence[str],
-    max_frame: int,
-    inputs: dict[str, bytes] | None = None,
-    files_cfg: FilesConfig = DEFAULT.files,
-) -> Parsed:
-    """Run the plugin's parse and branching code and encode the root's arguments. Plugin
-    code: the node runs this in a worker thread, not on its network side. Its input files
-    are what the client sent (``inputs``) or what the operator's input directory holds.
-
-    Raises:
-        UsageError, PluginFailed, EncodeError; InputNeeded (the client has to send a file).
-    """
-    with files.scope(files.Submission(inputs or {}, files_cfg)):
-        args = plugin.parse_args(argv)
-    encoded = codec.encode_value(args, max_frame)
-    return Parsed(plugin, args, encoded, plugin.branching(args))
-
-
-def parse_function_submission(
-    plugin: plugins.Plugin, qualname: str, values: bytes, max_depth: int
-) -> Parsed:
-    """A run of one spawnable function of the plugin's module with the client's values: no
-    parse runs; decoding the values may run plugin code (a registered type's constructor),
-    so this runs in a worker thread too. The branching factor is the plugin's when the
-    function is its entry, else 2 (progress is then estimated as for a binary tree).
-
-    Raises:
-        UsageError: no such function, or values that are not an argument tuple.
-        PluginFailed: the plugin's max_branching raised.
-    """
-    fn = plugin.function(qualname)
-    try:
-        args = codec.decode_value(values, max_depth, codec.version_of(plugin.home))
-    except codec.DecodeError as exc:
-        raise plugins.UsageError(f"{plugin.name}: the arguments cannot be decoded: {exc}") from None
-    if not isinstance(args, (list, tuple)):
-        raise plugins.UsageError(f"{plugin.name}: the arguments must be a tuple of values")
-    args = tuple(args)
-    own = fn is plugin.entry
-    branching = plugin.branching(args) if own else 2
-    return Parsed(plugin, args, values, branching, "" if own else fn.name)
 
 
 def plugin_mismatches(plugin: plugins.Plugin, members: Sequence[Member]) -> list[str]:

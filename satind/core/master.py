@@ -11,21 +11,20 @@ and announces the end. ``satind resume`` makes a peer the master of a checkpoint
 new epoch; ``satind suspend`` stops a run so that a resume continues it.
 
 Plugin code (parsing the arguments, the branching factor) runs where the node puts it (a
-worker thread: ``admission.parse_submission``), never in these handlers.
+worker thread: ``satind/plugin/hooks.py``), never in these handlers; so do a run's check
+and report (``hooks.judge``), whose outcome ``finish`` takes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import satind.descriptor as plugins
 import satind.files as files
 import satind.stats as stats
-from satind.config import DEFAULT, FilesConfig
-from satind.core.admission import Parsed, plugin_mismatches
+from satind.core.admission import plugin_mismatches
 from satind.core.effects import (
     INFO,
     WARNING,
@@ -64,76 +63,11 @@ if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What the plugin's own code made of a run's value, on its master (RunResult.report,
-    RunResult.check)."""
-
-    report: bytes | None
-    check: str
-    # The report's output files (satind/files.py): to send, or kept here (name -> where).
-    outputs: dict[str, bytes] = dataclasses.field(default_factory=dict)
-    kept: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-def judge(
-    plugin: plugins.Plugin,
-    info: m.RunInfo,
-    value: bytes,
-    max_depth: int,
-    max_frame: int,
-    files_cfg: FilesConfig = DEFAULT.files,
-    where: str = "",
-) -> Verdict:
-    """Run the plugin's check (unless the submitter said not to) and its report on a run's
-    value. Plugin code: the node runs this in a worker thread. A check or report that raises
-    fails the check, saying which hook raised: the user asked for what the plugin makes of the
-    value, and it could not be made. Output files the report makes travel with the verdict,
-    or are written into the operator's output directory (``where``: this peer's name, for
-    the user to find them)."""
-    outputs = files.Outputs(files_cfg, info.run_id)
-    with files.scope(outputs):
-        verdict = _judged(plugin, info, value, max_depth, max_frame)
-    kept = {name: f"{where}:{path}" for name, path in outputs.kept.items()}
-    return dataclasses.replace(verdict, outputs=outputs.files, kept=kept)
-
-
-def _judged(
-    plugin: plugins.Plugin, info: m.RunInfo, value: bytes, max_depth: int, max_frame: int
-) -> Verdict:
-    check = "skipped"  # the submitter said not to
-    if info.entry:
-        # Another function of the plugin's module: its check and report are the entry's.
-        return Verdict(None, check if not info.check else "not checked: not the plugin's entry")
-    if info.check and plugin.check is None:
-        check = f"not checked: plugin {plugin.name} has no check"
-    if (not info.check or plugin.check is None) and plugin.report is None:
-        return Verdict(None, check)  # nothing reads the value here: not decoded (a copy)
-    # A shipped version's registered types are that version's (net/values.py).
-    version = codec.version_of(plugin.home)
-    result = codec.decode_value(value, max_depth, version)
-    if info.check and plugin.check is not None:
-        try:
-            plugin.check(tuple(codec.decode_value(info.args, max_depth, version)), result)
-            check = "ok"
-        except plugins.NotChecked as exc:
-            check = f"not checked: {exc}"
-        except Exception as exc:
-            check = f"failed: {type(exc).__name__}: {exc}"
-    if plugin.report is None:
-        return Verdict(None, check)
-    try:
-        return Verdict(codec.encode_value(plugin.make_report(info.argv, result), max_frame), check)
-    except Exception as exc:
-        failed = f"failed: its report raised {type(exc).__name__}: {exc}"
-        return Verdict(None, failed if not check.startswith("failed") else check)
-
-
 def submit(
     state: PeerState,
     link: Link,
     msg: m.Submit,
-    parsed: Parsed | Exception | files.InputNeeded,
+    parsed: plugins.Parsed | Exception | files.InputNeeded,
     now: float,
 ) -> Effects:
     """Accept (start or queue) or refuse a submission whose arguments were parsed."""
@@ -244,7 +178,7 @@ def finish(
     run_id: str,
     shares: Sequence[dict[str, float]],
     now: float,
-    verdict: Verdict | None = None,
+    verdict: plugins.Verdict | None = None,
     root_done: float | None = None,
 ) -> Effects:
     """The root finished and the members' shares of the counters are in (those that answered

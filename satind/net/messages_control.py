@@ -95,7 +95,7 @@ class RunResult(Message):
     elapsed_s: float
     peers: int
     stats: dict[str, int | float] = field(default_factory=dict)
-    # Made on the master by the plugin's own code (core/master.judge): the CBOR of what its
+    # Made on the master by the plugin's own code (plugin/hooks.judge): the CBOR of what its
     # ``report`` made of the value (None: no report hook, show the value), and the verdict
     # of its ``check``: "ok", "skipped" (the submitter said not to), "not checked: why" (the
     # plugin has no check, or its check cannot verify this result) or "failed: ...".

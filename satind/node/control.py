@@ -20,11 +20,13 @@ import satind.stats as stats
 from satind.core import admission, lifecycle, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
 from satind.core.runs import RunRefused
+from satind.descriptor import Verdict
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.node import parsing, permissions, recorder, shipping, status
 from satind.node.host import Host
 from satind.node.rpc import ask, ask_all
+from satind.plugin import hooks
 from satind.work.errors import error_info
 
 if TYPE_CHECKING:
@@ -61,7 +63,7 @@ async def finish_run(peer: Host, run_id: str) -> None:
     peer.apply(master.finish(peer.state, run_id, shares, peer.now(), verdict, ended))
 
 
-async def _judge(peer: Host, run_id: str) -> master.Verdict | None:
+async def _judge(peer: Host, run_id: str) -> Verdict | None:
     """The plugin's check and report of a finished run's value, made here, its master (so
     that what the user sees does not depend on where they submitted from)."""
     run = peer.state.runs.active.get(run_id)
@@ -72,7 +74,7 @@ async def _judge(peer: Host, run_id: str) -> master.Verdict | None:
         return None
     net = peer.cfg.net
     return await peer.compute.run_plugin(
-        master.judge,
+        hooks.judge,
         run.plugin,
         run.info,
         value.data,

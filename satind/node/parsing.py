@@ -18,10 +18,11 @@ import trio
 
 import satind.files as files
 import satind.plugin as plugins
-from satind.core import admission
+from satind.descriptor import Parsed
 from satind.net import codec, tls
 from satind.net import messages as m
 from satind.node.host import Host
+from satind.plugin import hooks
 
 if TYPE_CHECKING:
     from satind.core.effects import Link
@@ -65,20 +66,20 @@ def client_of(link: Link) -> str:
 
 async def parse(
     peer: ParsingHost, link: Link, msg: m.Submit, plugin: plugins.Plugin
-) -> admission.Parsed | Exception | files.InputNeeded:
+) -> Parsed | Exception | files.InputNeeded:
     """The submission's parsed arguments, or why there are none (an exception to answer
     with). Never raises for the plugin's sake."""
     who = client_of(link)
     slots = peer.parses
     started: list[bool] = []  # set by the thread once it has a slot
 
-    def parse_here() -> admission.Parsed:
+    def parse_here() -> Parsed:
         started.append(True)
         if msg.entry:
-            return admission.parse_function_submission(
+            return hooks.parse_function_submission(
                 plugin, msg.entry, msg.values, peer.cfg.net.max_depth
             )
-        return admission.parse_submission(
+        return hooks.parse_submission(
             plugin, msg.argv, peer.cfg.net.max_frame_bytes, msg.inputs, peer.cfg.files
         )
 

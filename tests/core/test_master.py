@@ -13,6 +13,7 @@ from satind.core.runs import RunRefused
 from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
+from satind.plugin import hooks
 from satind.work.jobs import UNSET
 from tests.core.support import FIB, FakeLink, info, known_run, make_state
 
@@ -22,7 +23,7 @@ def _submit(state: object, link: FakeLink, argv: tuple[str, ...] = ("12",)) -> l
 
     assert isinstance(state, PeerState)
     msg = m.Submit(7, "fib", list(argv), FIB.code_hash)
-    parsed = admission.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+    parsed = hooks.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
     return list(master.submit(state, link, msg, parsed, 1.0))
 
 
@@ -49,7 +50,7 @@ def test_a_refused_submission_says_why() -> None:
     link = FakeLink("client~1", role="client")
     msg = m.Submit(7, "fib", ["x"], FIB.code_hash)
     with pytest.raises(Exception) as caught:
-        admission.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+        hooks.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
     assert isinstance(caught.value, Exception)
     fx = master.submit(state, link, msg, caught.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
@@ -63,14 +64,14 @@ def test_a_submission_whose_parse_needs_a_file_asks_the_client_for_it() -> None:
     link = FakeLink("client~1", role="client")
     msg = m.Submit(7, "sat", ["/etc/passwd"], sat.PLUGIN.code_hash)
     with pytest.raises(files.InputNeeded) as needed:
-        admission.parse_submission(sat.PLUGIN, msg.argv, 1 << 20)
+        hooks.parse_submission(sat.PLUGIN, msg.argv, 1 << 20)
     fx = master.submit(state, link, msg, needed.value, 1.0)
     assert len(fx) == 1 and isinstance(fx[0], Reply) and isinstance(fx[0].msg, m.Submitted)
     assert fx[0].msg.needs == ["/etc/passwd"] and fx[0].msg.run_id == ""
     assert fx[0].msg.error is not None and fx[0].msg.error.type.endswith("InputNeeded")
     # Sent with the submission again: parsed from what the client sent.
     sent = {"/etc/passwd": b"p cnf 1 1\n1 0\n"}
-    parsed = admission.parse_submission(sat.PLUGIN, msg.argv, 1 << 20, sent)
+    parsed = hooks.parse_submission(sat.PLUGIN, msg.argv, 1 << 20, sent)
     assert parsed.args[0] == ((1,),)
 
 

@@ -3,17 +3,18 @@ node writes them under the rule's logger after it applied the effects (node/effe
 
 from __future__ import annotations
 
-from satind.core import admission, master
+from satind.core import master
 from satind.core.effects import INFO, WARNING, Note
 from satind.core.state import MAX_NOTES
 from satind.net import messages as m
+from satind.plugin import hooks
 from tests.core.support import FIB, FakeLink, make_state
 
 
 def test_a_run_that_starts_is_noted_under_the_start_rules_logger() -> None:
     state = make_state()
     msg = m.Submit(7, "fib", ["12"], FIB.code_hash)
-    parsed = admission.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
+    parsed = hooks.parse_submission(FIB, msg.argv, state.cfg.net.max_frame_bytes)
     master.submit(state, FakeLink("client~1", role="client"), msg, parsed, 1.0)
     assert state.notes == [
         Note(INFO, "satind.core.start", "run %s: %s %s", ("run-0", "fib", "12")),

@@ -40,6 +40,7 @@ from satind.net import codec
 from satind.net import messages as m
 from satind.net.codec import Encoded
 from satind.net.transport import Address
+from satind.plugin import hooks
 from satind.work.errors import error_info
 from tests.core.support import (
     FIB,
@@ -497,7 +498,7 @@ def _started_on_a(offset: float) -> tuple[PeerState, m.RunAnnounce]:
     a.wall_offset = offset
     _with_plugins(a, "b/0", "c/0")
     msg = m.Submit(7, "fib", ["12"], FIB.code_hash)
-    parsed = admission.parse_submission(FIB, msg.argv, a.cfg.net.max_frame_bytes)
+    parsed = hooks.parse_submission(FIB, msg.argv, a.cfg.net.max_frame_bytes)
     fx = master.submit(a, FakeLink("client~1", role="client"), msg, parsed, 1.0)
     (announce,) = [f.item for f in fx if isinstance(f, Spread)]
     assert isinstance(announce, m.RunAnnounce)

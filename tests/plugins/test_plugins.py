@@ -174,7 +174,7 @@ def test_tsp_held_karp_agrees_with_an_independent_dynamic_program() -> None:
 
 def test_checks_say_what_they_cannot_verify() -> None:
     # Above these sizes a check cannot verify the answer: the run says "not checked", never
-    # "ok" (core/master.judge).
+    # "ok" (plugin/hooks.judge).
     depth, spec = search.parse(["12", "4", "1"])
     leaf = (1,) * depth
     score = search.evaluate(leaf, spec[1], spec[2])

@@ -1,5 +1,5 @@
 """The master's verdict on a run's value: the plugin's check and report, made where the run
-ran (core/master.judge), so that what a user sees does not depend on where they asked."""
+ran (plugin/hooks.judge), so that what a user sees does not depend on where they asked."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from satind import NotChecked, Plugin, output_file, spawnable
 from satind.config import DEFAULT
-from satind.core.master import judge
 from satind.net import codec
 from satind.net import messages as m
+from satind.plugin.hooks import judge
 
 
 @spawnable
