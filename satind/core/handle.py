@@ -14,9 +14,9 @@ other members (a run's finish, a submission's parse: node/control.py) call the r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from satind.core import (
     election,
@@ -30,9 +30,10 @@ from satind.core import (
     timers,
 )
 from satind.core.effects import Effects, Link
-from satind.core.model.timers import TIMER_EVENTS, TimerEvent
+from satind.core.model.timers import TimerEvent
 from satind.membership.view import Change
 from satind.net import messages as m
+from satind.routing import Routes
 from satind.work.reports import Report
 
 if TYPE_CHECKING:
@@ -88,27 +89,37 @@ Event = (
 )
 
 
+def _received(state: PeerState, event: Received, now: float) -> Effects:
+    if (sample := event.link.measured) is not None:  # a large frame: the link's bandwidth
+        state.table.measured_bandwidth(event.link.remote_name, *sample)
+    return messages.on_message(state, event.link, event.msg, now)
+
+
+def _runs_heard(state: PeerState, event: RunsHeard, now: float) -> Effects:
+    # A run learnt whose master is gone may be this peer's to take over (election.py).
+    return lifecycle.on_announces(state, list(event.runs), now) + election.elect_late(state, now)
+
+
+# (state, the event, now) -> effects: each kind of stimulus to its rule; every timer's event to
+# timers.py, every report to reports.py (which route them on by their own tables).
+Rule = Callable[["PeerState", Any, float], Effects]
+
+RULES: Routes[Rule] = Routes(
+    "event",
+    {
+        Received: _received,
+        MemberChanged: lambda s, e, now: restart.on_member_change(s, e.change, now),
+        RunsHeard: _runs_heard,
+        TuplesHeard: lambda s, e, now: orphans.on_tuples(s, e.tuples),
+        OrphanTable: lambda s, e, now: orphans.got_table(s, e.tuples),
+        shipping.CodeArrived: lambda s, e, now: shipping.on_code(s, e, now),
+        logged.LogRead: lambda s, e, now: logged.on_read(s, e),
+        **dict.fromkeys(timers.RULES.types(), timers.fire),
+        **dict.fromkeys(reports.RULES.types(), reports.on_report),
+    },
+)
+
+
 def handle(state: PeerState, event: Event, now: float) -> Effects:
     """The effects of one stimulus (see the module) at ``now``."""
-    if isinstance(event, Received):
-        if (sample := event.link.measured) is not None:  # a large frame: the link's bandwidth
-            state.table.measured_bandwidth(event.link.remote_name, *sample)
-        return messages.on_message(state, event.link, event.msg, now)
-    if isinstance(event, MemberChanged):
-        return restart.on_member_change(state, event.change, now)
-    if isinstance(event, RunsHeard):
-        # A run learnt whose master is gone may be this peer's to take over (election.py).
-        return lifecycle.on_announces(state, list(event.runs), now) + election.elect_late(
-            state, now
-        )
-    if isinstance(event, TuplesHeard):
-        return orphans.on_tuples(state, event.tuples)
-    if isinstance(event, OrphanTable):
-        return orphans.got_table(state, event.tuples)
-    if isinstance(event, TIMER_EVENTS):
-        return timers.fire(state, event, now)
-    if isinstance(event, shipping.CodeArrived):
-        return shipping.on_code(state, event, now)
-    if isinstance(event, logged.LogRead):
-        return logged.on_read(state, event)
-    return reports.on_report(state, event, now)
+    return RULES[event](state, event, now)

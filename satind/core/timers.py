@@ -8,7 +8,8 @@ table only routes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from satind.core import election, iterative, sharing, spmd
 from satind.core.effects import Effects
@@ -23,27 +24,32 @@ from satind.core.model.timers import (
     SchedulerTick,
     TimerEvent,
 )
+from satind.routing import Routes
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
 
 
+# (state, the timer's event, now) -> effects.
+Rule = Callable[["PeerState", Any, float], Effects]
+
+RULES: Routes[Rule] = Routes(
+    "timer event",
+    {
+        FlushShared: lambda s, e, now: sharing.flush(s),
+        DigestRound: lambda s, e, now: sharing.digest_round(s),
+        FetchReplicas: lambda s, e, now: sharing.fetch_replicas(s, e.job, e.wait),
+        AskCalls: lambda s, e, now: sharing.ask_calls(s, e.job, e.sender, e.wait),
+        SchedulerTick: lambda s, e, now: iterative.tick(s, now),
+        MoveTimeout: lambda s, e, now: spmd.move_timeout(s, e, now),
+        GhostsAgain: lambda s, e, now: spmd.ghosts_again(
+            s, (e.run_id, e.entity), e.job, e.iteration
+        ),
+        ElectAgain: lambda s, e, now: election.elect_late(s, now),
+    },
+)
+
+
 def fire(state: PeerState, event: TimerEvent, now: float) -> Effects:
     """The effects of a timer that fired at ``now``."""
-    if isinstance(event, FlushShared):
-        return sharing.flush(state)
-    if isinstance(event, DigestRound):
-        return sharing.digest_round(state)
-    if isinstance(event, FetchReplicas):
-        return sharing.fetch_replicas(state, event.job, event.wait)
-    if isinstance(event, AskCalls):
-        return sharing.ask_calls(state, event.job, event.sender, event.wait)
-    if isinstance(event, SchedulerTick):
-        return iterative.tick(state, now)
-    if isinstance(event, MoveTimeout):
-        return spmd.move_timeout(state, event, now)
-    if isinstance(event, GhostsAgain):
-        return spmd.ghosts_again(state, (event.run_id, event.entity), event.job, event.iteration)
-    if isinstance(event, ElectAgain):
-        return election.elect_late(state, now)
-    raise TypeError(f"no rule for timer event {event!r}")
+    return RULES[event](state, event, now)

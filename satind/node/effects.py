@@ -7,7 +7,8 @@ core meets the world; a handler never sends or sleeps itself.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import trio
 
@@ -38,6 +39,7 @@ from satind.net import messages as m
 from satind.node import control, logged, recorder, shipping
 from satind.node.logs import LogsHost
 from satind.node.recorder import RecorderHost
+from satind.routing import Routes
 
 log = logging.getLogger(__name__)
 
@@ -58,51 +60,62 @@ def write_notes(state: PeerState) -> None:
         state.notes_dropped = 0
 
 
+def _hand_out(peer: EffectsHost, fx: HandOut) -> None:
+    if not fx.link.post(fx.reply):
+        peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job, fx.more))
+
+
+def _spread(peer: EffectsHost, fx: Spread) -> None:
+    if isinstance(fx.item, m.RunAnnounce):
+        peer.swim.dissemination.add_run(fx.item)
+    else:
+        peer.announcer.add(fx.item)
+
+
+def _checkpoint(peer: EffectsHost, fx: Checkpoint) -> None:
+    if fx.why == "theft":
+        peer.checkpointer.theft()
+    else:
+        peer.checkpointer.flush_soon()
+
+
+def _wake_waiters(peer: EffectsHost, fx: WakeWaiters) -> None:
+    for event in peer.result_waiters.pop(fx.run_id, []):
+        event.set()
+
+
+# Each effect to what carries it out: (the peer, the effect).
+CARRY: Routes[Callable[[EffectsHost, Any], object]] = Routes(
+    "effect",
+    {
+        Send: lambda peer, fx: peer.post(fx.dest, fx.msg),
+        Reply: lambda peer, fx: fx.link.post(fx.msg),
+        ToCompute: lambda peer, fx: peer.compute.post(fx.event),
+        HandOut: _hand_out,
+        Spread: _spread,
+        Log: lambda peer, fx: _log(peer, fx),
+        Checkpoint: _checkpoint,
+        QueueRoot: lambda peer, fx: peer.compute.queue_root(fx.job),
+        Task: lambda peer, fx: _task(peer, fx),
+        EncodeArgs: lambda peer, fx: peer.spawn_answer(
+            fx.link, fx.request.req, control.encode_and_hand_out, peer, fx
+        ),
+        WakeWaiters: _wake_waiters,
+        StealUpdate: lambda peer, fx: peer.thief.update(),
+        Changed: lambda peer, fx: peer.changed(),
+        Timer: lambda peer, fx: peer.spawn_task(_timer, peer, fx),
+        FetchCode: lambda peer, fx: peer.spawn_task(shipping.fetch, peer, fx),
+        ReadLog: lambda peer, fx: peer.spawn_task(logged.read, peer, fx),
+        Remember: lambda peer, fx: recorder.remember(peer, fx.run_id),
+    },
+)
+
+
 def apply_effects(peer: EffectsHost, effects: Effects) -> None:
-    """Carry out what the core decided, in order."""
+    """Carry out what the core decided, in order. An effect of a type ``CARRY`` lacks raises
+    (``NoRoute``): a new effect is never dropped in silence."""
     for fx in effects:
-        if isinstance(fx, Send):
-            peer.post(fx.dest, fx.msg)
-        elif isinstance(fx, Reply):
-            fx.link.post(fx.msg)
-        elif isinstance(fx, ToCompute):
-            peer.compute.post(fx.event)
-        elif isinstance(fx, HandOut):
-            if not fx.link.post(fx.reply):
-                peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job, fx.more))
-        elif isinstance(fx, Spread):
-            if isinstance(fx.item, m.RunAnnounce):
-                peer.swim.dissemination.add_run(fx.item)
-            else:
-                peer.announcer.add(fx.item)
-        elif isinstance(fx, Log):
-            _log(peer, fx)
-        elif isinstance(fx, Checkpoint):
-            if fx.why == "theft":
-                peer.checkpointer.theft()
-            else:
-                peer.checkpointer.flush_soon()
-        elif isinstance(fx, QueueRoot):
-            peer.compute.queue_root(fx.job)
-        elif isinstance(fx, Task):
-            _task(peer, fx)
-        elif isinstance(fx, EncodeArgs):
-            peer.spawn_answer(fx.link, fx.request.req, control.encode_and_hand_out, peer, fx)
-        elif isinstance(fx, WakeWaiters):
-            for event in peer.result_waiters.pop(fx.run_id, []):
-                event.set()
-        elif isinstance(fx, StealUpdate):
-            peer.thief.update()
-        elif isinstance(fx, Changed):
-            peer.changed()
-        elif isinstance(fx, Timer):
-            peer.spawn_task(_timer, peer, fx)
-        elif isinstance(fx, FetchCode):
-            peer.spawn_task(shipping.fetch, peer, fx)
-        elif isinstance(fx, ReadLog):
-            peer.spawn_task(logged.read, peer, fx)
-        elif isinstance(fx, Remember):
-            recorder.remember(peer, fx.run_id)
+        CARRY[fx](peer, fx)
 
 
 async def _timer(peer: EffectsHost, fx: Timer) -> None:

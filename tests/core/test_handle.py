@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from satind.core import messages
-from satind.core.effects import Log, Reply, Send
-from satind.core.handle import MemberChanged, Received, RunsHeard, handle
-from satind.core.model.timers import FlushShared
+from typing import get_args
+
+import pytest
+
+from satind.core import messages, reports, timers
+from satind.core.effects import Effect, Log, Reply, Send
+from satind.core.handle import RULES, Event, MemberChanged, Received, RunsHeard, handle
+from satind.core.model.timers import FlushShared, TimerEvent
 from satind.membership.view import State
 from satind.net import messages as m
-from satind.work.reports import JobLogged
+from satind.node.effects import CARRY, apply_effects
+from satind.routing import NoRoute
+from satind.work.reports import JobLogged, Report
 from tests.core.support import FakeLink, info, job_of, known_run, make_state, member
 
 
@@ -20,9 +26,9 @@ def test_a_members_message_goes_to_its_rule() -> None:
 
 
 def test_every_message_the_core_takes_is_a_message_of_the_protocol() -> None:
-    assert messages.RULES
-    assert all(issubclass(kind, m.Message) for kind in messages.RULES)
-    assert not set(messages.RULES) & set(m.ANSWER_TYPES)  # answers resolve requests (node)
+    assert messages.RULES.types()
+    assert all(issubclass(kind, m.Message) for kind in messages.RULES.types())
+    assert not set(messages.RULES.types()) & set(m.ANSWER_TYPES)  # answers resolve requests (node)
 
 
 def test_a_fired_timer_goes_to_the_rule_that_set_it() -> None:
@@ -51,3 +57,21 @@ def test_gossip_and_membership_news_go_to_their_rules() -> None:
     (change,), _ = state.table.apply(dead)
     handle(state, MemberChanged(change), 2.0)
     assert state.runs.active["r1"].info.master == "a/0"  # the master's run taken over
+
+
+def test_every_kind_of_stimulus_report_timer_and_effect_has_its_route() -> None:
+    """The routing tables name every type of their unions: a new one without its handler
+    fails here, not when it first happens (satind/routing.py)."""
+    assert set(get_args(Report)) == reports.RULES.types()
+    assert set(get_args(TimerEvent)) == timers.RULES.types()
+    events = {t for t in get_args(Event) if t not in (Report, TimerEvent)}
+    events |= set(get_args(Report)) | set(get_args(TimerEvent))
+    assert events == RULES.types()
+    assert set(get_args(Effect)) == CARRY.types()
+
+
+def test_a_stimulus_of_no_known_type_raises_instead_of_vanishing() -> None:
+    with pytest.raises(NoRoute, match="no handler for the event object"):
+        handle(make_state(), object(), 1.0)  # type: ignore[arg-type]
+    with pytest.raises(NoRoute, match="no handler for the effect object"):
+        apply_effects(None, [object()])  # type: ignore[arg-type, list-item]
