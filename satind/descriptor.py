@@ -18,14 +18,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from satind.work.spawnables import is_spawnable
-
-if TYPE_CHECKING:
-    # For the types only: importing the author's API loads the compute side, which the core
-    # (that reads plugins through this module) must not (pyproject.toml, core-engine).
-    from satind.api import Spawnable
+# A spawnable as the registry holds it (its name and function), not the author's API's class:
+# importing that loads the compute side, which the core (that reads plugins through this
+# module) must not (pyproject.toml, core-engine).
+from satind.work.spawnables import Registered, is_spawnable
 
 
 class UsageError(ValueError):
@@ -101,7 +99,7 @@ class Plugin:
     """
 
     name: str
-    entry: Spawnable[Any]
+    entry: Registered
     usage: str
     parse: Callable[[Sequence[str]], tuple[Any, ...]]
     max_branching: int | Callable[[tuple[Any, ...]], int] | None = None
@@ -189,7 +187,7 @@ class Plugin:
         """The name of the module that defines the plugin (as this process imported it)."""
         return self.module or self.entry.fn.__module__
 
-    def function(self, qualname: str) -> Spawnable[Any]:
+    def function(self, qualname: str) -> Registered:
         """The @spawnable function ``qualname`` of the plugin's module: what a run submitted
         as a function with Python values starts with (the client API's ``submit(fn, ...)``).
         Only a divide-and-conquer plugin's module: the others' roots are satind's drivers.
@@ -214,7 +212,7 @@ class Plugin:
                 "its top level (a function submitted by value must be defined at the top "
                 "level of the plugin's own file, and decorated with @satind.spawnable)"
             )
-        found: Spawnable[Any] = obj
+        found: Registered = obj
         return found
 
 
@@ -230,7 +228,7 @@ class UnknownPlugin(LookupError):
         )
 
 
-def module_plugin(name: str, entry: Spawnable[Any]) -> Plugin:
+def module_plugin(name: str, entry: Registered) -> Plugin:
     """A module of @spawnable functions with no ``PLUGIN``: a plugin by itself, named after
     the module, for runs submitted as functions from Python (``cluster.submit(fn, ...)``);
     ``entry`` is its first function. By name, with arguments, it refuses to run."""

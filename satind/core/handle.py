@@ -1,79 +1,57 @@
 """The protocol core's one entry: ``handle(state, event, now) -> effects``.
 
 Every stimulus a peer's core decides on is one call here, with plain data (Dask's worker state
-machine and h11 in shape): a member's message (``Received``), a membership change SWIM
-reported (``MemberChanged``), runs and orphan tuples gossip brought (``RunsHeard``,
-``TuplesHeard``), an orphan table that came with a steal reply (``OrphanTable``), what the
-compute side reported (``work/reports.py``), a timer that fired (``core/model/timers.py``) and
-shipped code that arrived, or could not (``CodeArrived``, core/shipping.py), and what a
-lost member's checkpoint log held (``LogRead``, core/logged.py).
-A test feeds the same call and compares the effects by equality. The procedures that wait for
-other members (a run's finish, a submission's parse: node/control.py) call the rules of
-``core/master.py`` at their steps instead.
+machine and h11 in shape): the events of ``core/events.py`` (a member's message, membership
+and gossip news, what the node's procedures waited for: a submission parsed, a run judged, a
+resume loaded, ...), what the compute side reported (``work/reports.py``), a timer that fired
+(``core/model/timers.py``), shipped code that arrived or could not (``CodeArrived``,
+core/shipping.py), and what a lost member's checkpoint log held (``LogRead``, core/logged.py).
+Each goes to its rule by ``RULES`` (satind/routing.py). A test feeds the same call and compares
+the effects by equality.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from satind.core import (
+    custody,
     election,
     lifecycle,
     logged,
+    master,
     messages,
     orphans,
     reports,
     restart,
     shipping,
     timers,
+    victim,
 )
-from satind.core.effects import Effects, Link
+from satind.core.effects import Effects
+from satind.core.events import (
+    ArgsEncoded,
+    CancelAsked,
+    CustodyRound,
+    MasterAnswered,
+    MemberChanged,
+    OrphanTable,
+    Received,
+    ReplyNotSent,
+    ResumeLoaded,
+    RunJudged,
+    RunsHeard,
+    SubmissionParsed,
+    SuspendAsked,
+    TuplesHeard,
+)
 from satind.core.model.timers import TimerEvent
-from satind.membership.view import Change
-from satind.net import messages as m
 from satind.routing import Routes
 from satind.work.reports import Report
 
 if TYPE_CHECKING:
     from satind.core.state import PeerState
-
-
-@dataclass(frozen=True, slots=True)
-class Received:
-    """A member's message, on ``link``."""
-
-    link: Link
-    msg: m.Message
-
-
-@dataclass(frozen=True, slots=True)
-class MemberChanged:
-    """SWIM changed a member's state (joined, suspected, dead, left, a newer instance)."""
-
-    change: Change
-
-
-@dataclass(frozen=True, slots=True)
-class RunsHeard:
-    """Gossip brought news of runs."""
-
-    runs: Sequence[m.RunAnnounce]
-
-
-@dataclass(frozen=True, slots=True)
-class TuplesHeard:
-    """Gossip brought orphan tuples."""
-
-    tuples: Sequence[m.OrphanTuple]
-
-
-@dataclass(frozen=True, slots=True)
-class OrphanTable:
-    """A victim's orphan table, with the reply to this peer's first steals."""
-
-    tuples: list[m.OrphanTuple]
 
 
 Event = (
@@ -82,6 +60,15 @@ Event = (
     | RunsHeard
     | TuplesHeard
     | OrphanTable
+    | SubmissionParsed
+    | RunJudged
+    | ResumeLoaded
+    | SuspendAsked
+    | CancelAsked
+    | MasterAnswered
+    | ArgsEncoded
+    | ReplyNotSent
+    | CustodyRound
     | TimerEvent
     | Report
     | shipping.CodeArrived
@@ -114,6 +101,23 @@ RULES: Routes[Rule] = Routes(
         OrphanTable: lambda s, e, now: orphans.got_table(s, e.tuples),
         shipping.CodeArrived: lambda s, e, now: shipping.on_code(s, e, now),
         logged.LogRead: lambda s, e, now: logged.on_read(s, e),
+        SubmissionParsed: lambda s, e, now: master.submit(s, e.link, e.msg, e.parsed, now),
+        RunJudged: lambda s, e, now: master.finish(
+            s, e.run_id, e.shares, now, e.verdict, e.root_done
+        ),
+        ResumeLoaded: lambda s, e, now: master.resume(
+            s, e.link, e.req, e.info, e.results, now, e.barrier
+        ),
+        SuspendAsked: lambda s, e, now: master.suspend(s, e.run_id, now),
+        CancelAsked: lambda s, e, now: master.cancel(s, e.run_id, now),
+        MasterAnswered: lambda s, e, now: lifecycle.check_answered(s, e.run_id, e.reply),
+        ArgsEncoded: lambda s, e, now: victim.hand_out(
+            s, e.link, e.request, e.job, e.args, now, e.shared
+        ),
+        ReplyNotSent: lambda s, e, now: victim.not_handed_out(s, e.reply, e.job, e.more),
+        # A run whose master is gone and that nobody took over (the peer the election named
+        # did not know the run then) is taken over once its successor knows it.
+        CustodyRound: lambda s, e, now: custody.custody_tick(s, now) + election.elect_late(s, now),
         **dict.fromkeys(timers.RULES.types(), timers.fire),
         **dict.fromkeys(reports.RULES.types(), reports.on_report),
     },

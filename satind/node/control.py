@@ -3,22 +3,33 @@ need other members' answers.
 
 Each one gathers what it needs — an answer from the run's master, every member's share of a
 run's counters, a checkpoint directory's logs, a plugin's parsed arguments (plugin code, so
-in a worker thread) — and then hands the decision to the core (``core/master.py``,
-``core/lifecycle.py``, ``core/victim.py``) and applies its effects.
+in a worker thread) — and then hands the decision to the core as an event (core/events.py:
+``SubmissionParsed``, ``RunJudged``, ``ResumeLoaded``, ...) and applies its effects. What
+operators ask beside runs (drain, stop, reclaim) is node/operators.py's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 import satind.plugin as plugins
 import satind.stats as stats
-from satind.core import admission, lifecycle, master, victim
+from satind.core import admission, master, victim
 from satind.core.effects import Effects, EncodeArgs, Link, Reply
+from satind.core.events import (
+    ArgsEncoded,
+    CancelAsked,
+    MasterAnswered,
+    ResumeLoaded,
+    RunJudged,
+    SubmissionParsed,
+    SuspendAsked,
+)
+from satind.core.handle import handle
 from satind.core.runs import RunRefused
 from satind.descriptor import Verdict
 from satind.net import codec, tls
@@ -60,7 +71,7 @@ async def finish_run(peer: Host, run_id: str) -> None:
     )
     shares = [dict(reply.counters) for _, reply in answers]
     verdict = await _judge(peer, run_id)
-    peer.apply(master.finish(peer.state, run_id, shares, peer.now(), verdict, ended))
+    peer.apply(handle(peer.state, RunJudged(run_id, shares, verdict, ended), peer.now()))
 
 
 async def _judge(peer: Host, run_id: str) -> Verdict | None:
@@ -98,7 +109,7 @@ async def check_run(peer: Host, run_id: str) -> None:
         m.ResultReply,
         peer.cfg.client.timeout_s,
     )
-    peer.apply(lifecycle.check_answered(peer.state, run_id, reply))
+    peer.apply(handle(peer.state, MasterAnswered(run_id, reply), peer.now()))
 
 
 # -- results ------------------------------------------------------------------------------------
@@ -265,7 +276,7 @@ def _submit_loaded(peer: parsing.ParsingHost, link: Link, msg: m.Submit) -> None
         # of its own, bounded in time and per client (node/parsing.py): the network side
         # keeps answering probes, and other clients are served, whatever it does.
         parsed = await parsing.parse(peer, link, msg, plugin)
-        peer.apply(master.submit(peer.state, link, msg, parsed, peer.now()))
+        peer.apply(handle(peer.state, SubmissionParsed(link, msg, parsed), peer.now()))
 
     peer.spawn_answer(link, msg.req, parse_then_submit)
 
@@ -299,7 +310,8 @@ def on_resume_request(peer: Host, link: Link, msg: m.ResumeRequest) -> None:
                 return
         results = list(contents.results.get(msg.run_id, {}).values())
         barrier = contents.barriers.get(msg.run_id)
-        peer.apply(master.resume(peer.state, link, msg.req, info, results, peer.now(), barrier))
+        loaded = ResumeLoaded(link, msg.req, info, results, barrier)
+        peer.apply(handle(peer.state, loaded, peer.now()))
 
     peer.spawn_answer(link, msg.req, answer)
 
@@ -316,7 +328,7 @@ def on_suspend_request(peer: Host, link: Link, msg: m.SuspendRequest) -> None:
             link.post(m.ControlReply(msg.req, False, why))
             return
         try:
-            peer.apply(master.suspend(peer.state, msg.run_id, peer.now()))
+            peer.apply(handle(peer.state, SuspendAsked(msg.run_id), peer.now()))
         except RunRefused as exc:
             link.post(m.ControlReply(msg.req, False, str(exc)))
             return
@@ -332,7 +344,7 @@ def on_cancel_request(peer: Host, link: Link, msg: m.CancelRequest) -> None:
         if await _at_master(peer, link, msg, lambda req: m.CancelRequest(req, msg.run_id)):
             return
         try:
-            peer.apply(master.cancel(peer.state, msg.run_id, peer.now()))
+            peer.apply(handle(peer.state, CancelAsked(msg.run_id), peer.now()))
         except RunRefused as exc:
             link.post(m.ControlReply(msg.req, False, str(exc)))
             return
@@ -389,102 +401,5 @@ async def encode_and_hand_out(peer: Host, fx: EncodeArgs) -> None:
     except codec.EncodeError as exc:
         args = exc
     shared = victim.shared_ids(refs)
-    peer.apply(victim.hand_out(peer.state, fx.link, fx.request, fx.job, args, peer.now(), shared))
-
-
-# -- drain and stop -------------------------------------------------------------------------------
-
-
-def alive_named(peer: Host, names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The live members an operator names (``b/0``: the process in that slot now, or
-    ``b/0#k2j9x1``: that very process, or ``b``: every peer of machine b), and the names
-    that match no live member."""
-    found: list[str] = []
-    unknown: list[str] = []
-    for name in names:
-        member = peer.table.named(name)
-        machine = (
-            []
-            if "/" in name
-            else [mem.name for mem in peer.table.alive() if mem.name.startswith(f"{name}/")]
-        )
-        if member is not None and member.alive:
-            found.append(member.name)
-        elif machine:
-            found.extend(mem for mem in machine if mem not in found)
-        else:
-            unknown.append(name)
-    return found, unknown
-
-
-def on_drain_request(peer: Host, link: Link, msg: m.DrainRequest) -> None:
-    targets, unknown = alive_named(peer, msg.peers)
-    if msg.cluster:
-        targets += [mem.name for mem in peer.table.alive() if mem.cluster == msg.cluster]
-    if unknown or not targets:
-        what = ", ".join(unknown) if unknown else f"cluster {msg.cluster!r}"
-        link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
-        return
-    for target in targets:
-        if target == peer.name:
-            peer.drain(f"asked by {link.remote_name}", targets, msg.deadline_s)
-        else:
-            reason = f"asked by {link.remote_name} via {peer.name}"
-            peer.post(target, m.Drain(reason, targets, msg.deadline_s))
-    link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
-
-
-def on_stop_request(peer: Host, link: Link, msg: m.StopRequest) -> None:
-    targets = [mem.name for mem in peer.table.alive()] if msg.every else peer.machine()
-    reason = f"stop requested by {link.remote_name}"
-    if msg.drain:
-        # Graceful: each peer drains (finishes, hands its results over) and then leaves; the
-        # daemon exits once all its peers are down.
-        for target in targets:
-            if target == peer.name:
-                peer.drain(reason, targets, msg.deadline_s)
-            else:
-                peer.post(target, m.Drain(f"{reason} via {peer.name}", targets, msg.deadline_s))
-        link.post(m.ControlReply(msg.req, True, f"draining {len(targets)} peer(s)", targets))
-        return
-    for target in targets:
-        if target != peer.name:
-            peer.post(target, m.Shutdown(reason))
-    link.post(m.ControlReply(msg.req, True, f"stopping {len(targets)} peer(s)", targets))
-    if peer.name in targets:
-
-        async def stop_soon() -> None:
-            await trio.sleep(peer.cfg.membership.leave_linger_s)  # the replies go out first
-            log.info("%s", reason)
-            peer.leave()
-
-        peer.spawn_task(stop_soon)
-
-
-def on_reclaim_request(peer: Host, link: Link, msg: m.ReclaimRequest) -> None:
-    targets, unknown = alive_named(peer, msg.peers)
-    if unknown or not targets:
-        what = ", ".join(unknown) if unknown else "(none named)"
-        link.post(m.ControlReply(msg.req, False, f"no live peer {what}; see `satind status`"))
-        return
-    reason = f"asked by {link.remote_name}"
-    for target in targets:
-        if target == peer.name:
-            peer.reclaim(msg.reclaim, reason)
-        else:
-            peer.post(target, m.Reclaim(msg.reclaim, f"{reason} via {peer.name}"))
-    what = "reclaiming" if msg.reclaim else "releasing"
-    link.post(m.ControlReply(msg.req, True, f"{what} {len(targets)} peer(s)", targets))
-
-
-def on_reclaim(peer: Host, link: Link, msg: m.Reclaim) -> None:
-    peer.reclaim(msg.reclaim, msg.reason)
-
-
-def on_shutdown(peer: Host, link: Link, msg: m.Shutdown) -> None:
-    log.info("shutdown requested by %s: %s", link.remote_name, msg.reason)
-    peer.leave()
-
-
-def on_drain(peer: Host, link: Link, msg: m.Drain) -> None:
-    peer.drain(msg.reason, msg.leaving, msg.deadline_s)
+    encoded = ArgsEncoded(fx.link, fx.request, fx.job, args, shared)
+    peer.apply(handle(peer.state, encoded, peer.now()))

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from satind.core import messages
-from satind.core.handle import Received, handle
+from satind.core.events import Received
+from satind.core.handle import handle
 from satind.net import messages as m
 from satind.net.transport import Link
 from satind.node import (
@@ -20,6 +21,7 @@ from satind.node import (
     control,
     logged,
     logs,
+    operators,
     permissions,
     plugins,
     recorder,
@@ -114,13 +116,13 @@ _HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
     m.ProgressRequest: control.on_progress,
     m.ResultRequest: control.on_result_request,
     m.StatusRequest: status.on_status,
-    m.DrainRequest: control.on_drain_request,
-    m.ReclaimRequest: control.on_reclaim_request,
-    m.Reclaim: control.on_reclaim,
+    m.DrainRequest: operators.on_drain_request,
+    m.ReclaimRequest: operators.on_reclaim_request,
+    m.Reclaim: operators.on_reclaim,
     m.LoadRequest: adapt.on_load_request,
-    m.StopRequest: control.on_stop_request,
-    m.Shutdown: control.on_shutdown,
-    m.Drain: control.on_drain,
+    m.StopRequest: operators.on_stop_request,
+    m.Shutdown: operators.on_shutdown,
+    m.Drain: operators.on_drain,
     m.ResumeRequest: control.on_resume_request,
     m.SuspendRequest: control.on_suspend_request,
     m.CancelRequest: control.on_cancel_request,

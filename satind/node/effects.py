@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 import trio
 
-from satind.core import victim
 from satind.core.effects import (
     Changed,
     Checkpoint,
@@ -33,6 +32,7 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
+from satind.core.events import ReplyNotSent
 from satind.core.handle import handle
 from satind.core.state import PeerState
 from satind.net import messages as m
@@ -62,7 +62,7 @@ def write_notes(state: PeerState) -> None:
 
 def _hand_out(peer: EffectsHost, fx: HandOut) -> None:
     if not fx.link.post(fx.reply):
-        peer.apply(victim.not_handed_out(peer.state, fx.reply, fx.job, fx.more))
+        peer.apply(handle(peer.state, ReplyNotSent(fx.reply, fx.job, fx.more), peer.now()))
 
 
 def _spread(peer: EffectsHost, fx: Spread) -> None:

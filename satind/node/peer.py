@@ -25,9 +25,10 @@ import trio
 import satind.plugin as plugins
 from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
-from satind.core import custody, election, logged, thief
+from satind.core import logged, thief
 from satind.core.effects import Effects
-from satind.core.handle import MemberChanged, OrphanTable, RunsHeard, TuplesHeard, handle
+from satind.core.events import CustodyRound, MemberChanged, OrphanTable, RunsHeard, TuplesHeard
+from satind.core.handle import handle
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
 from satind.engine.frames import Snapshot, WorkerHooks
@@ -469,10 +470,7 @@ class Peer:
         rounds = 0
         while True:
             await trio.sleep(every)
-            self.apply(custody.custody_tick(self.state, self.now()))
-            # A run whose master is gone and that nobody took over (the peer the election
-            # named did not know the run then) is taken over once its successor knows it.
-            self.apply(election.elect_late(self.state, self.now()))
+            self.apply(handle(self.state, CustodyRound(), self.now()))
             rounds += 1
             if rounds % self.cfg.run.stale_check_rounds == 0:
                 for run in self.state.runs.stale(self.name):

@@ -24,6 +24,10 @@ class Registered(Protocol):
     @property
     def fn(self) -> Callable[..., Any]: ...
 
+    def __call__(self, *args: Any) -> Any:
+        """A plain call of the function."""
+        ...
+
 
 _REGISTRY: dict[str, Registered] = {}
 

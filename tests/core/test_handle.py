@@ -8,7 +8,8 @@ import pytest
 
 from satind.core import messages, reports, timers
 from satind.core.effects import Effect, Log, Reply, Send
-from satind.core.handle import RULES, Event, MemberChanged, Received, RunsHeard, handle
+from satind.core.events import MemberChanged, Received, RunsHeard
+from satind.core.handle import RULES, Event, handle
 from satind.core.model.timers import FlushShared, TimerEvent
 from satind.membership.view import State
 from satind.net import messages as m

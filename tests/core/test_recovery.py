@@ -30,7 +30,8 @@ from satind.core.effects import (
     ToCompute,
     WakeWaiters,
 )
-from satind.core.handle import RunsHeard, handle
+from satind.core.events import RunsHeard
+from satind.core.handle import handle
 from satind.core.model.timers import ElectAgain
 from satind.core.runs import VersionMismatch, supersedes
 from satind.core.state import PeerState

@@ -10,7 +10,8 @@ import dataclasses
 from satind_plugins.fib import PLUGIN as FIB
 
 from satind.core.effects import FetchCode, Reply, Send, StealUpdate
-from satind.core.handle import Received, handle
+from satind.core.events import Received
+from satind.core.handle import handle
 from satind.core.lifecycle import register
 from satind.core.shipping import CodeArrived
 from satind.core.state import PeerState

@@ -11,7 +11,8 @@ import pytest
 from satind.config import Config, SpmdConfig
 from satind.core import aborts, spmd, timers
 from satind.core.effects import Effect, Send, Timer, ToCompute
-from satind.core.handle import Received, handle
+from satind.core.events import Received
+from satind.core.handle import handle
 from satind.core.model.spmd import (
     COLLECT,
     MAX_GHOST_TAGS,

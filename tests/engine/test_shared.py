@@ -429,7 +429,7 @@ def test_a_newer_incarnation_does_not_change_the_state_under_a_running_subtree(
     assert not MIDWAY, "the replica was not handed over midway"
     assert stolen.done and stolen.error is None
     assert SEEN_STEPS == [3] * 8, SEEN_STEPS
-    assert decode_value(stolen.value.data) == 24  # type: ignore[union-attr]
+    assert decode_value(stolen.value.data) == 24
     new = worker.shared[clock._shared_id or ""]
     assert new is not clock and isinstance(new, Clock)
     assert new._shared_inc == 1 and new.step == 0 and clock.step == 3
@@ -456,7 +456,7 @@ def test_a_job_parked_on_the_old_incarnation_waits_for_the_new_one(worker: Worke
     worker.drain()
     assert worker.parked == [] and worker.queue.pop() is stolen
     worker.run_job(stolen)
-    assert stolen.error is None and decode_value(stolen.value.data) == 1  # type: ignore[union-attr]
+    assert stolen.error is None and decode_value(stolen.value.data) == 1
     assert clock.step == 0  # the old object: changed by nothing since
 
 
