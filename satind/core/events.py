@@ -7,7 +7,10 @@ parsed (``SubmissionParsed``), a finished run's statistics and verdict (``RunJud
 checkpointed run loaded for a resume (``ResumeLoaded``), an operator's suspend or cancel
 (``SuspendAsked``, ``CancelAsked``), a master's answer about a run we still track
 (``MasterAnswered``), a stolen job's large arguments encoded (``ArgsEncoded``), a steal reply
-that could not be sent (``ReplyNotSent``), and the custody round (``CustodyRound``). The
+that could not be sent (``ReplyNotSent``), the custody round (``CustodyRound``), a drain's
+steps (``DrainAsked``, ``DrainRound``, ``DrainDeadlinePassed``, ``DrainDone``) and what the
+node learns of its own peer (``Synced``, ``ReclaimChanged``, ``PluginsChanged``,
+``CheckpointsFound``, ``CpuShareMeasured``: core/here.py). The
 compute side's reports (``work/reports.py``) and the timers' events (``core/model/timers.py``)
 are the rest; so are shipped code that arrived and a lost member's log read, which live with
 their mechanisms (core/shipping.py, core/logged.py).
@@ -15,10 +18,10 @@ their mechanisms (core/shipping.py, core/logged.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from satind.descriptor import Parsed, Verdict
+from satind.descriptor import Parsed, Plugin, Verdict
 from satind.files import InputNeeded
 from satind.membership.view import Change
 from satind.net import codec
@@ -143,3 +146,64 @@ class ReplyNotSent:
 class CustodyRound:
     """Every ``steal.custody_check_s``: ask thieves about overdue jobs, take over runs whose
     master is gone and that nobody took over."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainAsked:
+    """Drain this peer (``reason``); ``leaving``: the members drained with it (none of them
+    inherits a run)."""
+
+    reason: str
+    leaving: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRound:
+    """A draining peer looks again (something changed): the runs it masters go to a peer that
+    stays, once there is one."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainDeadlinePassed:
+    """The drain's deadline passed: cut the work left."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainDone:
+    """The drain is over (or cut): this peer leaves."""
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """This peer has synced its member table with the system (after a join or a restart)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimChanged:
+    """The machine's owner reclaimed it (True) or released it; ``standby``: whether the peer
+    waits to be admitted (None: as it was)."""
+
+    reclaimed: bool
+    standby: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PluginsChanged:
+    """The plugins were loaded again: what was found, and what this peer cannot meet."""
+
+    found: dict[str, Plugin]
+    unmet: Mapping[tuple[str, str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointsFound:
+    """The unfinished runs this peer's checkpoint directory could resume."""
+
+    runs: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class CpuShareMeasured:
+    """The share of a CPU one more thread would get here."""
+
+    share: float

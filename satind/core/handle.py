@@ -16,8 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from satind.core import (
+    barrier,
     custody,
+    drain,
     election,
+    here,
     lifecycle,
     logged,
     master,
@@ -33,17 +36,26 @@ from satind.core.effects import Effects
 from satind.core.events import (
     ArgsEncoded,
     CancelAsked,
+    CheckpointsFound,
+    CpuShareMeasured,
     CustodyRound,
+    DrainAsked,
+    DrainDeadlinePassed,
+    DrainDone,
+    DrainRound,
     MasterAnswered,
     MemberChanged,
     OrphanTable,
+    PluginsChanged,
     Received,
+    ReclaimChanged,
     ReplyNotSent,
     ResumeLoaded,
     RunJudged,
     RunsHeard,
     SubmissionParsed,
     SuspendAsked,
+    Synced,
     TuplesHeard,
 )
 from satind.core.model.timers import TimerEvent
@@ -69,6 +81,15 @@ Event = (
     | ArgsEncoded
     | ReplyNotSent
     | CustodyRound
+    | DrainAsked
+    | DrainRound
+    | DrainDeadlinePassed
+    | DrainDone
+    | Synced
+    | ReclaimChanged
+    | PluginsChanged
+    | CheckpointsFound
+    | CpuShareMeasured
     | TimerEvent
     | Report
     | shipping.CodeArrived
@@ -118,6 +139,15 @@ RULES: Routes[Rule] = Routes(
         # A run whose master is gone and that nobody took over (the peer the election named
         # did not know the run then) is taken over once its successor knows it.
         CustodyRound: lambda s, e, now: custody.custody_tick(s, now) + election.elect_late(s, now),
+        DrainAsked: lambda s, e, now: drain.start(s, e.reason, now, e.leaving),
+        DrainRound: lambda s, e, now: drain.hand_over_runs(s),
+        DrainDeadlinePassed: lambda s, e, now: drain.cut(s),
+        DrainDone: lambda s, e, now: drain.leave(s),
+        Synced: lambda s, e, now: here.synced(s),
+        ReclaimChanged: lambda s, e, now: here.reclaim_changed(s, e.reclaimed, e.standby),
+        PluginsChanged: lambda s, e, now: here.plugins_changed(s, e.found, e.unmet),
+        CheckpointsFound: lambda s, e, now: here.checkpoints_found(s, e.runs),
+        CpuShareMeasured: lambda s, e, now: here.cpu_share_measured(s, e.share),
         **dict.fromkeys(timers.RULES.types(), timers.fire),
         **dict.fromkeys(reports.RULES.types(), reports.on_report),
     },
@@ -126,4 +156,11 @@ RULES: Routes[Rule] = Routes(
 
 def handle(state: PeerState, event: Event, now: float) -> Effects:
     """The effects of one stimulus (see the module) at ``now``."""
-    return RULES[event](state, event, now)
+    if not barrier.ON:
+        return RULES[event](state, event, now)
+    state.__dict__["_sealed"] = True  # its set-up is over (core/barrier.py)
+    barrier.enter()
+    try:
+        return RULES[event](state, event, now)
+    finally:
+        barrier.leave()

@@ -373,3 +373,9 @@ def on_share(state: PeerState, msg: m.RunShare) -> Effects:
     if run is not None and run.info.master == state.name:
         run.departed = stats.total([run.departed, msg.counters])
     return []
+
+
+def on_run_stats(state: PeerState, link: Link, msg: m.RunStatsRequest) -> Effects:
+    """A master asks for this peer's share of a run's counters."""
+    counters = stats.as_ints(state.run_counters(msg.run_id))
+    return [Reply(link, m.RunStatsReply(msg.req, msg.run_id, counters))]

@@ -57,6 +57,7 @@ RULES: Routes[Rule] = Routes(
         m.GhostRequest: lambda s, link, msg, now: spmd.on_ghost_request(s, msg),
         m.RunShare: lambda s, link, msg, now: master.on_share(s, msg),
         m.ResultCopy: lambda s, link, msg, now: master.on_result_copy(s, msg, now),
+        m.RunStatsRequest: lambda s, link, msg, now: master.on_run_stats(s, link, msg),
     },
 )
 

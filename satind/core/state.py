@@ -17,6 +17,7 @@ import satind.descriptor as plugin_mod
 import satind.stats as stats
 from satind.adaptivity.utilization import Utilization
 from satind.config import Config
+from satind.core import barrier
 from satind.core.effects import INFO, Note
 from satind.core.model.checkpoint import CheckpointCounters
 from satind.core.model.custody import Custody
@@ -128,6 +129,11 @@ class PeerState:
     _victims: tuple[int, Candidates] | None = None
 
     # -- notes for the log --------------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if barrier.ON:  # debug only (core/barrier.py): writes only inside handle
+            barrier.written(self.__dict__.get("_sealed", False), name)
+        object.__setattr__(self, name, value)
 
     def note(self, level: int, logger: str, message: str, *args: Any) -> None:
         """Note a line for the peer's log (``%``-style ``message`` and ``args``, as logging

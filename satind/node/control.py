@@ -19,10 +19,11 @@ import trio
 import satind.plugin as plugins
 import satind.stats as stats
 from satind.core import admission, master, victim
-from satind.core.effects import Effects, EncodeArgs, Link, Reply
+from satind.core.effects import EncodeArgs, Link
 from satind.core.events import (
     ArgsEncoded,
     CancelAsked,
+    CheckpointsFound,
     MasterAnswered,
     ResumeLoaded,
     RunJudged,
@@ -41,22 +42,12 @@ from satind.plugin import hooks
 from satind.work.errors import error_info
 
 if TYPE_CHECKING:
-    from satind.core.state import PeerState
+    pass
 
 log = logging.getLogger(__name__)
 
 
 # -- a run's end and its statistics --------------------------------------------------------------
-
-
-def run_stats(state: PeerState, link: Link, msg: m.RunStatsRequest) -> Effects:
-    """A master asks for this peer's share of a run's counters."""
-    return [
-        Reply(
-            link,
-            m.RunStatsReply(msg.req, msg.run_id, stats.as_ints(state.run_counters(msg.run_id))),
-        )
-    ]
 
 
 async def finish_run(peer: Host, run_id: str) -> None:
@@ -377,7 +368,7 @@ async def find_checkpointed_runs(peer: Host) -> None:
     """Runs the checkpoint directory could resume (listed by `status` until resumed)."""
     assert peer.checkpointer.store is not None
     contents = await peer.checkpointer.store.load()
-    peer.state.checkpointed = dict(contents.unfinished())
+    peer.apply(handle(peer.state, CheckpointsFound(dict(contents.unfinished())), peer.now()))
     if peer.state.checkpointed:
         log.info(
             "checkpoint directory %s holds %d unfinished run(s): %s (`satind resume RUN_ID`)",

@@ -103,14 +103,9 @@ def _swim(method: str) -> Any:
     return handler
 
 
-def _run_stats(peer: Host, link: Link, msg: m.RunStatsRequest) -> None:
-    peer.apply(control.run_stats(peer.state, link, msg))
-
-
 _HANDLERS: dict[type, Callable[[Shell, Link, Any], None]] = {
     m.StealReply: on_steal_reply,
     **{kind: _core for kind in messages.RULES.types()},
-    m.RunStatsRequest: _run_stats,
     **{answer: on_reply for answer in m.ANSWER_TYPES},
     m.Submit: control.on_submit,
     m.ProgressRequest: control.on_progress,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from satind.core import drain as rules
+from satind.core.events import DrainAsked, DrainDeadlinePassed, DrainDone, DrainRound
+from satind.core.handle import handle
 
 if TYPE_CHECKING:
     from satind.node.host import Host
@@ -24,7 +26,7 @@ def drain(peer: Host, reason: str, leaving: Sequence[str] = (), deadline_s: floa
     left and leave at once (core/drain.cut). ``leaving``: the members drained with this one
     (none of them inherits a run)."""
     was_draining = peer.state.draining
-    peer.apply(rules.start(peer.state, reason, peer.now(), leaving))
+    peer.apply(handle(peer.state, DrainAsked(reason, leaving), peer.now()))
     # Negative (or NaN, from a hostile request): the configured deadline.
     deadline_s = deadline_s if deadline_s >= 0 else peer.cfg.daemon.drain_deadline_s
     deadline = trio.current_time() + deadline_s
@@ -42,7 +44,7 @@ def drain(peer: Host, reason: str, leaving: Sequence[str] = (), deadline_s: floa
     async def until_drained() -> None:
         while True:
             # The runs it masters go to a peer that stays (once there is one).
-            peer.apply(rules.hand_over_runs(peer.state))
+            peer.apply(handle(peer.state, DrainRound(), peer.now()))
             if rules.drained(peer.state):
                 return
             await peer.wait_changed()
@@ -52,10 +54,10 @@ def drain(peer: Host, reason: str, leaving: Sequence[str] = (), deadline_s: floa
             await until_drained()
         if scope.cancelled_caught:
             log.warning("the drain's deadline passed: cutting the work left and leaving")
-            peer.apply(rules.cut(peer.state))
+            peer.apply(handle(peer.state, DrainDeadlinePassed(), peer.now()))
             with trio.move_on_after(peer.cfg.daemon.cut_grace_s):
                 await until_drained()
-        peer.apply(rules.leave(peer.state))
+        peer.apply(handle(peer.state, DrainDone(), peer.now()))
         peer.leave()
 
     peer.spawn_task(finish)

@@ -27,7 +27,16 @@ from satind.adaptivity.measure import AppBenchmarks
 from satind.config import Config
 from satind.core import logged, thief
 from satind.core.effects import Effects
-from satind.core.events import CustodyRound, MemberChanged, OrphanTable, RunsHeard, TuplesHeard
+from satind.core.events import (
+    CpuShareMeasured,
+    CustodyRound,
+    MemberChanged,
+    OrphanTable,
+    ReclaimChanged,
+    RunsHeard,
+    Synced,
+    TuplesHeard,
+)
 from satind.core.handle import handle
 from satind.core.runs import PeerRun
 from satind.core.state import PeerState
@@ -279,7 +288,7 @@ class Peer:
                 await nursery.start(self.swim.run)
                 await nursery.start(self.compute.serve)
                 if self.options.standby:
-                    self.state.standby = True
+                    self.apply(handle(self.state, ReclaimChanged(False, True), self.now()))
                     self.reclaim(True, "standby: takes no work until admitted")
                 if self.cfg.adapt.enabled:
                     await nursery.start(self.coordinator.run)
@@ -289,7 +298,7 @@ class Peer:
                     self.state.runs.history_owners.update(await self.recorder.open())
                     nursery.start_soon(self.recorder.run)
                 if self._real_compute:
-                    nursery.start_soon(profile_loop, self.state)
+                    nursery.start_soon(profile_loop, self.state, self._cpu_share_measured)
                 if self.cfg.metrics.enabled:
                     # Imported here: prometheus_client and what it pulls in cost an idle peer
                     # about 1.5 MB that a peer without metrics does not need.
@@ -356,15 +365,16 @@ class Peer:
         releases it (False: go on where it was). Every member hears it at once; a master's
         scheduler counts it RECLAIMED (core/iterative.py). By whom: node/reclaims.py."""
         if not by_owner and not self.reclaims.by_hand(reclaimed):
-            self.state.standby = False  # admitted, but the machine is its owner's now
+            # Admitted, but the machine is its owner's now.
+            self.apply(handle(self.state, ReclaimChanged(self.state.reclaimed, False), self.now()))
             log.info("released (%s), but its owner is using it: reclaimed until then", reason)
             return
         if self.state.reclaimed == reclaimed:
             return
-        if not reclaimed:
-            self.state.standby = False  # admitted
         log.info("%s: %s", "reclaimed" if reclaimed else "released", reason)
-        self.state.reclaimed = reclaimed
+        # Released: admitted too (a standby's first release).
+        standby = None if reclaimed else False
+        self.apply(handle(self.state, ReclaimChanged(reclaimed, standby), self.now()))
         self.swim.set_reclaimed(reclaimed)
         self.worker.reclaim(reclaimed)
         self.thief.update()
@@ -437,10 +447,10 @@ class Peer:
         self.apply(handle(self.state, MemberChanged(change), self.now()))
 
     def on_synced(self) -> None:
-        # Only now may this peer decide elections: before, a master it has not heard of yet
-        # would look gone, and a member it does not know would not be the successor it is
-        # (a restarted peer took a run over from a live master so).
-        self.state.settled = True
+        self.apply(handle(self.state, Synced(), self.now()))  # elections are ours to decide now
+
+    def _cpu_share_measured(self, share: float) -> None:
+        self.apply(handle(self.state, CpuShareMeasured(share), self.now()))
 
     def on_runs(self, runs: Sequence[m.RunAnnounce]) -> None:
         self.apply(handle(self.state, RunsHeard(runs), self.now()))

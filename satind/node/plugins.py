@@ -16,6 +16,8 @@ import logging
 from typing import TYPE_CHECKING
 
 import satind.plugin as plugin_mod
+from satind.core.events import PluginsChanged
+from satind.core.handle import handle
 from satind.net import messages as m
 from satind.node.host import Host
 from satind.node.rpc import ask_all
@@ -59,23 +61,9 @@ def adopt(peer: Host, found: dict[str, plugin_mod.Plugin]) -> str:
     added = sorted(found.keys() - old.keys())
     removed = sorted(old.keys() - found.keys())
     changed = sorted(n for n in found.keys() & old.keys() if found[n].code_hash != old[n].code_hash)
-    peer.state.plugins = found
-    for run in peer.state.runs.active.values():
-        name = run.info.plugin
-        if run.refused is None and not run.info.shipped and (name in removed or name in changed):
-            run.refused = (
-                f"peer {peer.name} reloaded its plugins: it has "
-                + (
-                    f"{name} with code hash {found[name].code_hash[:12]}"
-                    if name in found
-                    else "no " + name
-                )
-                + f", the run's master {run.info.master} has {run.info.code_hash[:12]}"
-            )
-            log.warning("run %s: %s", run.info.run_id, run.refused)
-    peer.state.unmet = {
-        key: why for key, why in peer.state.unmet.items() if key[1] in peer.state.shipped
-    } | requirements.unmet_here(found)
+    peer.apply(
+        handle(peer.state, PluginsChanged(found, requirements.unmet_here(found)), peer.now())
+    )
     peer.swim.set_plugins(requirements.gossiped(found))
     parts = [
         f"{what} {', '.join(names)}"

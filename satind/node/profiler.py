@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import trio
 
@@ -56,7 +57,7 @@ def machine_cpus() -> set[int]:
     return set(range(os.cpu_count() or 1))
 
 
-async def profile_loop(state: PeerState) -> None:
+async def profile_loop(state: PeerState, measured: Callable[[float], None]) -> None:
     """Measure, every ``spmd.profile_s``, until cancelled."""
     every = state.cfg.spmd.profile_s
     if every <= 0:
@@ -75,6 +76,6 @@ async def profile_loop(state: PeerState) -> None:
         if now is not None and now_cpus == cpus and now[1] > last[1] and wall > wall_last:
             busy_cpus = (now[0] - last[0]) / (now[1] - last[1]) * len(cpus)
             own_cpus = (own - own_last) / (wall - wall_last)
-            state.spmd.cpu_share = share(len(cpus), busy_cpus, own_cpus)
+            measured(share(len(cpus), busy_cpus, own_cpus))  # to the core: CpuShareMeasured
         if now is not None:
             cpus, last, own_last, wall_last = now_cpus, now, own, wall
