@@ -112,6 +112,12 @@ IN_CI = {
 MASTER_KILL_S = {"othello": 1.0, "nqueens": 1.0, "sat": 1.0, "knapsack": 1.0, "search": 1.0}
 
 
+# Runs too short to outlast a thief's kill and its restart (the run goes on meanwhile): in the
+# suite (2026-11-29) nqueens 13 was over, its answer on its way to the client, when its master
+# was killed, and ended under that master.
+THIEF_MASTER_RUNS: dict[str, tuple[str, ...]] = {"nqueens": ("nqueens", "14")}
+
+
 def cases() -> list[Case]:
     """Each plugin with its master killed (m2/0, then m1/0: "first"), and with a thief killed
     and then the master."""
@@ -122,7 +128,8 @@ def cases() -> list[Case]:
         out.append(Case(f"{name}-first-master", argv, (MASTER,), cpu_s, master="m1/0"))
         # 0.5 CPU s in, the short runs 0.25 (MASTER_KILL_S): nqueens 13's master was once
         # killed as its run ended, on a fast moment of this machine (the answer was in).
-        out.append(Case(f"{name}-thief-master", argv, (THIEF, MASTER), cpu_s=cpu_s / 4))
+        thief_argv = THIEF_MASTER_RUNS.get(name, argv)
+        out.append(Case(f"{name}-thief-master", thief_argv, (THIEF, MASTER), cpu_s=cpu_s / 4))
     return out
 
 
