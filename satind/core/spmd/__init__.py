@@ -74,7 +74,7 @@ from satind.core.spmd.placement import placement as placement
 from satind.core.spmd.placement import profile as profile
 from satind.core.spmd.rollback import lost_job as lost_job
 from satind.core.spmd.rollback import member_gone as member_gone
-from satind.core.spmd.rollback import step_failed
+from satind.core.spmd.rollback import step_failed, stop_jobs
 from satind.net import messages as m
 from satind.reconfig.gain import comm_s, entity_gain
 from satind.work.events import ChildResult
@@ -109,8 +109,14 @@ def task_ready(state: PeerState, job: Job, now: float) -> Effects:
                 place.locator.pop(e, None)
                 place.locator[e] = least_loaded(state, run_id, place, exclude="")
     holder = place.locator.get(entity)
-    if entity in place.lost or holder is None or not alive(state, holder):
-        return [ToCompute(ChildResult(job, None, EntityLost(f"entity {entity} was lost")))]
+    if place.lost or holder is None or not alive(state, holder):
+        # An entity of this generation is lost: the run rolls back, so no job of it may go
+        # out (its steps would wait for ever for the lost one's ghosts, and the root with
+        # them), and those out already stop.
+        place.lost.add(entity)
+        why = f"entity {entity} was lost"
+        lost = ToCompute(ChildResult(job, None, EntityLost(why)))
+        return [lost, *stop_jobs(state, run_id, place, why)]
     if entity in place.moving:
         place.held_back[entity] = job
         return []

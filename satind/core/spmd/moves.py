@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from satind.core.effects import ERROR, INFO, WARNING, Changed, Effects, Send, Timer, ToCompute
-from satind.core.model.spmd import STEP, Departed, EntityKey, EntityLost, Held, Placement
+from satind.core.model.spmd import STEP, Departed, EntityKey, Held, Placement
 from satind.core.model.timers import MoveTimeout
 from satind.core.spmd.ghosts import arrive, prune, try_start
 from satind.core.spmd.placement import alive, least_loaded, usable
+from satind.core.spmd.rollback import stop_jobs
 from satind.core.victim import job_spec
 from satind.net import codec
 from satind.net import messages as m
@@ -146,11 +147,13 @@ def on_moved(state: PeerState, sender: str, msg: m.EntityMoved, now: float) -> E
             msg.refused,
         )
         place.lost.add(entity)
+    if entity in place.lost:
+        # The run rolls back: its other jobs, which wait for this entity's ghosts, stop too
+        # (its own held-back push with them).
+        return stop_jobs(state, msg.run_id, place, msg.refused or f"entity {entity} was lost")
     job = place.held_back.pop(entity, None)
     if job is None:
         return []
-    if entity in place.lost:
-        return [ToCompute(ChildResult(job, None, EntityLost(msg.refused)))]
     return send_job(state, place, job, now)
 
 

@@ -32,11 +32,14 @@ def lost_job(state: PeerState, job: Job) -> Effects:
     """An entity job whose holder died (custody gave it back): it fails."""
     place = state.spmd.runs.get(job.run.run_id)
     entity = job.args[2]
+    fx: Effects = [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
     if place is not None and place.jobs.get(entity) is job:
         del place.jobs[entity]
         place.by_path.pop(job.path, None)
         place.lost.add(entity)
-    return [ToCompute(ChildResult(job, None, EntityLost("its holder died")))]
+        # The others wait for its ghosts: they stop, and the root rolls back.
+        fx += stop_jobs(state, job.run.run_id, place, f"entity {entity} was lost")
+    return fx
 
 
 def member_gone(state: PeerState, name: str) -> Effects:
